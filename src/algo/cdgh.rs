@@ -1,0 +1,82 @@
+//! The CDGH clustering skeleton of MiRaCle (001 Alg. 2): entities join the nearest open
+//! cluster unless it is farther than `th` and fewer than `climit` clusters are open; a
+//! cluster of k members is closed as an equivalence class; leftovers are merged; the last
+//! cluster smaller than k is suppressed whole.
+
+use rayon::prelude::*;
+
+use crate::algo::pairwise::Pairwise;
+use crate::algo::tree::Rep;
+use crate::forest::Forest;
+
+/// The result of clustering: closed equivalence classes and the entities suppressed whole.
+#[derive(Debug, Clone)]
+pub struct Clustering {
+    /// One representative per EC; `rep.members` are the member entities' rows.
+    pub ecs: Vec<Rep>,
+    /// Entity rows left in a last cluster smaller than k (001 Alg. 2 line 22).
+    pub suppressed: Vec<u32>,
+}
+
+/// Parameters of Alg. 2.
+#[derive(Debug, Clone, Copy)]
+pub struct CdghParams {
+    pub k: usize,
+    pub threshold: f64,
+    pub climit: usize,
+}
+
+/// Index and distance of the open cluster nearest to `v` (Alg. 2 line 5; ties go to the
+/// lowest index so the result does not depend on thread scheduling).
+fn nearest(pw: &Pairwise, open: &[Rep], v: &Rep, skip: Option<usize>) -> Option<(usize, f64)> {
+    open.par_iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != skip)
+        .map(|(i, c)| (i, pw.distance(c, v)))
+        .reduce_with(|a, b| if b.1 < a.1 || (b.1 == a.1 && b.0 < a.0) { b } else { a })
+}
+
+/// 001 Alg. 2. `order` is the sequence entities are visited in (lines 2-12).
+///
+/// Decisions: line 11 closes a cluster when it reaches k members ("more than k" in the text
+/// would make every EC k + 1 large for no privacy gain); line 6 opens a new cluster only while
+/// fewer than `climit` are open, so there are never more than `climit`.
+pub fn cluster(forest: &Forest, pw: &Pairwise, order: &[u32], p: CdghParams) -> Clustering {
+    let mut open: Vec<Rep> = Vec::new();
+    let mut ecs = Vec::new();
+    let k = p.k.max(1);
+    for &row in order {
+        let v = Rep::from_forest(forest, 0, row);
+        let target = match nearest(pw, &open, &v, None) {
+            None => None,
+            Some((_, d)) if d > p.threshold && open.len() < p.climit => None,
+            Some((i, _)) => Some(i),
+        };
+        let Some(i) = target else {
+            // Lines 7-8: v opens a new cluster (a cluster of one is complete when k = 1).
+            if k == 1 {
+                ecs.push(v);
+            } else {
+                open.push(v);
+            }
+            continue;
+        };
+        open[i] = pw.merge(&open[i], &v);
+        if open[i].member_count() >= k {
+            // `remove`, not `swap_remove`: cluster indices break ties, so keep their order.
+            ecs.push(open.remove(i));
+        }
+    }
+    // Lines 13-20: merge leftovers with their nearest cluster until each reaches k.
+    while open.len() > 1 {
+        let Some((j, _)) = nearest(pw, &open, &open[0], Some(0)) else { break };
+        let other = open.remove(j);
+        open[0] = pw.merge(&open[0], &other);
+        if open[0].member_count() >= k {
+            ecs.push(open.remove(0));
+        }
+    }
+    // Line 22: the remaining fewer-than-k entities are suppressed whole.
+    let suppressed = open.into_iter().flat_map(|c| c.members).collect();
+    Clustering { ecs, suppressed }
+}

@@ -1,0 +1,141 @@
+//! Pairwise anonymization of two trees: 001 Alg. 3 (Anonymize), Alg. 4 (AnonymizeSets, the
+//! MiRaCle subtree matching) and Alg. 5 (AnonymizeSets of MiRaCleX, node matching).
+//!
+//! Cost model (the paper leaves the suppression cost open): a tree's loss is LM (001 Def. 8,
+//! unnormalized) summed over one copy of every node per member, plus, for every suppressed row,
+//! its weight `max(|QI of its table|, 1)`: a removed row costs as much as a fully generalized
+//! one, and a row of a table without QIs still costs one cell, so dropping structure is never
+//! free. The normalized distance divides by the total weight of both inputs, so it lies in
+//! [0, 1] like the paper's threshold `th`.
+
+use crate::algo::tree::Rep;
+use crate::forest::Forest;
+use crate::plan::Algorithm;
+
+/// What pairwise anonymization needs to know about the forest.
+pub struct Pairwise<'a> {
+    forest: &'a Forest,
+    /// Weight of one row per table: `max(|QI|, 1)`.
+    weights: Vec<f64>,
+    algorithm: Algorithm,
+}
+
+/// A matching of two sibling sets: pairs of indices plus the unmatched on each side.
+struct Matching {
+    pairs: Vec<(usize, usize)>,
+    /// Loss of the matched pairs plus the suppressed leftovers.
+    loss: f64,
+}
+
+impl<'a> Pairwise<'a> {
+    pub fn new(forest: &'a Forest, algorithm: Algorithm) -> Self {
+        let weights = forest.tables.iter().map(|t| t.nqi().max(1) as f64).collect();
+        Pairwise { forest, weights, algorithm }
+    }
+
+    /// Weight of one copy of a subtree (what suppressing it for one member costs).
+    pub fn weight(&self, rep: &Rep) -> f64 {
+        self.weights[rep.table as usize] + rep.children.iter().map(|c| self.weight(c)).sum::<f64>()
+    }
+
+    /// LM of one copy of a node's generalized QIs if `a` and `b` are merged (Alg. 5 lines 4-9:
+    /// the node-only cost MiRaCleX matches siblings by).
+    fn node_loss(&self, a: &Rep, b: &Rep) -> f64 {
+        let t = &self.forest.tables[a.table as usize];
+        a.qi.iter()
+            .zip(&b.qi)
+            .zip(&t.hierarchies)
+            .map(|((&x, &y), h)| h.loss(h.lca(x, y)))
+            .sum()
+    }
+
+    /// Total loss of `anonymize(a, b)` (Alg. 3), counting every member's copy.
+    pub fn loss(&self, a: &Rep, b: &Rep) -> f64 {
+        let m = (a.member_count() + b.member_count()) as f64;
+        let mut loss = m * self.node_loss(a, b);
+        for &ct in &self.child_tables(a.table) {
+            loss += self.match_sets(a.children_of(ct), b.children_of(ct), a.member_count(), b.member_count()).loss;
+        }
+        loss
+    }
+
+    /// `dist` of 001 Alg. 2: the LM of the pairwise anonymization, normalized to [0, 1].
+    pub fn distance(&self, a: &Rep, b: &Rep) -> f64 {
+        let total = a.member_count() as f64 * self.weight(a) + b.member_count() as f64 * self.weight(b);
+        if total <= 0.0 {
+            return 0.0;
+        }
+        self.loss(a, b) / total
+    }
+
+    fn child_tables(&self, table: u16) -> Vec<u16> {
+        self.forest.tables[table as usize].children.iter().map(|c| c.table as u16).collect()
+    }
+
+    /// AnonymizeSets (001 Alg. 4 for MiRaCle, Alg. 5 for MiRaCleX): greedy one-by-one matching
+    /// of the smaller set into the larger (the paper requires |C1| <= |C2|); ties go to the
+    /// earliest candidate; the larger set's leftovers are suppressed (Alg. 4 line 9).
+    fn match_sets(&self, xs: &[Rep], ys: &[Rep], mx: usize, my: usize) -> Matching {
+        let swapped = xs.len() > ys.len();
+        let (small, large, ms, ml) = if swapped { (ys, xs, my, mx) } else { (xs, ys, mx, my) };
+        let mut free = vec![true; large.len()];
+        let mut pairs = Vec::with_capacity(small.len());
+        let mut loss = 0.0;
+        let m = (ms + ml) as f64;
+        for (i, s) in small.iter().enumerate() {
+            let mut best: Option<(usize, f64, f64)> = None;
+            for (j, l) in large.iter().enumerate() {
+                if !free[j] {
+                    continue;
+                }
+                // MiRaCle ranks candidates by the whole subtree's anonymization (Alg. 4 lines
+                // 4-6); MiRaCleX by the node alone and recurses only for the winner (Alg. 5).
+                let (rank, full) = match self.algorithm {
+                    Algorithm::Miracle => {
+                        let full = self.loss(s, l);
+                        (full, full)
+                    }
+                    Algorithm::Miraclex => (m * self.node_loss(s, l), f64::NAN),
+                };
+                if best.is_none_or(|(_, r, _)| rank < r) {
+                    best = Some((j, rank, full));
+                }
+            }
+            match best {
+                Some((j, _, full)) => {
+                    free[j] = false;
+                    loss += if full.is_nan() { self.loss(s, &large[j]) } else { full };
+                    pairs.push(if swapped { (j, i) } else { (i, j) });
+                }
+                None => loss += ms as f64 * self.weight(s),
+            }
+        }
+        for (j, l) in large.iter().enumerate() {
+            if free[j] {
+                loss += ml as f64 * self.weight(l);
+            }
+        }
+        Matching { pairs, loss }
+    }
+
+    /// Anonymize (001 Alg. 3): the merged representative of `a` and `b`, members of `a`
+    /// first. Unmatched children of either side are suppressed (left out).
+    pub fn merge(&self, a: &Rep, b: &Rep) -> Rep {
+        let t = &self.forest.tables[a.table as usize];
+        let qi = a.qi.iter().zip(&b.qi).zip(&t.hierarchies).map(|((&x, &y), h)| h.lca(x, y)).collect();
+        let mut members = Vec::with_capacity(a.members.len() + b.members.len());
+        members.extend_from_slice(&a.members);
+        members.extend_from_slice(&b.members);
+        let mut children = Vec::new();
+        for &ct in &self.child_tables(a.table) {
+            let (xs, ys) = (a.children_of(ct), b.children_of(ct));
+            let mut pairs = self.match_sets(xs, ys, a.member_count(), b.member_count()).pairs;
+            // Keep the first side's order so representatives stay deterministic and readable.
+            pairs.sort_unstable();
+            for (i, j) in pairs {
+                children.push(self.merge(&xs[i], &ys[j]));
+            }
+        }
+        Rep { table: a.table, qi, members, children }
+    }
+}

@@ -1,0 +1,314 @@
+//! The entity forest: every family table's rows as arena nodes with interned QI codes and
+//! parent / child links, loaded through DataFusion (a scan + sort per table, and a join
+//! against the parent's key table to find each row's parent), never a query per entity.
+//!
+//! Invariant: table 0 is the entity table; a row's parent is a row of `plan.tables[t].parent`;
+//! `children[c]` of a table lists, per row, its rows in child table `c` (CSR layout).
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, UInt32Array};
+use arrow::compute::filter_record_batch;
+use arrow::array::BooleanArray;
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+
+use crate::hierarchy::{Hierarchy, HierarchyError};
+use crate::plan::{OrphanPolicy, Plan};
+use crate::warehouse::{numeric_value, render_value, Warehouse, WarehouseError};
+
+/// Column the load queries add for a row's position in its table.
+const ROW: &str = "__relanon_row";
+/// Column the load queries add for a row's parent position.
+const PARENT: &str = "__relanon_parent";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForestError {
+    #[error(transparent)]
+    Warehouse(#[from] WarehouseError),
+    #[error(transparent)]
+    Hierarchy(#[from] HierarchyError),
+    #[error("table {table}: {count} row(s) have a NULL or duplicated primary key ({key}), e.g. {examples}; make the key unique and non-NULL in the source")]
+    BadKey { table: String, key: String, count: usize, examples: String },
+    #[error("table {table}: {count} row(s) reference a missing {parent} row ({fk}), e.g. {examples}; fix the source, or add SET orphans = 'drop' to leave them (and their descendants) out")]
+    Orphans { table: String, parent: String, fk: String, count: usize, examples: String },
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// Rows of one child table grouped by parent row.
+#[derive(Debug, Clone)]
+pub struct Children {
+    /// Family table index of the child table.
+    pub table: usize,
+    /// `rows[offsets[r]..offsets[r + 1]]` are parent row `r`'s children.
+    pub offsets: Vec<u32>,
+    pub rows: Vec<u32>,
+}
+
+impl Children {
+    pub fn of(&self, row: u32) -> &[u32] {
+        let (a, b) = (self.offsets[row as usize] as usize, self.offsets[row as usize + 1] as usize);
+        &self.rows[a..b]
+    }
+}
+
+/// One family table's rows.
+#[derive(Debug, Clone)]
+pub struct TableNodes {
+    pub name: String,
+    /// The source rows (all columns), in node order: row `r` is node `r`.
+    pub batch: RecordBatch,
+    /// QI columns' hierarchies, in `FamilyTable::qi_columns` order.
+    pub hierarchies: Vec<Hierarchy>,
+    /// Row-major leaf codes: `qi[r * nqi + q]`.
+    pub qi: Vec<u32>,
+    /// Parent row per row (`u32::MAX` for the entity table).
+    pub parent: Vec<u32>,
+    pub children: Vec<Children>,
+    /// Source rows left out as orphans (FK to a missing parent, with their descendants).
+    pub orphans_dropped: usize,
+    /// Source rows before orphans were dropped.
+    pub rows_in: usize,
+}
+
+impl TableNodes {
+    pub fn rows(&self) -> usize {
+        self.parent.len()
+    }
+    pub fn nqi(&self) -> usize {
+        self.hierarchies.len()
+    }
+    pub fn codes(&self, row: u32) -> &[u32] {
+        let n = self.nqi();
+        &self.qi[row as usize * n..row as usize * n + n]
+    }
+}
+
+/// All family tables, in plan order.
+#[derive(Debug, Clone)]
+pub struct Forest {
+    pub tables: Vec<TableNodes>,
+}
+
+impl Forest {
+    pub fn entities(&self) -> usize {
+        self.tables.first().map_or(0, TableNodes::rows)
+    }
+}
+
+fn quote(id: &str) -> String {
+    format!("\"{}\"", id.replace('"', "\"\""))
+}
+
+fn cols(cols: &[String], prefix: &str) -> String {
+    cols.iter().map(|c| format!("{prefix}{}", quote(c))).collect::<Vec<_>>().join(", ")
+}
+
+/// Loads the forest: for each family table in plan order, checks its key, scans it sorted by
+/// (parent row, key) joined to its parent's key table, drops or refuses orphans, interns QIs.
+pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
+    let mut tables: Vec<TableNodes> = Vec::with_capacity(plan.tables.len());
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        check_key(wh, &ft.name, &ft.primary_key).await?;
+        let t = quote(&ft.name);
+        let order_key = if ft.primary_key.is_empty() { String::new() } else { format!(", {}", cols(&ft.primary_key, "s.")) };
+        let query = match ft.parent {
+            None => format!("SELECT s.* FROM {t} s ORDER BY {}", cols(&ft.primary_key, "s.")),
+            Some(p) => {
+                let on = ft
+                    .parent_fk
+                    .iter()
+                    .zip(&ft.parent_key)
+                    .map(|(c, k)| format!("s.{} = k.{}", quote(c), quote(k)))
+                    .collect::<Vec<_>>()
+                    .join(" AND ");
+                format!(
+                    "SELECT s.*, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on} ORDER BY {PARENT} NULLS FIRST{order_key}",
+                    quote(&key_table(p))
+                )
+            }
+        };
+        let batches = wh.sql(&query).await?;
+        let schema = batches.first().map(|b| b.schema());
+        let mut batch = match schema {
+            Some(s) => arrow::compute::concat_batches(&s, &batches).map_err(|e| ForestError::Internal(e.to_string()))?,
+            None => wh.read_table(&ft.name, None, &[]).await?,
+        };
+        let rows_in = batch.num_rows();
+        let mut parent = vec![u32::MAX; batch.num_rows()];
+        let mut orphans_dropped = 0;
+        if let Some(p) = ft.parent {
+            let idx = batch.schema().index_of(PARENT).map_err(|e| ForestError::Internal(e.to_string()))?;
+            let col = arrow::compute::cast(batch.column(idx), &arrow::datatypes::DataType::UInt32)
+                .map_err(|e| ForestError::Internal(e.to_string()))?;
+            let col = col.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| ForestError::Internal("parent column".into()))?;
+            let orphans = col.null_count();
+            if orphans > 0 {
+                if plan.params.orphans == OrphanPolicy::Refuse {
+                    let examples = (0..batch.num_rows())
+                        .filter(|&r| col.is_null(r))
+                        .take(3)
+                        .map(|r| {
+                            let vals: Vec<String> = ft
+                                .parent_fk
+                                .iter()
+                                .map(|c| {
+                                    let v = batch.column_by_name(c).and_then(|a| render_value(a.as_ref(), r));
+                                    format!("{c} = {}", v.unwrap_or_else(|| "NULL".into()))
+                                })
+                                .collect();
+                            vals.join(", ")
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Err(ForestError::Orphans {
+                        table: ft.name.clone(),
+                        parent: plan.tables[p].name.clone(),
+                        fk: ft.parent_fk.join(", "),
+                        count: orphans,
+                        examples,
+                    });
+                }
+                orphans_dropped = orphans;
+                let keep: BooleanArray = (0..batch.num_rows()).map(|r| Some(col.is_valid(r))).collect();
+                batch = filter_record_batch(&batch, &keep).map_err(|e| ForestError::Internal(e.to_string()))?;
+            }
+            let col = batch.column(idx).clone();
+            let col = arrow::compute::cast(&col, &arrow::datatypes::DataType::UInt32).map_err(|e| ForestError::Internal(e.to_string()))?;
+            let col = col.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| ForestError::Internal("parent column".into()))?;
+            parent = col.values().to_vec();
+            batch.remove_column(idx);
+        }
+        if !ft.children.is_empty() {
+            register_keys(wh, ti, &batch, &ft.primary_key)?;
+        }
+        // QI interning.
+        let mut hierarchies = Vec::new();
+        let mut per_col: Vec<Vec<u32>> = Vec::new();
+        for (col, hname) in ft.qi_columns() {
+            let array = batch.column_by_name(col).ok_or_else(|| ForestError::Internal(format!("column {col} missing")))?;
+            let texts: Vec<Option<String>> = (0..array.len()).map(|r| render_value(array.as_ref(), r)).collect();
+            let numbers: Vec<Option<f64>> = (0..array.len()).map(|r| numeric_value(array.as_ref(), r)).collect();
+            let def = plan.hierarchies.get(hname).ok_or_else(|| ForestError::Internal(format!("hierarchy {hname} not resolved")))?;
+            let built = Hierarchy::build(hname, def, &format!("{}.{}", ft.name, col), &texts, &numbers)?;
+            hierarchies.push(built.hierarchy);
+            per_col.push(built.codes);
+        }
+        let n = batch.num_rows();
+        let nqi = per_col.len();
+        let mut qi = vec![0u32; n * nqi];
+        for (q, codes) in per_col.iter().enumerate() {
+            for (r, &c) in codes.iter().enumerate() {
+                qi[r * nqi + q] = c;
+            }
+        }
+        tables.push(TableNodes {
+            name: ft.name.clone(),
+            batch,
+            hierarchies,
+            qi,
+            parent,
+            children: Vec::new(),
+            orphans_dropped,
+            rows_in,
+        });
+    }
+    for ti in 0..tables.len() {
+        let kids = plan.tables[ti].children.clone();
+        for c in kids {
+            let children = group_children(tables[ti].rows(), &tables[c].parent, c);
+            tables[ti].children.push(children);
+        }
+    }
+    cleanup(wh, plan);
+    Ok(Forest { tables })
+}
+
+fn key_table(ti: usize) -> String {
+    format!("__relanon_keys_{ti}")
+}
+
+/// Orphans of a dropped orphan are orphans too; that is why a table's key table holds only
+/// the rows that survived.
+fn register_keys(wh: &Warehouse, ti: usize, batch: &RecordBatch, pk: &[String]) -> Result<(), ForestError> {
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    let mut fields = Vec::new();
+    for c in pk {
+        let i = batch.schema().index_of(c).map_err(|e| ForestError::Internal(e.to_string()))?;
+        columns.push(batch.column(i).clone());
+        fields.push(batch.schema().field(i).clone());
+    }
+    let rows: UInt32Array = (0..batch.num_rows() as u32).collect();
+    columns.push(Arc::new(rows));
+    fields.push(arrow::datatypes::Field::new(ROW, arrow::datatypes::DataType::UInt32, false));
+    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+    let keys = RecordBatch::try_new(schema.clone(), columns).map_err(|e| ForestError::Internal(e.to_string()))?;
+    let table = MemTable::try_new(schema, vec![vec![keys]]).map_err(|e| ForestError::Internal(e.to_string()))?;
+    let name = key_table(ti);
+    let _ = wh.context().deregister_table(name.as_str());
+    wh.context().register_table(name.as_str(), Arc::new(table)).map_err(|e| ForestError::Internal(e.to_string()))?;
+    Ok(())
+}
+
+fn cleanup(wh: &Warehouse, plan: &Plan) {
+    for ti in 0..plan.tables.len() {
+        let _ = wh.context().deregister_table(key_table(ti).as_str());
+    }
+}
+
+/// Duplicate or NULL primary keys make "one true join path" impossible: refuse them.
+async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), ForestError> {
+    if pk.is_empty() {
+        return Ok(());
+    }
+    let t = quote(table);
+    let nulls = pk.iter().map(|c| format!("{} IS NULL", quote(c))).collect::<Vec<_>>().join(" OR ");
+    let query = format!(
+        "SELECT {k}, COUNT(*) AS n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls} ORDER BY n DESC LIMIT 3",
+        k = cols(pk, "")
+    );
+    let batches = wh.sql(&query).await?;
+    let mut examples = Vec::new();
+    for b in &batches {
+        for r in 0..b.num_rows() {
+            let vals: Vec<String> = (0..pk.len())
+                .map(|i| format!("{} = {}", pk[i], render_value(b.column(i).as_ref(), r).unwrap_or_else(|| "NULL".into())))
+                .collect();
+            examples.push(vals.join(", "));
+        }
+    }
+    if examples.is_empty() {
+        return Ok(());
+    }
+    let count_q = format!(
+        "SELECT COALESCE(SUM(n), 0) FROM (SELECT COUNT(*) AS n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls})",
+        k = cols(pk, "")
+    );
+    let count = wh
+        .sql(&count_q)
+        .await?
+        .first()
+        .and_then(|b| render_value(b.column(0).as_ref(), 0))
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(examples.len());
+    Err(ForestError::BadKey { table: table.to_string(), key: pk.join(", "), count, examples: examples.join("; ") })
+}
+
+/// CSR of a child table's rows by parent row (counting sort, keeps child order).
+fn group_children(parent_rows: usize, parent_of: &[u32], table: usize) -> Children {
+    let mut offsets = vec![0u32; parent_rows + 1];
+    for &p in parent_of {
+        offsets[p as usize + 1] += 1;
+    }
+    for i in 0..parent_rows {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut next = offsets.clone();
+    let mut rows = vec![0u32; parent_of.len()];
+    for (r, &p) in parent_of.iter().enumerate() {
+        rows[next[p as usize] as usize] = r as u32;
+        next[p as usize] += 1;
+    }
+    Children { table, offsets, rows }
+}

@@ -1,0 +1,494 @@
+//! Generalization hierarchies (DGHs) as flat arrays: interned node codes, parent array,
+//! depths and leaf counts precomputed, so `gen` (lowest common ancestor) and LM' are a few
+//! array reads. Built from a resolved [`HierarchyDef`] and the column's data, which also
+//! yields every row's leaf code.
+//!
+//! Decisions (documented in the README): a NULL in a QI column is its own leaf, `NULL`,
+//! directly under the root; numeric bands and date parts have the column's distinct data
+//! values as leaves, so their LM counts data values.
+
+use std::collections::HashMap;
+
+use crate::plan::HierarchyDef;
+use crate::policy::DatePart;
+
+/// The root label of every hierarchy.
+pub const ROOT: &str = "*";
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum HierarchyError {
+    #[error("hierarchy '{hierarchy}' declared at {pos} is not a tree: {detail}; give every value one parent and no cycles")]
+    NotATree { hierarchy: String, pos: String, detail: String },
+    #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; add them to the hierarchy (or fix the data)")]
+    NotALeaf { column: String, hierarchy: String, count: usize, examples: String },
+}
+
+/// One built hierarchy for one QI column.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    name: String,
+    /// Node label; `None` only for the NULL leaf (released as SQL NULL when not generalized).
+    labels: Vec<Option<String>>,
+    parent: Vec<u32>,
+    depth: Vec<u16>,
+    leaves: Vec<u32>,
+    root: u32,
+    total_leaves: u32,
+}
+
+/// A hierarchy together with the leaf code of every row of its column.
+pub struct Built {
+    pub hierarchy: Hierarchy,
+    pub codes: Vec<u32>,
+}
+
+impl Hierarchy {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+    pub fn len(&self) -> usize {
+        self.parent.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.parent.is_empty()
+    }
+    /// Release text of a node (`None` for the ungeneralized NULL leaf).
+    pub fn label(&self, code: u32) -> Option<&str> {
+        self.labels[code as usize].as_deref()
+    }
+    pub fn parent(&self, code: u32) -> u32 {
+        self.parent[code as usize]
+    }
+    pub fn leaf_count(&self, code: u32) -> u32 {
+        self.leaves[code as usize]
+    }
+    pub fn total_leaves(&self) -> u32 {
+        self.total_leaves
+    }
+
+    /// `gen(v1, v2)` of 001 Alg. 3: the lowest common ancestor.
+    pub fn lca(&self, mut a: u32, mut b: u32) -> u32 {
+        while self.depth[a as usize] > self.depth[b as usize] {
+            a = self.parent[a as usize];
+        }
+        while self.depth[b as usize] > self.depth[a as usize] {
+            b = self.parent[b as usize];
+        }
+        while a != b {
+            a = self.parent[a as usize];
+            b = self.parent[b as usize];
+        }
+        a
+    }
+
+    /// LM' of one cell (001 Def. 8): (leaves under the value - 1) / (leaves of the domain - 1).
+    pub fn loss(&self, code: u32) -> f64 {
+        if self.total_leaves <= 1 {
+            return 0.0;
+        }
+        f64::from(self.leaves[code as usize] - 1) / f64::from(self.total_leaves - 1)
+    }
+
+    /// Builds the hierarchy `name` for one column. `texts` are the column's values rendered
+    /// as text, `numbers` its numeric view (used by bands); `column` names it in errors.
+    pub fn build(
+        name: &str,
+        def: &HierarchyDef,
+        column: &str,
+        texts: &[Option<String>],
+        numbers: &[Option<f64>],
+    ) -> Result<Built, HierarchyError> {
+        let mut b = Builder::new(name);
+        match def {
+            HierarchyDef::Rows { rows, pos } => b.add_rows(rows, &pos.to_string())?,
+            HierarchyDef::Bands { widths, range, pos } => {
+                b.add_bands(name, widths, *range, column, texts, numbers, &pos.to_string())?
+            }
+            HierarchyDef::DateParts { parts, .. } => b.add_dates(name, parts, column, texts)?,
+        }
+        b.finish(def, column, texts)
+    }
+}
+
+/// Accumulates labelled nodes and parent links before freezing them into arrays.
+struct Builder {
+    name: String,
+    ids: HashMap<String, u32>,
+    labels: Vec<Option<String>>,
+    parent: Vec<Option<u32>>,
+    /// Where each parent link was declared, for "two parents" errors.
+    parent_from: Vec<usize>,
+    null_leaf: Option<u32>,
+}
+
+impl Builder {
+    fn new(name: &str) -> Self {
+        let mut b = Builder {
+            name: name.to_string(),
+            ids: HashMap::new(),
+            labels: Vec::new(),
+            parent: Vec::new(),
+            parent_from: Vec::new(),
+            null_leaf: None,
+        };
+        b.node(ROOT);
+        b
+    }
+
+    fn node(&mut self, label: &str) -> u32 {
+        if let Some(&id) = self.ids.get(label) {
+            return id;
+        }
+        let id = self.labels.len() as u32;
+        self.ids.insert(label.to_string(), id);
+        self.labels.push(Some(label.to_string()));
+        self.parent.push(None);
+        self.parent_from.push(0);
+        id
+    }
+
+    fn link(&mut self, child: u32, parent: u32, line: usize, pos: &str) -> Result<(), HierarchyError> {
+        if child == parent {
+            return Ok(());
+        }
+        match self.parent[child as usize] {
+            None => {
+                self.parent[child as usize] = Some(parent);
+                self.parent_from[child as usize] = line;
+                Ok(())
+            }
+            Some(p) if p == parent => Ok(()),
+            Some(p) => Err(HierarchyError::NotATree {
+                hierarchy: self.name.clone(),
+                pos: pos.to_string(),
+                detail: format!(
+                    "'{}' has two parents, '{}' (row {}) and '{}' (row {})",
+                    self.text(child),
+                    self.text(p),
+                    self.parent_from[child as usize],
+                    self.text(parent),
+                    line
+                ),
+            }),
+        }
+    }
+
+    fn text(&self, id: u32) -> &str {
+        self.labels[id as usize].as_deref().unwrap_or("NULL")
+    }
+
+    /// Rows are `leaf, parent, ...`; a trailing `*` and repeated neighbours are one node.
+    fn add_rows(&mut self, rows: &[Vec<String>], pos: &str) -> Result<(), HierarchyError> {
+        for (i, row) in rows.iter().enumerate() {
+            let mut path: Vec<&str> = Vec::with_capacity(row.len());
+            for cell in row.iter().map(|c| c.trim()) {
+                if cell.is_empty() || path.last() == Some(&cell) {
+                    continue;
+                }
+                path.push(cell);
+            }
+            if path.last() != Some(&ROOT) {
+                path.push(ROOT);
+            }
+            for pair in path.windows(2) {
+                let (c, p) = (self.node(pair[0]), self.node(pair[1]));
+                if c == 0 {
+                    return Err(HierarchyError::NotATree {
+                        hierarchy: self.name.clone(),
+                        pos: pos.to_string(),
+                        detail: format!("row {} puts the root '*' below '{}'", i + 1, pair[1]),
+                    });
+                }
+                self.link(c, p, i + 1, pos)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_bands(
+        &mut self,
+        name: &str,
+        widths: &[f64],
+        range: Option<(f64, f64)>,
+        column: &str,
+        texts: &[Option<String>],
+        numbers: &[Option<f64>],
+        pos: &str,
+    ) -> Result<(), HierarchyError> {
+        for w in widths.windows(2) {
+            let ratio = w[1] / w[0];
+            if (ratio - ratio.round()).abs() > 1e-9 || ratio < 1.5 {
+                return Err(HierarchyError::NotATree {
+                    hierarchy: name.to_string(),
+                    pos: pos.to_string(),
+                    detail: format!("band width {} does not divide {}, so bands would overlap", w[0], w[1]),
+                });
+            }
+        }
+        let integral = numbers.iter().flatten().all(|v| v.fract() == 0.0);
+        let mut bad = Vec::new();
+        for (text, num) in texts.iter().zip(numbers) {
+            let (Some(text), Some(v)) = (text, num) else {
+                if text.is_some() {
+                    bad.push(text.clone().unwrap_or_default());
+                }
+                continue;
+            };
+            if let Some((lo, hi)) = range {
+                if *v < lo || *v > hi {
+                    bad.push(text.clone());
+                    continue;
+                }
+            }
+            let leaf = self.node(text);
+            let mut child = leaf;
+            for w in widths {
+                let a = (v / w).floor() * w;
+                let label = if integral {
+                    format!("[{},{}]", a, a + w - 1.0)
+                } else {
+                    format!("[{},{})", a, a + w)
+                };
+                let p = self.node(&label);
+                self.link(child, p, 0, pos)?;
+                child = p;
+            }
+            self.link(child, 0, 0, pos)?;
+        }
+        not_leaves(column, name, bad)
+    }
+
+    fn add_dates(&mut self, name: &str, parts: &[DatePart], column: &str, texts: &[Option<String>]) -> Result<(), HierarchyError> {
+        let mut bad = Vec::new();
+        for text in texts.iter().flatten() {
+            let Some((year, month)) = parse_date(text) else {
+                bad.push(text.clone());
+                continue;
+            };
+            let mut child = self.node(text);
+            for part in parts {
+                let label = match part {
+                    DatePart::Month => format!("{year:04}-{month:02}"),
+                    DatePart::Quarter => format!("{year:04}-Q{}", (month - 1) / 3 + 1),
+                    DatePart::Year => format!("{year:04}"),
+                    DatePart::Decade => format!("{:04}s", year - year.rem_euclid(10)),
+                };
+                let p = self.node(&label);
+                self.link(child, p, 0, "")?;
+                child = p;
+            }
+            self.link(child, 0, 0, "")?;
+        }
+        not_leaves(column, name, bad)
+    }
+
+    /// Freezes the arrays, checks for cycles and maps every value to its leaf.
+    fn finish(mut self, def: &HierarchyDef, column: &str, texts: &[Option<String>]) -> Result<Built, HierarchyError> {
+        if texts.iter().any(Option::is_none) {
+            let id = self.labels.len() as u32;
+            self.labels.push(None);
+            self.parent.push(Some(0));
+            self.parent_from.push(0);
+            self.null_leaf = Some(id);
+        }
+        let n = self.labels.len();
+        let pos = match def {
+            HierarchyDef::Rows { pos, .. } | HierarchyDef::Bands { pos, .. } | HierarchyDef::DateParts { pos, .. } => pos.to_string(),
+        };
+        // Depth by walking up; a walk longer than the node count is a cycle.
+        let mut depth = vec![u16::MAX; n];
+        depth[0] = 0;
+        let mut parent = vec![0u32; n];
+        for start in 1..n {
+            let mut path = vec![start as u32];
+            let mut cur = start as u32;
+            while depth[cur as usize] == u16::MAX {
+                let Some(p) = self.parent[cur as usize] else {
+                    // A label that only ever appears as a parent of nothing above: hang it under the root.
+                    self.parent[cur as usize] = Some(0);
+                    continue;
+                };
+                if path.len() > n {
+                    return Err(HierarchyError::NotATree {
+                        hierarchy: self.name.clone(),
+                        pos,
+                        detail: format!("'{}' is its own ancestor (a cycle)", self.text(start as u32)),
+                    });
+                }
+                cur = p;
+                path.push(cur);
+            }
+            let mut d = depth[cur as usize];
+            for &node in path.iter().rev().skip(1) {
+                d = d.saturating_add(1);
+                depth[node as usize] = d;
+            }
+        }
+        for (i, p) in self.parent.iter().enumerate() {
+            parent[i] = p.unwrap_or(0);
+        }
+        parent[0] = 0;
+        let mut has_child = vec![false; n];
+        for &p in parent.iter().skip(1) {
+            has_child[p as usize] = true;
+        }
+        let mut leaves = vec![0u32; n];
+        for i in 1..n {
+            if !has_child[i] {
+                let mut cur = i as u32;
+                loop {
+                    leaves[cur as usize] += 1;
+                    if cur == 0 {
+                        break;
+                    }
+                    cur = parent[cur as usize];
+                }
+            }
+        }
+        if n == 1 {
+            leaves[0] = 1;
+        }
+        let mut codes = Vec::with_capacity(texts.len());
+        let mut bad = Vec::new();
+        for t in texts {
+            match t {
+                None => codes.push(self.null_leaf.unwrap_or(0)),
+                Some(t) => match self.ids.get(t.as_str()) {
+                    Some(&id) if !has_child[id as usize] && id != 0 => codes.push(id),
+                    _ => {
+                        bad.push(t.clone());
+                        codes.push(0);
+                    }
+                },
+            }
+        }
+        not_leaves(column, &self.name, bad)?;
+        let total_leaves = leaves[0];
+        Ok(Built {
+            hierarchy: Hierarchy { name: self.name, labels: self.labels, parent, depth, leaves, root: 0, total_leaves },
+            codes,
+        })
+    }
+}
+
+fn not_leaves(column: &str, hierarchy: &str, mut bad: Vec<String>) -> Result<(), HierarchyError> {
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let count = bad.len();
+    bad.sort();
+    bad.dedup();
+    let examples = bad.iter().take(5).map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ");
+    Err(HierarchyError::NotALeaf { column: column.to_string(), hierarchy: hierarchy.to_string(), count, examples })
+}
+
+/// `YYYY-MM-DD` (optionally followed by a time) to (year, month).
+fn parse_date(text: &str) -> Option<(i32, u32)> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+        return None;
+    }
+    let year: i32 = text.get(0..4)?.parse().ok()?;
+    let month: u32 = text.get(5..7)?.parse().ok()?;
+    let day: u32 = text.get(8..10)?.parse().ok()?;
+    ((1..=12).contains(&month) && (1..=31).contains(&day)).then_some((year, month))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Pos;
+
+    fn rows(r: &[&[&str]]) -> HierarchyDef {
+        HierarchyDef::Rows { rows: r.iter().map(|x| x.iter().map(|s| s.to_string()).collect()).collect(), pos: Pos { line: 1, column: 1 } }
+    }
+    fn texts(v: &[&str]) -> Vec<Option<String>> {
+        v.iter().map(|s| Some(s.to_string())).collect()
+    }
+    fn course() -> HierarchyDef {
+        rows(&[
+            &["Math", "Science"],
+            &["CS", "Science"],
+            &["Physics", "Science"],
+            &["Chemistry", "Science"],
+            &["History", "Social"],
+            &["Religion", "Social"],
+            &["Economics", "Social"],
+            &["Philosophy", "Social"],
+        ])
+    }
+
+    #[test]
+    fn lca_and_loss_follow_the_paper() {
+        let t = texts(&["Math", "CS", "History"]);
+        let b = Hierarchy::build("course_h", &course(), "c.course", &t, &[None, None, None]).expect("valid");
+        let h = &b.hierarchy;
+        let science = h.lca(b.codes[0], b.codes[1]);
+        assert_eq!(h.label(science), Some("Science"));
+        // 001 Sec. II: LM("Science") = 3 / (8 - 1).
+        assert!((h.loss(science) - 3.0 / 7.0).abs() < 1e-12);
+        assert_eq!(h.label(h.lca(b.codes[0], b.codes[2])), Some("*"));
+        assert_eq!(h.loss(h.root()), 1.0);
+        assert_eq!(h.loss(b.codes[0]), 0.0);
+    }
+
+    #[test]
+    fn two_parents_and_cycles_are_refused() {
+        let two = rows(&[&["Math", "Science"], &["Math", "Social"]]);
+        let e = Hierarchy::build("h", &two, "t.c", &texts(&["Math"]), &[None]).err().expect("two parents");
+        assert!(e.to_string().contains("two parents"), "{e}");
+        let cyc = rows(&[&["A", "B"], &["B", "A"]]);
+        let e = Hierarchy::build("h", &cyc, "t.c", &texts(&["A"]), &[None]).err().expect("cycle");
+        assert!(e.to_string().contains("not a tree"), "{e}");
+    }
+
+    #[test]
+    fn values_outside_the_hierarchy_are_listed() {
+        let e = Hierarchy::build("course_h", &course(), "courses.course", &texts(&["Math", "Art", "Art", "Music"]), &[None; 4])
+            .err()
+            .expect("not leaves");
+        let msg = e.to_string();
+        assert!(msg.contains("courses.course") && msg.contains("'Art'") && msg.contains("'Music'"), "{msg}");
+        // An internal label is not a leaf either.
+        assert!(Hierarchy::build("course_h", &course(), "c", &texts(&["Science"]), &[None]).is_err());
+    }
+
+    #[test]
+    fn null_is_its_own_leaf() {
+        let t = vec![Some("Math".to_string()), None];
+        let b = Hierarchy::build("course_h", &course(), "c", &t, &[None, None]).expect("valid");
+        assert_eq!(b.hierarchy.label(b.codes[1]), None);
+        assert_eq!(b.hierarchy.label(b.hierarchy.lca(b.codes[0], b.codes[1])), Some("*"));
+        assert_eq!(b.hierarchy.total_leaves(), 9);
+    }
+
+    #[test]
+    fn bands_nest_and_check_range() {
+        let def = HierarchyDef::Bands { widths: vec![5.0, 10.0], range: Some((0.0, 100.0)), pos: Pos::default() };
+        let t = texts(&["21", "24", "27"]);
+        let n = vec![Some(21.0), Some(24.0), Some(27.0)];
+        let b = Hierarchy::build("age", &def, "s.age", &t, &n).expect("valid");
+        let h = &b.hierarchy;
+        assert_eq!(h.label(h.lca(b.codes[0], b.codes[1])), Some("[20,24]"));
+        assert_eq!(h.label(h.lca(b.codes[0], b.codes[2])), Some("[20,29]"));
+        let bad = HierarchyDef::Bands { widths: vec![5.0, 7.0], range: None, pos: Pos::default() };
+        assert!(Hierarchy::build("age", &bad, "s.age", &t, &n).is_err());
+        let out = Hierarchy::build("age", &def, "s.age", &texts(&["200"]), &[Some(200.0)]).err().expect("outside");
+        assert!(out.to_string().contains("'200'"));
+    }
+
+    #[test]
+    fn date_parts() {
+        let def = HierarchyDef::DateParts { parts: vec![DatePart::Month, DatePart::Year], pos: Pos::default() };
+        let t = texts(&["2021-03-04", "2021-03-28", "2021-07-01"]);
+        let b = Hierarchy::build("d", &def, "o.d", &t, &[None; 3]).expect("valid");
+        let h = &b.hierarchy;
+        assert_eq!(h.label(h.lca(b.codes[0], b.codes[1])), Some("2021-03"));
+        assert_eq!(h.label(h.lca(b.codes[0], b.codes[2])), Some("2021"));
+        assert!(Hierarchy::build("d", &def, "o.d", &texts(&["soon"]), &[None]).is_err());
+    }
+}

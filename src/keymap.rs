@@ -1,0 +1,32 @@
+//! The map from released keys back to source keys. Held in memory by `anonymize` (so it can
+//! verify its own output), written to disk only on request (`--key-map PATH`, mode 0600,
+//! never inside the release). Analysts never get it.
+
+use std::collections::BTreeMap;
+
+/// One scalar of a key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum KeyValue {
+    Int(i64),
+    Text(String),
+}
+
+/// A source key and the key it was released under (same arity as the table's PK).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyPair {
+    pub source: Vec<KeyValue>,
+    pub released: Vec<KeyValue>,
+}
+
+/// Per family table (by name): the PK columns and every released row's key pair.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeyMap {
+    pub tables: BTreeMap<String, TableKeys>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TableKeys {
+    pub columns: Vec<String>,
+    pub pairs: Vec<KeyPair>,
+}

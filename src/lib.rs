@@ -1,0 +1,19 @@
+//! relanon: a SQL-native anonymizer for relational warehouses.
+//!
+//! Data flows one way: declarations ([`decl`] -> [`policy`]) -> [`plan`] -> [`forest`] ->
+//! [`algo`] -> [`release`] -> [`verify`] / [`report`]. See ARCHITECTURE.md.
+
+pub mod algo;
+pub mod decl;
+pub mod forest;
+pub mod generate;
+pub mod hierarchy;
+pub mod keymap;
+pub mod plan;
+pub mod pipeline;
+pub mod policy;
+pub mod release;
+pub mod report;
+pub mod verify;
+pub mod views;
+pub mod warehouse;

@@ -1,0 +1,197 @@
+//! The `anonymize` and `verify` commands end to end: declarations -> plan -> forest ->
+//! algorithm -> release -> (staged write, self-verify) -> commit, report. The one place that
+//! sequences the phases and times them; each phase lives in its own module.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::keymap::KeyMap;
+use crate::plan::{KeyPolicy, Plan};
+use crate::report::Report;
+use crate::verify::{self, Keys, Verdict};
+use crate::warehouse::{write_file_atomic, write_staged, ReleaseSet, ReleaseTable, TargetKind, Warehouse};
+use crate::{algo, decl, forest, plan, release, report, views};
+
+/// Where the declarations come from and what the command line overrides.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The declarations text.
+    pub text: String,
+    /// Relative paths in the declarations resolve against this directory.
+    pub base: PathBuf,
+    /// Shown in errors (the declarations file's path).
+    pub origin: String,
+    pub source: Option<PathBuf>,
+    pub target: Option<PathBuf>,
+    pub overwrite: bool,
+    /// `--key-map PATH`: also write the released -> source key map there (mode 0600).
+    pub key_map: Option<PathBuf>,
+}
+
+impl Request {
+    /// A request for the declarations file at `path`.
+    pub fn from_file(path: &Path) -> Result<Request> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read declarations '{}'", path.display()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(Request { text, base, origin: path.display().to_string(), ..Request::default() })
+    }
+}
+
+/// What a successful `anonymize` produced.
+pub struct Outcome {
+    pub report: Report,
+    pub target: PathBuf,
+    pub report_path: PathBuf,
+    pub verdict: Verdict,
+}
+
+/// Parses, opens the source and plans: the shared first half of anonymize and verify.
+async fn prepare(req: &Request) -> Result<(Plan, Warehouse)> {
+    let policy = decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    let source = match (&req.source, &policy.source) {
+        (Some(s), _) => s.clone(),
+        (None, Some(s)) => req.base.join(&s.value),
+        (None, None) => bail!("{}: no source; add SET source = '<file.sqlite or directory>' (or pass --source)", req.origin),
+    };
+    let mut wh = Warehouse::open(&source).await?;
+    let mut plan = plan::build(&policy, &mut wh, &req.base).await.map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    plan.source = source;
+    if let Some(t) = &req.target {
+        plan.target = Some(t.clone());
+    }
+    Ok((plan, wh))
+}
+
+fn target_of(plan: &Plan, origin: &str) -> Result<PathBuf> {
+    plan.target.clone().ok_or_else(|| anyhow!("{origin}: no target; add SET target = '<release.sqlite or directory>' (or pass --target)"))
+}
+
+/// Best-effort absolute form of a path that may not exist yet.
+fn absolute(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => absolute(parent).join(name),
+        _ => std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf()),
+    }
+}
+
+/// Where report.json goes: inside a Parquet release directory, beside a SQLite file.
+pub fn report_path(target: &Path) -> PathBuf {
+    match TargetKind::of(target) {
+        TargetKind::Parquet => target.join("report.json"),
+        TargetKind::Sqlite => target.with_extension("report.json"),
+    }
+}
+
+/// `relanon anonymize`.
+pub async fn anonymize(req: &Request) -> Result<Outcome> {
+    let mut timings = BTreeMap::new();
+    let started = Instant::now();
+    let (plan, wh) = prepare(req).await?;
+    let target = target_of(&plan, &req.origin)?;
+    let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(&target));
+    if src_abs == tgt_abs || tgt_abs.starts_with(&src_abs) {
+        bail!("target '{}' is the source (or inside it); choose another target: the source is never modified", target.display());
+    }
+    if let Some(km) = &req.key_map {
+        let km_abs = absolute(km);
+        if km_abs.starts_with(&tgt_abs) || km_abs == absolute(&report_path(&target)) {
+            bail!("key map '{}' is inside the release; write it outside, analysts must never get it", km.display());
+        }
+    }
+    if target.exists() && !req.overwrite {
+        bail!("target '{}' exists: pass --overwrite to replace it", target.display());
+    }
+    let forest = forest::load(&plan, &wh).await?;
+    let k = plan.params.model.min_group();
+    if k > forest.entities() {
+        bail!(
+            "k = {k} but the source has only {} {} entities (rows of {}): lower k, or anonymize a larger population",
+            forest.entities(),
+            plan.entity,
+            plan.tables[0].name
+        );
+    }
+    timings.insert("load".to_string(), ms(started));
+    let t = Instant::now();
+    let clustering = algo::run(&forest, &plan.params);
+    timings.insert("cluster".to_string(), ms(t));
+    let t = Instant::now();
+    let materialized = release::materialize(&plan, &forest, &clustering)?;
+    drop(clustering);
+    let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
+    for d in &plan.dimensions {
+        let meta = wh.table(d).ok_or_else(|| anyhow!("dimension table {d} vanished"))?.clone();
+        let batch = wh.read_table(&meta.name, None, &meta.primary_key).await?;
+        tables.push(ReleaseTable { name: meta.name.clone(), batch, primary_key: meta.primary_key.clone(), foreign_keys: meta.foreign_keys.clone() });
+    }
+    let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
+    let views = plan.views.iter().map(|v| (v.name.clone(), views::rewrite(v, &names))).collect();
+    let set = ReleaseSet { tables, views };
+    timings.insert("materialize".to_string(), ms(t));
+    let t = Instant::now();
+    let staged = write_staged(&target, &set, req.overwrite)?;
+    drop(set);
+    timings.insert("write".to_string(), ms(t));
+    let t = Instant::now();
+    let mut report = report::build(&plan, &materialized, timings.clone());
+    let report_json = serde_json::to_value(&report)?;
+    let released = Warehouse::open(staged.path()).await.context("re-reading the staged release")?;
+    let verdict = verify::verify(&plan, &wh, &released, Keys::Map(&materialized.keys), Some(&report_json)).await?;
+    drop(released);
+    if !verdict.passed() {
+        bail!("the release failed verification and was not written:\n{}", verdict.summary());
+    }
+    timings.insert("verify".to_string(), ms(t));
+    let target = staged.commit()?;
+    timings.insert("total".to_string(), ms(started));
+    report.timings_ms = timings;
+    let report_path = report_path(&target);
+    write_file_atomic(&report_path, serde_json::to_string_pretty(&report)?.as_bytes(), None)?;
+    if let Some(km) = &req.key_map {
+        write_file_atomic(km, serde_json::to_string(&materialized.keys)?.as_bytes(), Some(0o600))?;
+    }
+    if plan.params.keys == KeyPolicy::Preserve {
+        eprintln!("warning: keys = 'preserve': released keys are the source's and can link rows back to other systems");
+    }
+    Ok(Outcome { report, target, report_path, verdict })
+}
+
+/// `relanon verify`: an independent re-check of an existing release.
+pub async fn verify_release(req: &Request, release_path: Option<&Path>, key_map: Option<&Path>) -> Result<Verdict> {
+    let (plan, wh) = prepare(req).await?;
+    let target = match release_path {
+        Some(p) => p.to_path_buf(),
+        None => target_of(&plan, &req.origin)?,
+    };
+    let released = Warehouse::open(&target).await.with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    let map: Option<KeyMap> = match key_map {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read key map '{}'", p.display()))?;
+            Some(serde_json::from_str(&text).with_context(|| format!("key map '{}' is not a relanon key map", p.display()))?)
+        }
+        None => None,
+    };
+    let keys = match (&map, plan.params.keys) {
+        (Some(m), _) => Keys::Map(m),
+        (None, KeyPolicy::Preserve) => Keys::Preserved,
+        (None, KeyPolicy::Pseudonymize) => bail!(
+            "this release has pseudonymized keys, so verify needs the key map: pass --key-map PATH (written by anonymize --key-map PATH)"
+        ),
+    };
+    let report_file = report_path(&target);
+    let report: Option<serde_json::Value> = match std::fs::read_to_string(&report_file) {
+        Ok(text) => Some(serde_json::from_str(&text).with_context(|| format!("'{}' is not valid JSON", report_file.display()))?),
+        Err(_) => None,
+    };
+    Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}

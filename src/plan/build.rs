@@ -1,0 +1,413 @@
+//! Building a plan: checking a policy against the warehouse catalog.
+
+use super::*;
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::Path;
+
+use crate::policy::{HierarchySource, Policy, Role, Value};
+use crate::warehouse::{render_value, ForeignKey, TableMeta, Warehouse, WarehouseError};
+
+/// Why a declarations file does not fit the warehouse. Each message says what to write.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{pos}: {message}")]
+    At { pos: Pos, message: String },
+    #[error("{0}")]
+    Schema(String),
+    #[error(transparent)]
+    Warehouse(#[from] WarehouseError),
+}
+
+fn at(pos: Pos, message: impl Into<String>) -> PlanError {
+    PlanError::At { pos, message: message.into() }
+}
+
+/// Resolves a table name as written to the warehouse's exact name.
+fn table<'w>(wh: &'w Warehouse, name: &str, pos: Pos) -> Result<&'w TableMeta, PlanError> {
+    wh.table(name).ok_or_else(|| {
+        let known: Vec<&str> = wh.tables.iter().map(|t| t.name.as_str()).collect();
+        at(pos, format!("unknown table '{name}'; the source has: {}", known.join(", ")))
+    })
+}
+
+fn column<'t>(t: &'t TableMeta, name: &str, pos: Pos) -> Result<&'t str, PlanError> {
+    if let Some(c) = t.columns.iter().find(|c| c.name == name) {
+        return Ok(&c.name);
+    }
+    let matches: Vec<&str> = t.columns.iter().filter(|c| c.name.eq_ignore_ascii_case(name)).map(|c| c.name.as_str()).collect();
+    match matches.as_slice() {
+        [one] => Ok(one),
+        _ => {
+            let known: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+            Err(at(pos, format!("unknown column '{name}' in table {}; it has: {}", t.name, known.join(", "))))
+        }
+    }
+}
+
+fn columns(t: &TableMeta, names: &[String], pos: Pos) -> Result<Vec<String>, PlanError> {
+    names.iter().map(|n| column(t, n, pos).map(str::to_string)).collect()
+}
+
+/// Checks `policy` against the warehouse (declaring its keys there) and resolves hierarchies.
+/// `base` is the directory relative paths in the declarations are resolved against.
+pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<Plan, PlanError> {
+    declare_keys(policy, wh)?;
+    let entity = policy
+        .entity
+        .as_ref()
+        .ok_or_else(|| PlanError::Schema("no entity declared; add CREATE ENTITY <name> ON <table> (<key>) naming the table with one row per person".into()))?;
+    let root = table(wh, &entity.table, entity.pos)?.clone();
+    let key = columns(&root, &entity.key, entity.pos)?;
+    if key.is_empty() {
+        return Err(at(entity.pos, format!("the entity table {} needs a primary key; write CREATE ENTITY {} ON {} (<key column>)", root.name, entity.name, root.name)));
+    }
+    if !root.primary_key.is_empty() && root.primary_key != key {
+        return Err(at(
+            entity.pos,
+            format!("CREATE ENTITY names ({}) but the primary key of {} is ({}); name the primary key", key.join(", "), root.name, root.primary_key.join(", ")),
+        ));
+    }
+    wh.declare_primary_key(&root.name, &key)?;
+    let mut tables = discover_family(wh, &root.name)?;
+    let dimensions = discover_dimensions(wh, &tables);
+    assign_roles(policy, wh, &mut tables)?;
+    let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
+    let params = params(policy, entity)?;
+    check_views(policy, &tables)?;
+    let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
+    let source = resolve(&policy.source).ok_or_else(|| PlanError::Schema("no source; add SET source = '<file.sqlite or directory>'".into()))?;
+    Ok(Plan {
+        entity: entity.name.clone(),
+        tables,
+        dimensions,
+        hierarchies,
+        params,
+        views: policy.views.clone(),
+        source,
+        target: resolve(&policy.target),
+    })
+}
+
+fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
+    for pk in &policy.primary_keys {
+        let t = table(wh, &pk.table, pk.pos)?;
+        let (name, cols) = (t.name.clone(), columns(t, &pk.columns, pk.pos)?);
+        wh.declare_primary_key(&name, &cols).map_err(|e| at(pk.pos, e.to_string()))?;
+    }
+    for fk in &policy.foreign_keys {
+        let t = table(wh, &fk.table, fk.pos)?;
+        let (name, cols) = (t.name.clone(), columns(t, &fk.columns, fk.pos)?);
+        let p = table(wh, &fk.ref_table, fk.pos)?;
+        let (pname, pcols) = (p.name.clone(), columns(p, &fk.ref_columns, fk.pos)?);
+        wh.declare_foreign_key(&name, ForeignKey { columns: cols, ref_table: pname, ref_columns: pcols })
+            .map_err(|e| at(fk.pos, e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each must
+/// have exactly one FK into the family (snowflake), and the chain must not loop.
+fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanError> {
+    let mut tables = vec![family_table(wh, root, None, Vec::new(), Vec::new())?];
+    let mut queue = VecDeque::from([0usize]);
+    let mut in_family: BTreeSet<String> = BTreeSet::from([root.to_string()]);
+    while let Some(pi) = queue.pop_front() {
+        let parent = tables[pi].name.clone();
+        for t in &wh.tables {
+            for fk in t.foreign_keys.iter().filter(|fk| fk.ref_table == parent) {
+                if t.name == parent || in_family.contains(&t.name) {
+                    return Err(PlanError::Schema(format!(
+                        "not a snowflake: table {} reaches the entity table {root} through two foreign-key paths (or a cycle, via {}); \
+                         keep one FK toward {root} per table (declare the other as a plain column)",
+                        t.name, parent
+                    )));
+                }
+                let pk = wh.table(&parent).map(|p| p.primary_key.clone()).unwrap_or_default();
+                let ref_cols = if fk.ref_columns.is_empty() { pk.clone() } else { fk.ref_columns.clone() };
+                if ref_cols != pk {
+                    return Err(PlanError::Schema(format!(
+                        "{}({}) references {parent}({}), which is not its primary key ({}); reference the primary key",
+                        t.name,
+                        fk.columns.join(", "),
+                        ref_cols.join(", "),
+                        pk.join(", ")
+                    )));
+                }
+                in_family.insert(t.name.clone());
+                let idx = tables.len();
+                tables.push(family_table(wh, &t.name, Some(pi), fk.columns.clone(), ref_cols)?);
+                tables[pi].children.push(idx);
+                queue.push_back(idx);
+            }
+        }
+    }
+    // A family table pointing back into the family through a second FK is a second path.
+    for ft in &tables {
+        let meta = wh.table(&ft.name).ok_or_else(|| PlanError::Schema(format!("table {} vanished", ft.name)))?;
+        let into_family = meta.foreign_keys.iter().filter(|fk| in_family.contains(&fk.ref_table)).count();
+        let expected = usize::from(ft.parent.is_some());
+        if into_family != expected {
+            return Err(PlanError::Schema(format!(
+                "not a snowflake: table {} has {into_family} foreign keys into the {} family (expected {expected}); \
+                 each family table needs exactly one FK path to the entity table and the entity table none",
+                ft.name, tables[0].name
+            )));
+        }
+    }
+    for ft in &tables {
+        if !ft.children.is_empty() && ft.primary_key.is_empty() {
+            return Err(PlanError::Schema(format!(
+                "table {} has child tables but no primary key; add ALTER TABLE {} ADD PRIMARY KEY (<column>)",
+                ft.name, ft.name
+            )));
+        }
+    }
+    Ok(tables)
+}
+
+fn family_table(wh: &Warehouse, name: &str, parent: Option<usize>, parent_fk: Vec<String>, parent_key: Vec<String>) -> Result<FamilyTable, PlanError> {
+    let meta = wh.table(name).ok_or_else(|| PlanError::Schema(format!("table {name} vanished")))?;
+    Ok(FamilyTable {
+        name: meta.name.clone(),
+        primary_key: meta.primary_key.clone(),
+        parent,
+        parent_fk,
+        parent_key,
+        children: Vec::new(),
+        columns: meta.columns.iter().map(|c| PlannedColumn { name: c.name.clone(), role: ColumnRole::Insensitive }).collect(),
+    })
+}
+
+/// Tables referenced from the family through other FKs (and what those reference in turn).
+fn discover_dimensions(wh: &Warehouse, family: &[FamilyTable]) -> Vec<String> {
+    let fam: BTreeSet<&str> = family.iter().map(|t| t.name.as_str()).collect();
+    let mut dims: Vec<String> = Vec::new();
+    let mut queue: VecDeque<&str> = family.iter().map(|t| t.name.as_str()).collect();
+    while let Some(name) = queue.pop_front() {
+        let Some(meta) = wh.table(name) else { continue };
+        for fk in &meta.foreign_keys {
+            if !fam.contains(fk.ref_table.as_str()) && !dims.contains(&fk.ref_table) {
+                dims.push(fk.ref_table.clone());
+                if let Some(d) = wh.table(&fk.ref_table) {
+                    queue.push_back(d.name.as_str());
+                }
+            }
+        }
+    }
+    dims
+}
+
+fn assign_roles(policy: &Policy, wh: &Warehouse, tables: &mut [FamilyTable]) -> Result<(), PlanError> {
+    let mut assigned: Vec<Vec<Option<ColumnRole>>> = tables.iter().map(|t| vec![None; t.columns.len()]).collect();
+    let mut defaults: Vec<Option<ColumnRole>> = vec![None; tables.len()];
+    let hierarchy_names: BTreeSet<&str> = policy.hierarchies.iter().map(|h| h.name.as_str()).collect();
+    for label in &policy.labels {
+        let meta = table(wh, &label.table, label.pos)?;
+        let Some(ti) = tables.iter().position(|t| t.name == meta.name) else {
+            return Err(at(
+                label.pos,
+                format!("table {} is not in the {} family (no foreign-key chain to {}); only family tables take labels — declare the FK or drop the label", meta.name, tables[0].name, tables[0].name),
+            ));
+        };
+        let role = match &label.role {
+            Role::Identifier => ColumnRole::Identifier,
+            Role::QuasiIdentifier { hierarchy } => {
+                if !hierarchy_names.contains(hierarchy.as_str()) {
+                    return Err(at(label.pos, format!("unknown hierarchy '{hierarchy}'; declare it with CREATE HIERARCHY {hierarchy} AS ...")));
+                }
+                ColumnRole::QuasiIdentifier { hierarchy: hierarchy.clone() }
+            }
+            Role::Sensitive { buckets } => ColumnRole::Sensitive { buckets: buckets.clone() },
+            Role::Insensitive => ColumnRole::Insensitive,
+        };
+        let Some(col) = &label.column else {
+            defaults[ti] = Some(role);
+            continue;
+        };
+        let name = column(meta, col, label.pos)?;
+        let ci = tables[ti].columns.iter().position(|c| c.name == name).ok_or_else(|| at(label.pos, format!("unknown column {col}")))?;
+        let ft = &tables[ti];
+        let is_key = ft.primary_key.iter().any(|k| k == name) || ft.parent_fk.iter().any(|k| k == name);
+        if is_key && role != ColumnRole::Insensitive {
+            return Err(at(
+                label.pos,
+                format!("{}.{name} is a join key, which is kept atomic (pseudonymized) and can never be {} (001 Sec. IV-A); remove this label", ft.name, label.role.name()),
+            ));
+        }
+        assigned[ti][ci] = Some(role);
+    }
+    let mut missing = Vec::new();
+    for (ti, ft) in tables.iter_mut().enumerate() {
+        for (ci, c) in ft.columns.iter_mut().enumerate() {
+            let is_key = ft.primary_key.contains(&c.name) || ft.parent_fk.contains(&c.name);
+            c.role = if is_key {
+                ColumnRole::Key
+            } else if let Some(r) = assigned[ti][ci].take().or_else(|| defaults[ti].clone()) {
+                r
+            } else {
+                missing.push(format!("{}.{}", ft.name, c.name));
+                continue;
+            };
+        }
+    }
+    if !missing.is_empty() {
+        return Err(PlanError::Schema(format!(
+            "{} column(s) have no role: {}; add LABEL COLUMN <table>.<column> AS IDENTIFIER | QUASI IDENTIFIER USING <h> | SENSITIVE | INSENSITIVE for each (or LABEL TABLE <table> DEFAULT INSENSITIVE)",
+            missing.len(),
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+async fn resolve_hierarchies(policy: &Policy, wh: &Warehouse, base: &Path, tables: &[FamilyTable]) -> Result<BTreeMap<String, HierarchyDef>, PlanError> {
+    let used: BTreeSet<&str> = tables.iter().flat_map(|t| t.qi_columns().map(|(_, h)| h)).collect();
+    let mut out = BTreeMap::new();
+    for h in &policy.hierarchies {
+        let def = match &h.source {
+            HierarchySource::Values(rows) => HierarchyDef::Rows { rows: rows.clone(), pos: h.pos },
+            HierarchySource::Csv(path) => {
+                let full = base.join(path);
+                let text = std::fs::read_to_string(&full)
+                    .map_err(|e| at(h.pos, format!("cannot read hierarchy file '{path}' ({e}); paths are relative to the declarations file")))?;
+                let rows = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(|l| l.split(';').map(|c| c.trim().to_string()).collect())
+                    .collect();
+                HierarchyDef::Rows { rows, pos: h.pos }
+            }
+            HierarchySource::Select(sql) => {
+                if !used.contains(h.name.as_str()) {
+                    continue;
+                }
+                let batches = wh.sql(sql).await.map_err(|e| at(h.pos, format!("hierarchy query failed: {e}")))?;
+                let mut rows = Vec::new();
+                for b in &batches {
+                    for r in 0..b.num_rows() {
+                        let row: Vec<String> = (0..b.num_columns()).filter_map(|c| render_value(b.column(c).as_ref(), r)).collect();
+                        if !row.is_empty() {
+                            rows.push(row);
+                        }
+                    }
+                }
+                HierarchyDef::Rows { rows, pos: h.pos }
+            }
+            HierarchySource::Bands { widths, range } => HierarchyDef::Bands { widths: widths.clone(), range: *range, pos: h.pos },
+            HierarchySource::DateParts(parts) => HierarchyDef::DateParts { parts: parts.clone(), pos: h.pos },
+        };
+        out.insert(h.name.clone(), def);
+    }
+    Ok(out)
+}
+
+const OPTIONS: &str = "model, k, algorithm, threshold, climit, seed, keys, orphans";
+
+fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params, PlanError> {
+    let an = policy
+        .anonymize
+        .as_ref()
+        .ok_or_else(|| PlanError::Schema(format!("no privacy policy; add ANONYMIZE {} WITH (k = 5)", entity.name)))?;
+    if !an.entity.eq_ignore_ascii_case(&entity.name) {
+        return Err(at(an.pos, format!("ANONYMIZE names '{}' but the entity is '{}'; write ANONYMIZE {} WITH (...)", an.entity, entity.name, entity.name)));
+    }
+    let mut p = Params {
+        model: Model::KAnonymity { k: 0 },
+        algorithm: Algorithm::Miraclex,
+        threshold: 0.3,
+        climit: 150,
+        seed: 0,
+        keys: KeyPolicy::Pseudonymize,
+        orphans: OrphanPolicy::Refuse,
+    };
+    let mut k = None;
+    let text = |v: &Value| match v {
+        Value::Text(s) => s.to_ascii_lowercase(),
+        Value::Number(n) => n.to_string(),
+    };
+    let settings = policy.settings.iter().map(|s| (s.name.to_ascii_lowercase(), Value::Text(s.value.clone()), s.pos));
+    let options = an.options.iter().map(|(n, o)| (n.clone(), o.value.clone(), o.pos));
+    for (name, value, pos) in settings.chain(options) {
+        let number = |min: f64, max: f64| match value {
+            Value::Number(n) if n >= min && n <= max => Ok(n),
+            _ => Err(at(pos, format!("{name} must be a number between {min} and {max}, found {value}"))),
+        };
+        match name.as_str() {
+            "model" => match text(&value).as_str() {
+                "k-anonymity" => {}
+                other => return Err(at(pos, format!("unknown model '{other}'; this release supports model = 'k-anonymity'"))),
+            },
+            "k" => {
+                let n = number(1.0, 1e9)?;
+                if n.fract() != 0.0 {
+                    return Err(at(pos, format!("k must be a whole number, found {n}")));
+                }
+                k = Some(n as usize);
+            }
+            "algorithm" => {
+                p.algorithm = match text(&value).as_str() {
+                    "miracle" => Algorithm::Miracle,
+                    "miraclex" => Algorithm::Miraclex,
+                    other => return Err(at(pos, format!("unknown algorithm '{other}'; use 'miracle' or 'miraclex'"))),
+                }
+            }
+            "threshold" | "th" => p.threshold = number(0.0, 1.0)?,
+            "climit" => p.climit = number(1.0, 1e9)? as usize,
+            "seed" => p.seed = number(0.0, 9.0e15)? as u64,
+            "keys" => {
+                p.keys = match text(&value).as_str() {
+                    "preserve" => KeyPolicy::Preserve,
+                    "pseudonymize" => KeyPolicy::Pseudonymize,
+                    other => return Err(at(pos, format!("keys must be 'pseudonymize' or 'preserve', found '{other}'"))),
+                }
+            }
+            "orphans" => {
+                p.orphans = match text(&value).as_str() {
+                    "drop" => OrphanPolicy::Drop,
+                    "refuse" => OrphanPolicy::Refuse,
+                    other => return Err(at(pos, format!("orphans must be 'refuse' or 'drop', found '{other}'"))),
+                }
+            }
+            other => return Err(at(pos, format!("unknown option '{other}'; known options: {OPTIONS}"))),
+        }
+    }
+    let k = k.ok_or_else(|| at(an.pos, format!("k-anonymity needs k; write ANONYMIZE {} WITH (k = 5, ...)", entity.name)))?;
+    p.model = Model::KAnonymity { k };
+    Ok(p)
+}
+
+/// Views are written against the source; one that reads an IDENTIFIER column would publish it.
+fn check_views(policy: &Policy, tables: &[FamilyTable]) -> Result<(), PlanError> {
+    use sqlparser::ast::{Expr, Visit, Visitor};
+    use std::ops::ControlFlow;
+    let identifiers: BTreeSet<String> = tables
+        .iter()
+        .flat_map(|t| t.columns.iter().filter(|c| c.role == ColumnRole::Identifier).map(|c| c.name.to_ascii_lowercase()))
+        .collect();
+    struct Find<'a>(&'a BTreeSet<String>, Option<String>);
+    impl Visitor for Find<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            let name = match e {
+                Expr::Identifier(i) => Some(i.value.clone()),
+                Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+                _ => None,
+            };
+            if let Some(n) = name.filter(|n| self.0.contains(&n.to_ascii_lowercase())) {
+                self.1 = Some(n);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    for v in &policy.views {
+        let mut f = Find(&identifiers, None);
+        let _ = v.query.visit(&mut f);
+        if let Some(col) = f.1 {
+            return Err(at(v.pos, format!("view {} reads the IDENTIFIER column '{col}', which is not released; remove it from the view", v.name)));
+        }
+    }
+    Ok(())
+}

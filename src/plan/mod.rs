@@ -1,0 +1,144 @@
+//! The schema plan: a [`Policy`](crate::policy::Policy) checked against a warehouse's
+//! catalog. Owns the entity family (tables whose FK chain reaches the entity table, in
+//! breadth-first order, entity first), dimension tables, column roles, resolved
+//! hierarchy definitions and the run parameters. Everything after the plan may assume it
+//! is a snowflake: one parent per family table, no cycles, no QI or SA on a join key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::policy::{DatePart, Pos, ViewDecl};
+
+mod build;
+pub use build::{build, PlanError};
+
+/// A validated, ready-to-run description of one anonymization.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The entity's declared name (`CREATE ENTITY student ...`).
+    pub entity: String,
+    /// Family tables; index 0 is the entity table; parents come before children.
+    pub tables: Vec<FamilyTable>,
+    /// Tables referenced by family tables through other FKs (copied unchanged).
+    pub dimensions: Vec<String>,
+    /// Every hierarchy a QI uses, resolved to its definition.
+    pub hierarchies: BTreeMap<String, HierarchyDef>,
+    pub params: Params,
+    pub views: Vec<ViewDecl>,
+    pub source: PathBuf,
+    pub target: Option<PathBuf>,
+}
+
+/// One table of the entity family.
+#[derive(Debug, Clone)]
+pub struct FamilyTable {
+    pub name: String,
+    /// Primary key columns (may be empty for a leaf table without one).
+    pub primary_key: Vec<String>,
+    /// Index of the parent family table (None for the entity table).
+    pub parent: Option<usize>,
+    /// Columns of this table referencing the parent's key (empty for the entity table).
+    pub parent_fk: Vec<String>,
+    /// The parent's columns those FK columns reference.
+    pub parent_key: Vec<String>,
+    /// Indices of child family tables, in plan order.
+    pub children: Vec<usize>,
+    /// Every column of the table, in source order, with its role.
+    pub columns: Vec<PlannedColumn>,
+}
+
+impl FamilyTable {
+    /// Columns that are quasi-identifiers, in source order, with their hierarchy names.
+    pub fn qi_columns(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.columns.iter().filter_map(|c| match &c.role {
+            ColumnRole::QuasiIdentifier { hierarchy } => Some((c.name.as_str(), hierarchy.as_str())),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedColumn {
+    pub name: String,
+    pub role: ColumnRole,
+}
+
+/// A column's role after planning. Join keys (the table's PK and its FK to its parent) are
+/// `Key`; they need no label and are never QIs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnRole {
+    Key,
+    Identifier,
+    QuasiIdentifier { hierarchy: String },
+    Sensitive { buckets: Option<Vec<f64>> },
+    Insensitive,
+}
+
+/// A hierarchy definition resolved to data: what [`crate::hierarchy`] builds its tree from and
+/// what [`crate::verify`] checks truthfulness against (each on its own code).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HierarchyDef {
+    /// Rows of `leaf, parent, grandparent, ...`; the root `*` is above the last column
+    /// (a trailing `*` column is accepted and ignored). Consecutive equal labels in a row
+    /// are one node.
+    Rows { rows: Vec<Vec<String>>, pos: Pos },
+    /// Nested numeric bands anchored at 0; each width divides the next; then `*`.
+    Bands { widths: Vec<f64>, range: Option<(f64, f64)>, pos: Pos },
+    /// Leaf = the date (`YYYY-MM-DD`), then each part in order, then `*`.
+    DateParts { parts: Vec<DatePart>, pos: Pos },
+}
+
+/// The privacy model and algorithm parameters (`ANONYMIZE ... WITH (...)` and `SET`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Params {
+    pub model: Model,
+    pub algorithm: Algorithm,
+    /// CDGH distance threshold in [0, 1] (001 Alg. 2 line 6).
+    pub threshold: f64,
+    /// At most this many open clusters (001 Alg. 2 line 6).
+    pub climit: usize,
+    /// Seeds the key surrogates (and any randomized choice).
+    pub seed: u64,
+    pub keys: KeyPolicy,
+    pub orphans: OrphanPolicy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum Model {
+    KAnonymity { k: usize },
+}
+
+impl Model {
+    /// The smallest number of entities an EC may hold.
+    pub fn min_group(&self) -> usize {
+        match self {
+            Model::KAnonymity { k } => *k,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    Miracle,
+    Miraclex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyPolicy {
+    /// A consistent random surrogate per key (the default).
+    Pseudonymize,
+    /// Keep source keys (warned about: they link back to other systems).
+    Preserve,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrphanPolicy {
+    /// Child rows whose FK points at a missing parent stop the run (the default).
+    Refuse,
+    /// Such rows (and their descendants) are left out and counted.
+    Drop,
+}

@@ -1,0 +1,267 @@
+//! Materializing a release (the contract in DESIGN.md): copies each EC's representative onto
+//! every member, leaves suppressed rows out, writes QI cells as hierarchy labels, drops
+//! IDENTIFIER columns, pseudonymizes join keys and sorts rows by released key. Produces
+//! Arrow tables for the writer and the key map for the verifier; does no I/O itself.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Int64Array, StringArray, UInt32Array};
+use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::algo::tree::Rep;
+use crate::algo::Clustering;
+use crate::forest::Forest;
+use crate::keymap::{KeyMap, KeyPair, KeyValue, TableKeys};
+use crate::plan::{ColumnRole, KeyPolicy, Plan};
+use crate::warehouse::{render_value, ForeignKey, ReleaseTable};
+
+#[derive(Debug, thiserror::Error)]
+#[error("building the release failed: {0}")]
+pub struct ReleaseError(String);
+
+fn internal(e: impl std::fmt::Display) -> ReleaseError {
+    ReleaseError(e.to_string())
+}
+
+/// What one family table lost.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TableStats {
+    pub name: String,
+    pub rows_in: usize,
+    pub released: usize,
+    pub suppressed: usize,
+    pub orphans_dropped: usize,
+    /// 001 Def. 8 numerator over this table's released QI cells.
+    pub lm_sum: f64,
+    pub qi_columns: usize,
+}
+
+/// The materialized family tables with their key map and per-table statistics.
+pub struct Materialized {
+    pub tables: Vec<ReleaseTable>,
+    pub keys: KeyMap,
+    pub stats: Vec<TableStats>,
+    /// Size of every EC, in EC order.
+    pub ec_sizes: Vec<usize>,
+    pub suppressed_entities: usize,
+}
+
+/// Which rows survive and the generalized QI codes they carry.
+struct Kept {
+    kept: Vec<Vec<bool>>,
+    codes: Vec<Vec<u32>>,
+}
+
+/// 001 Alg. 2 line 21: every member gets a copy of its EC's representative.
+fn copy_representatives(forest: &Forest, clustering: &Clustering) -> Kept {
+    let mut kept: Vec<Vec<bool>> = forest.tables.iter().map(|t| vec![false; t.rows()]).collect();
+    let mut codes: Vec<Vec<u32>> = forest.tables.iter().map(|t| t.qi.clone()).collect();
+    fn walk(rep: &Rep, forest: &Forest, kept: &mut [Vec<bool>], codes: &mut [Vec<u32>]) {
+        let t = rep.table as usize;
+        let nqi = forest.tables[t].nqi();
+        for &row in &rep.members {
+            kept[t][row as usize] = true;
+            codes[t][row as usize * nqi..row as usize * nqi + nqi].copy_from_slice(&rep.qi);
+        }
+        for c in &rep.children {
+            walk(c, forest, kept, codes);
+        }
+    }
+    for ec in &clustering.ecs {
+        walk(ec, forest, &mut kept, &mut codes);
+    }
+    Kept { kept, codes }
+}
+
+/// Builds the release tables. `seed` drives the key surrogates.
+pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Result<Materialized, ReleaseError> {
+    let Kept { kept, codes } = copy_representatives(forest, clustering);
+    // surrogate[t][row]: the released single-column key of a kept row.
+    let mut surrogate: Vec<Vec<Option<i64>>> = Vec::with_capacity(forest.tables.len());
+    let mut tables = Vec::new();
+    let mut stats = Vec::new();
+    let mut keys = KeyMap::default();
+    for (ti, (ft, nodes)) in plan.tables.iter().zip(&forest.tables).enumerate() {
+        let rows: Vec<u32> = (0..nodes.rows() as u32).filter(|&r| kept[ti][r as usize]).collect();
+        let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
+        // A random permutation of 1..=n: consistent per key, and says nothing about source order.
+        let mut own = vec![None; nodes.rows()];
+        if pseudonymize && ft.primary_key.len() == 1 {
+            let mut ids: Vec<i64> = (1..=rows.len() as i64).collect();
+            let mut rng = ChaCha8Rng::seed_from_u64(plan.params.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1)));
+            ids.shuffle(&mut rng);
+            for (&r, id) in rows.iter().zip(ids) {
+                own[r as usize] = Some(id);
+            }
+        }
+        let take = UInt32Array::from(rows.clone());
+        let source = take_record_batch(&nodes.batch, &take).map_err(internal)?;
+        let mut fields = Vec::new();
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        let mut qi_index = 0;
+        let nqi = nodes.nqi();
+        let mut lm_sum = 0.0;
+        for (ci, col) in ft.columns.iter().enumerate() {
+            let original = source.column(ci);
+            let field = source.schema().field(ci).clone();
+            match &col.role {
+                ColumnRole::Identifier => continue,
+                ColumnRole::Key if pseudonymize => {
+                    let values: Option<Vec<Option<i64>>> = if ft.primary_key.len() == 1 && ft.primary_key[0] == col.name {
+                        Some(rows.iter().map(|&r| own[r as usize]).collect())
+                    } else if let (Some(p), true) = (ft.parent, ft.parent_fk.contains(&col.name)) {
+                        let parent_rows = &nodes.parent;
+                        Some(rows.iter().map(|&r| surrogate[p][parent_rows[r as usize] as usize]).collect())
+                    } else {
+                        None
+                    };
+                    match values {
+                        Some(v) => {
+                            fields.push(Field::new(&col.name, DataType::Int64, false));
+                            columns.push(Arc::new(Int64Array::from(v)));
+                        }
+                        None => {
+                            fields.push(field);
+                            columns.push(original.clone());
+                        }
+                    }
+                }
+                ColumnRole::QuasiIdentifier { .. } => {
+                    let h = &nodes.hierarchies[qi_index];
+                    let labels: StringArray = rows
+                        .iter()
+                        .map(|&r| {
+                            let code = codes[ti][r as usize * nqi + qi_index];
+                            lm_sum += h.loss(code);
+                            h.label(code)
+                        })
+                        .collect();
+                    qi_index += 1;
+                    fields.push(Field::new(&col.name, DataType::Utf8, true));
+                    columns.push(Arc::new(labels));
+                }
+                _ => {
+                    fields.push(field);
+                    columns.push(original.clone());
+                }
+            }
+        }
+        let schema = Arc::new(Schema::new(fields));
+        let batch = RecordBatch::try_new(schema, columns).map_err(internal)?;
+        let released_pk: Vec<String> = ft.primary_key.clone();
+        let batch = sort_by_key(batch, ft.primary_key.iter().chain(&ft.parent_fk), ft.primary_key.is_empty())?;
+        if !ft.primary_key.is_empty() {
+            keys.tables.insert(ft.name.clone(), key_pairs(plan, ti, &nodes.batch, &rows, &own, &surrogate, &nodes.parent)?);
+        }
+        surrogate.push(own);
+        let mut foreign_keys = Vec::new();
+        if let Some(p) = ft.parent {
+            foreign_keys.push(ForeignKey { columns: ft.parent_fk.clone(), ref_table: plan.tables[p].name.clone(), ref_columns: ft.parent_key.clone() });
+        }
+        stats.push(TableStats {
+            name: ft.name.clone(),
+            rows_in: nodes.rows_in,
+            released: rows.len(),
+            suppressed: nodes.rows() - rows.len(),
+            orphans_dropped: nodes.orphans_dropped,
+            lm_sum,
+            qi_columns: nqi,
+        });
+        tables.push(ReleaseTable { name: ft.name.clone(), batch, primary_key: released_pk, foreign_keys });
+    }
+    Ok(Materialized {
+        tables,
+        keys,
+        stats,
+        ec_sizes: clustering.ecs.iter().map(Rep::member_count).collect(),
+        suppressed_entities: clustering.suppressed.len(),
+    })
+}
+
+/// Rows sorted by released key (then parent key); a table without a primary key is then
+/// sorted by its content, so row order never carries source order.
+fn sort_by_key<'a>(batch: RecordBatch, key: impl Iterator<Item = &'a String>, by_content: bool) -> Result<RecordBatch, ReleaseError> {
+    let mut sort: Vec<SortColumn> = Vec::new();
+    let mut used = Vec::new();
+    for name in key {
+        if let Ok(i) = batch.schema().index_of(name) {
+            if !used.contains(&i) {
+                used.push(i);
+            }
+        }
+    }
+    if by_content {
+        for (i, f) in batch.schema().fields().iter().enumerate() {
+            let sortable = f.data_type().is_primitive() || matches!(f.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Boolean);
+            if sortable && !used.contains(&i) {
+                used.push(i);
+            }
+        }
+    }
+    for i in used {
+        sort.push(SortColumn { values: batch.column(i).clone(), options: None });
+    }
+    if sort.is_empty() || batch.num_rows() < 2 {
+        return Ok(batch);
+    }
+    let idx = lexsort_to_indices(&sort, None).map_err(internal)?;
+    take_record_batch(&batch, &idx).map_err(internal)
+}
+
+fn key_value(array: &dyn Array, row: usize) -> KeyValue {
+    let integral = matches!(
+        array.data_type(),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::UInt8 | DataType::UInt16 | DataType::UInt32
+    );
+    if integral {
+        if let Some(v) = render_value(array, row).and_then(|s| s.parse::<i64>().ok()) {
+            return KeyValue::Int(v);
+        }
+    }
+    KeyValue::Text(render_value(array, row).unwrap_or_default())
+}
+
+/// The key map entries of one table: source PK -> released PK for every released row.
+fn key_pairs(
+    plan: &Plan,
+    ti: usize,
+    batch: &RecordBatch,
+    rows: &[u32],
+    own: &[Option<i64>],
+    surrogate: &[Vec<Option<i64>>],
+    parent: &[u32],
+) -> Result<TableKeys, ReleaseError> {
+    let ft = &plan.tables[ti];
+    let mut idx = HashMap::new();
+    for c in &ft.primary_key {
+        idx.insert(c.clone(), batch.schema().index_of(c).map_err(internal)?);
+    }
+    let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
+    let mut pairs = Vec::with_capacity(rows.len());
+    for &r in rows {
+        let mut source = Vec::new();
+        let mut released = Vec::new();
+        for c in &ft.primary_key {
+            let v = key_value(batch.column(idx[c]).as_ref(), r as usize);
+            let rel = if !pseudonymize {
+                v.clone()
+            } else if ft.primary_key.len() == 1 {
+                own[r as usize].map(KeyValue::Int).unwrap_or_else(|| v.clone())
+            } else if let (Some(p), true) = (ft.parent, ft.parent_fk.contains(c)) {
+                surrogate[p][parent[r as usize] as usize].map(KeyValue::Int).unwrap_or_else(|| v.clone())
+            } else {
+                v.clone()
+            };
+            source.push(v);
+            released.push(rel);
+        }
+        pairs.push(KeyPair { source, released });
+    }
+    Ok(TableKeys { columns: ft.primary_key.clone(), pairs })
+}

@@ -1,0 +1,115 @@
+//! report.json: what a release kept and lost (001 Def. 8 LM, Def. 9 DM), its parameters and
+//! where the time went. Written beside the release; the verifier cross-checks its counts.
+
+use std::collections::BTreeMap;
+
+use crate::plan::{Params, Plan};
+use crate::release::Materialized;
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct TableReport {
+    pub name: String,
+    pub rows_in: usize,
+    pub released: usize,
+    pub suppressed: usize,
+    pub orphans_dropped: usize,
+    pub qi_columns: usize,
+    /// LM (001 Def. 8) over this table's released QI cells; 0 without QIs.
+    pub lm: f64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub relanon_version: &'static str,
+    pub entity: String,
+    pub params: Params,
+    pub tables: Vec<TableReport>,
+    pub entities: usize,
+    pub entities_released: usize,
+    pub suppressed_entities: usize,
+    pub equivalence_classes: usize,
+    pub smallest_ec: Option<usize>,
+    /// 001 Def. 8 over the released QI cells.
+    pub lm: f64,
+    /// LM over the source's QI cells with every suppressed cell counted as 1 (fully lost).
+    pub lm_with_suppression: f64,
+    /// 001 Def. 9: each released entity counts its EC's size; a suppressed entity counts
+    /// every entity (it is indistinguishable from all of them).
+    pub dm: u64,
+    /// Milliseconds per phase.
+    pub timings_ms: BTreeMap<String, f64>,
+}
+
+pub fn build(plan: &Plan, m: &Materialized, timings_ms: BTreeMap<String, f64>) -> Report {
+    let tables: Vec<TableReport> = m
+        .stats
+        .iter()
+        .map(|s| TableReport {
+            name: s.name.clone(),
+            rows_in: s.rows_in,
+            released: s.released,
+            suppressed: s.suppressed,
+            orphans_dropped: s.orphans_dropped,
+            qi_columns: s.qi_columns,
+            lm: ratio(s.lm_sum, (s.released * s.qi_columns) as f64),
+        })
+        .collect();
+    let lm_sum: f64 = m.stats.iter().map(|s| s.lm_sum).sum();
+    let released_cells: usize = m.stats.iter().map(|s| s.released * s.qi_columns).sum();
+    let suppressed_cells: usize = m.stats.iter().map(|s| s.suppressed * s.qi_columns).sum();
+    let entities_released: usize = m.ec_sizes.iter().sum();
+    let entities = entities_released + m.suppressed_entities;
+    let dm = m.ec_sizes.iter().map(|&s| (s * s) as u64).sum::<u64>() + (m.suppressed_entities * entities) as u64;
+    Report {
+        relanon_version: env!("CARGO_PKG_VERSION"),
+        entity: plan.entity.clone(),
+        params: plan.params.clone(),
+        tables,
+        entities,
+        entities_released,
+        suppressed_entities: m.suppressed_entities,
+        equivalence_classes: m.ec_sizes.len(),
+        smallest_ec: m.ec_sizes.iter().copied().min(),
+        lm: ratio(lm_sum, released_cells as f64),
+        lm_with_suppression: ratio(lm_sum + suppressed_cells as f64, (released_cells + suppressed_cells) as f64),
+        dm,
+        timings_ms,
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+impl Report {
+    /// The human summary `anonymize` and `demo` print.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} entities: {} released in {} equivalence classes (smallest {}), {} suppressed\n",
+            self.entity,
+            self.entities_released,
+            self.equivalence_classes,
+            self.smallest_ec.map_or("-".to_string(), |n| n.to_string()),
+            self.suppressed_entities
+        );
+        for t in &self.tables {
+            s += &format!(
+                "  {:<20} {:>9} rows in  {:>9} released  {:>7} suppressed  LM {:.3}{}\n",
+                t.name,
+                t.rows_in,
+                t.released,
+                t.suppressed,
+                t.lm,
+                if t.orphans_dropped > 0 { format!("  ({} orphans dropped)", t.orphans_dropped) } else { String::new() }
+            );
+        }
+        s += &format!("LM {:.4} (with suppression {:.4}), DM {}\n", self.lm, self.lm_with_suppression, self.dm);
+        let phases: Vec<String> = self.timings_ms.iter().map(|(k, v)| format!("{k} {:.0} ms", v)).collect();
+        s += &format!("time: {}", phases.join(", "));
+        s
+    }
+}

@@ -1,0 +1,58 @@
+//! Check 5, "counts": no table grows, and report.json (when given) accounts for every
+//! source row: released + suppressed + orphans dropped = rows in.
+
+use serde_json::Value;
+
+use super::data::TableData;
+use super::Check;
+
+fn count(entry: &Value, field: &str) -> Option<u64> {
+    entry.get(field).and_then(Value::as_u64)
+}
+
+pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Check) {
+    for t in tables {
+        let (released, rows_in) = (t.rel.rows() as u64, t.src.rows() as u64);
+        if released > rows_in {
+            out.record(format!(
+                "{}: {released} rows released but the source has only {rows_in}",
+                t.name
+            ));
+        }
+    }
+    let Some(report) = report else { return };
+    let Some(entries) = report.get("tables").and_then(Value::as_array) else {
+        out.record("report.json has no \"tables\" array; pass the report written with this release");
+        return;
+    };
+    for t in tables {
+        let (released, rows_in) = (t.rel.rows() as u64, t.src.rows() as u64);
+        let Some(entry) = entries.iter().find(|e| e.get("name").and_then(Value::as_str) == Some(t.name.as_str())) else {
+            out.record(format!("report.json has no entry for table '{}'", t.name));
+            continue;
+        };
+        let fields = (count(entry, "rows_in"), count(entry, "released"), count(entry, "suppressed"));
+        let (Some(r_in), Some(r_rel), Some(r_sup)) = fields else {
+            out.record(format!(
+                "report.json entry for '{}' lacks a non-negative integer rows_in, released or suppressed",
+                t.name
+            ));
+            continue;
+        };
+        // A run without orphans may leave the field out.
+        let r_orph = count(entry, "orphans_dropped").unwrap_or(0);
+        if r_rel != released {
+            out.record(format!("report.json says {} released {r_rel} rows; the release has {released}", t.name));
+        }
+        if r_in != rows_in {
+            out.record(format!("report.json says {} had {r_in} rows in; the source has {rows_in}", t.name));
+        }
+        let accounted = r_rel.saturating_add(r_sup).saturating_add(r_orph);
+        if accounted != r_in {
+            out.record(format!(
+                "report.json for {}: released {r_rel} + suppressed {r_sup} + orphans dropped {r_orph} = {accounted}, not rows in {r_in}",
+                t.name
+            ));
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Both sides of every family table, read once, with their parent links resolved.
+
+use std::collections::HashMap;
+
+use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
+
+use super::VerifyError;
+use crate::plan::{ColumnRole, Plan};
+use crate::warehouse::{render_value, Warehouse};
+
+/// One table as one warehouse holds it.
+pub(super) struct Side {
+    batch: RecordBatch,
+    names: Vec<String>,
+}
+
+impl Side {
+    fn new(batch: RecordBatch) -> Side {
+        let names = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        Side { batch, names }
+    }
+
+    pub(super) fn rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// Exact name, else the unique case-insensitive match (the schema check reports a
+    /// case change; the other checks still look at the data).
+    pub(super) fn col(&self, name: &str) -> Option<usize> {
+        if let Some(i) = self.names.iter().position(|n| n == name) {
+            return Some(i);
+        }
+        let lower = name.to_lowercase();
+        let mut hits = self.names.iter().enumerate().filter(|(_, n)| n.to_lowercase() == lower);
+        match (hits.next(), hits.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    }
+
+    pub(super) fn data_type(&self, col: usize) -> &DataType {
+        self.batch.column(col).data_type()
+    }
+
+    pub(super) fn cell(&self, col: usize, row: usize) -> Option<String> {
+        render_value(self.batch.column(col).as_ref(), row)
+    }
+
+    /// The rendered key of a row; None when any part is NULL (a NULL key identifies nothing).
+    pub(super) fn key(&self, cols: &[usize], row: usize) -> Option<Vec<String>> {
+        cols.iter().map(|&c| self.cell(c, row)).collect()
+    }
+}
+
+/// How a non-key column's released cell must relate to its source cell.
+#[derive(Debug, Clone)]
+pub(super) enum Rule {
+    /// A QI: the value, an ancestor label in the named hierarchy, or `*`.
+    Qi(String),
+    /// SENSITIVE / INSENSITIVE: the value itself. `numeric` compares as numbers when both
+    /// sides are numeric, so an Int64 source and a Float64 copy of it agree.
+    Exact { numeric: bool },
+}
+
+pub(super) struct Content {
+    pub name: String,
+    pub src: usize,
+    pub rel: usize,
+    pub rule: Rule,
+}
+
+/// Why a released child's FK does not resolve to exactly one released parent.
+pub(super) enum FkIssue {
+    Null,
+    Dangling(Vec<String>),
+    Ambiguous(Vec<String>, usize),
+}
+
+pub(super) struct TableData {
+    pub name: String,
+    pub parent: Option<usize>,
+    pub src: Side,
+    pub rel: Side,
+    /// PK column indices per side (empty for a key-less table).
+    pub src_pk: Vec<usize>,
+    pub rel_pk: Vec<usize>,
+    /// Content columns present on both sides, in plan order.
+    pub content: Vec<Content>,
+    /// Parent row of every row (None: root table, NULL or unresolved FK).
+    pub src_parent: Vec<Option<usize>>,
+    pub rel_parent: Vec<Option<usize>>,
+    /// Released rows whose FK does not name exactly one released parent row.
+    pub rel_fk_issues: Vec<(usize, FkIssue)>,
+    /// The source row each released row stands for, once truthfulness has traced it.
+    pub rel_to_src: Vec<Option<usize>>,
+}
+
+impl TableData {
+    /// How a released row is named in violations: by its key, or by position and parent.
+    pub(super) fn describe(&self, tables: &[TableData], row: usize) -> String {
+        if !self.rel_pk.is_empty() {
+            return format!("{} key {}", self.name, show_key(self.rel.key(&self.rel_pk, row).as_deref()));
+        }
+        let mut text = format!("{} row {}", self.name, row + 1);
+        if let (Some(p), Some(pr)) = (self.parent, self.rel_parent.get(row).copied().flatten()) {
+            if let Some(parent) = tables.get(p) {
+                text.push_str(&format!(" (child of {})", parent.describe(tables, pr)));
+            }
+        }
+        text
+    }
+}
+
+pub(super) fn show_key(key: Option<&[String]>) -> String {
+    match key {
+        Some(parts) => parts.join(","),
+        None => "NULL".to_string(),
+    }
+}
+
+pub(super) fn show_cell(v: Option<&str>) -> String {
+    match v {
+        Some(s) => format!("'{s}'"),
+        None => "NULL".to_string(),
+    }
+}
+
+async fn read(wh: &Warehouse, side: &'static str, table: &str) -> Result<Side, VerifyError> {
+    let Some(meta) = wh.table(table) else {
+        return Err(VerifyError::MissingTable { side, table: table.to_string() });
+    };
+    let batch = wh
+        .read_table(&meta.name, None, &[])
+        .await
+        .map_err(|source| VerifyError::Read { side, table: table.to_string(), source })?;
+    Ok(Side::new(batch))
+}
+
+fn key_cols(side: &Side, which: &'static str, table: &str, cols: &[String]) -> Result<Vec<usize>, VerifyError> {
+    cols.iter()
+        .map(|c| {
+            side.col(c).ok_or_else(|| VerifyError::MissingKeyColumn {
+                side: which,
+                table: table.to_string(),
+                column: c.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Reads every family table from both warehouses and links children to parents.
+pub(super) async fn load(plan: &Plan, source: &Warehouse, release: &Warehouse) -> Result<Vec<TableData>, VerifyError> {
+    let mut tables = Vec::with_capacity(plan.tables.len());
+    for (ti, t) in plan.tables.iter().enumerate() {
+        if let Some(p) = t.parent {
+            if p >= ti {
+                return Err(VerifyError::Plan(format!(
+                    "family table '{}' comes before its parent '{}'",
+                    t.name,
+                    plan.tables.get(p).map_or("?", |pt| pt.name.as_str())
+                )));
+            }
+        }
+        let src = read(source, "source", &t.name).await?;
+        let rel = read(release, "release", &t.name).await?;
+        let src_pk = key_cols(&src, "source", &t.name, &t.primary_key)?;
+        let rel_pk = key_cols(&rel, "release", &t.name, &t.primary_key)?;
+        let mut content = Vec::new();
+        for c in &t.columns {
+            let rule = match &c.role {
+                ColumnRole::Key | ColumnRole::Identifier => continue,
+                ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
+                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => Rule::Exact { numeric: false },
+            };
+            let Some(s) = src.col(&c.name) else {
+                return Err(VerifyError::Plan(format!(
+                    "the plan lists column '{}.{}', which the source does not have",
+                    t.name, c.name
+                )));
+            };
+            // A content column missing from the release is the schema check's to report.
+            let Some(r) = rel.col(&c.name) else { continue };
+            let rule = match rule {
+                Rule::Exact { .. } => Rule::Exact { numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric() },
+                qi => qi,
+            };
+            content.push(Content { name: c.name.clone(), src: s, rel: r, rule });
+        }
+        let (n_src, n_rel) = (src.rows(), rel.rows());
+        tables.push(TableData {
+            name: t.name.clone(),
+            parent: t.parent,
+            src,
+            rel,
+            src_pk,
+            rel_pk,
+            content,
+            src_parent: vec![None; n_src],
+            rel_parent: vec![None; n_rel],
+            rel_fk_issues: Vec::new(),
+            rel_to_src: vec![None; n_rel],
+        });
+    }
+
+    for (ti, t) in plan.tables.iter().enumerate() {
+        let Some(p) = t.parent else { continue };
+        let child = &tables[ti];
+        let parent = &tables[p];
+        let src_fk = key_cols(&child.src, "source", &t.name, &t.parent_fk)?;
+        let rel_fk = key_cols(&child.rel, "release", &t.name, &t.parent_fk)?;
+        let src_ref = key_cols(&parent.src, "source", &parent.name, &t.parent_key)?;
+        let rel_ref = key_cols(&parent.rel, "release", &parent.name, &t.parent_key)?;
+        let (src_parent, _) = link(&child.src, &src_fk, &parent.src, &src_ref);
+        let (rel_parent, issues) = link(&child.rel, &rel_fk, &parent.rel, &rel_ref);
+        let child = &mut tables[ti];
+        child.src_parent = src_parent;
+        child.rel_parent = rel_parent;
+        child.rel_fk_issues = issues;
+    }
+    Ok(tables)
+}
+
+/// Resolves each child row's FK against the parent's referenced columns. An ambiguous FK is
+/// linked to the first match so the tree can still be built; it is reported all the same.
+fn link(child: &Side, fk: &[usize], parent: &Side, key: &[usize]) -> (Vec<Option<usize>>, Vec<(usize, FkIssue)>) {
+    let mut index: HashMap<Vec<String>, (usize, usize)> = HashMap::with_capacity(parent.rows());
+    for row in 0..parent.rows() {
+        if let Some(k) = parent.key(key, row) {
+            index.entry(k).and_modify(|e| e.1 += 1).or_insert((row, 1));
+        }
+    }
+    let mut parents = Vec::with_capacity(child.rows());
+    let mut issues = Vec::new();
+    for row in 0..child.rows() {
+        let Some(k) = child.key(fk, row) else {
+            parents.push(None);
+            issues.push((row, FkIssue::Null));
+            continue;
+        };
+        match index.get(&k) {
+            None => {
+                parents.push(None);
+                issues.push((row, FkIssue::Dangling(k)));
+            }
+            Some(&(first, n)) => {
+                parents.push(Some(first));
+                if n > 1 {
+                    issues.push((row, FkIssue::Ambiguous(k, n)));
+                }
+            }
+        }
+    }
+    (parents, issues)
+}

@@ -1,0 +1,186 @@
+//! `relanon verify`: an independent re-check of a release against its source and plan.
+//!
+//! Deliberately shares no code with the anonymization path (`hierarchy`, `forest`, `algo`,
+//! `release`): it reads both warehouses, renders cells with the warehouse's one rendering
+//! rule, and re-derives everything else itself (hierarchy ancestry, which source row each
+//! released row stands for, entity trees and their QI-isomorphism classes), so a bug in the
+//! anonymizer cannot hide behind the same bug here.
+//!
+//! Violations are data, not errors: [`verify`] returns a [`Verdict`] listing every broken
+//! rule by table, row or EC; [`VerifyError`] is only for being unable to check at all.
+
+mod atomicity;
+mod counts;
+mod data;
+mod hier;
+mod kanon;
+mod matching;
+mod schema;
+mod truth;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use crate::keymap::KeyMap;
+use crate::plan::Plan;
+use crate::warehouse::{Warehouse, WarehouseError};
+
+/// How released keys relate to source keys.
+#[derive(Debug, Clone, Copy)]
+pub enum Keys<'a> {
+    /// `keys = 'preserve'`: released keys are the source keys.
+    Preserved,
+    /// Pseudonymized keys, traced back through the map anonymize kept.
+    Map(&'a KeyMap),
+}
+
+/// The outcome of one verification: every check, passed or not.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Verdict {
+    pub checks: Vec<Check>,
+    pub entities_released: usize,
+    pub equivalence_classes: usize,
+    pub smallest_ec: Option<usize>,
+}
+
+/// One named rule and what broke it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    /// The first [`KEPT_VIOLATIONS`] violations, each naming its table and row or EC.
+    pub violations: Vec<String>,
+    /// Every violation found, including those not kept.
+    pub violation_count: usize,
+}
+
+/// A broken release can produce a violation per row; past this many only the count grows.
+pub const KEPT_VIOLATIONS: usize = 1000;
+
+/// How many violations [`Verdict::summary`] lists per check.
+const SHOWN_VIOLATIONS: usize = 5;
+
+impl Check {
+    fn new(name: &'static str) -> Check {
+        Check { name, violations: Vec::new(), violation_count: 0 }
+    }
+
+    fn record(&mut self, violation: impl Into<String>) {
+        self.violation_count += 1;
+        if self.violations.len() < KEPT_VIOLATIONS {
+            self.violations.push(violation.into());
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.violation_count == 0
+    }
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(Check::passed)
+    }
+
+    /// The check named `name`, if it ran.
+    pub fn check(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// One line per check, with the first few violations of a failed one under it, then
+    /// the EC statistics.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        for c in &self.checks {
+            if c.passed() {
+                s.push_str(&format!("PASS {}\n", c.name));
+                continue;
+            }
+            let noun = if c.violation_count == 1 { "violation" } else { "violations" };
+            s.push_str(&format!("FAIL {}: {} {noun}\n", c.name, c.violation_count));
+            for v in c.violations.iter().take(SHOWN_VIOLATIONS) {
+                s.push_str(&format!("  - {v}\n"));
+            }
+            let shown = c.violations.len().min(SHOWN_VIOLATIONS);
+            if c.violation_count > shown {
+                s.push_str(&format!("  ... and {} more\n", c.violation_count - shown));
+            }
+        }
+        let smallest = self.smallest_ec.map_or_else(|| "-".to_string(), |n| n.to_string());
+        s.push_str(&format!(
+            "entities released: {}, equivalence classes: {}, smallest EC: {smallest}\n",
+            self.entities_released, self.equivalence_classes
+        ));
+        s
+    }
+}
+
+/// Being unable to verify (as opposed to finding violations).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("the {side} has no table '{table}', which the plan lists: point verify at the {side} that belongs to these declarations")]
+    MissingTable { side: &'static str, table: String },
+    #[error("table '{table}' in the {side} has no key column '{column}', so its rows cannot be linked: point verify at a complete {side} (re-run anonymize if it is the release)")]
+    MissingKeyColumn { side: &'static str, table: String, column: String },
+    #[error("cannot read table '{table}' from the {side}: {source}")]
+    Read { side: &'static str, table: String, source: WarehouseError },
+    #[error("the key map has no entry for table '{table}', whose released rows carry pseudonymous keys: pass the key map written by the anonymize run that made this release")]
+    KeyMapMissingTable { table: String },
+    #[error("the key map gives table '{table}' key columns ({found}) but its primary key is ({expected}): pass the key map written by the anonymize run that made this release")]
+    KeyMapColumns { table: String, found: String, expected: String },
+    #[error("the key map has a pair for table '{table}' with {found} value(s) for a {expected}-column key: pass an intact key map written by anonymize")]
+    KeyMapArity { table: String, expected: usize, found: usize },
+    #[error("the plan is inconsistent: {0}; re-plan from the declarations")]
+    Plan(String),
+}
+
+fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> {
+    for t in &plan.tables {
+        for (column, h) in t.qi_columns() {
+            if !plan.hierarchies.contains_key(h) {
+                return Err(VerifyError::Plan(format!(
+                    "column '{}.{column}' uses hierarchy '{h}', which the plan does not define",
+                    t.name
+                )));
+            }
+        }
+    }
+    Ok(plan.hierarchies.iter().map(|(name, def)| (name.clone(), hier::Hier::compile(def))).collect())
+}
+
+/// Re-checks `release` against `source` under `plan`: schema, key atomicity, truthfulness,
+/// k-anonymity of QI-isomorphism classes, and row counts (against `report` when given).
+pub async fn verify(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: Keys<'_>,
+    report: Option<&serde_json::Value>,
+) -> Result<Verdict, VerifyError> {
+    let hiers = hierarchies(plan)?;
+
+    let mut schema = Check::new("schema");
+    schema::check(plan, source, release, &mut schema).await?;
+
+    let mut tables = data::load(plan, source, release).await?;
+
+    let mut atomic = Check::new("key atomicity");
+    atomicity::check(plan, &tables, &mut atomic);
+
+    let mut truth = Check::new("truthfulness");
+    truth::check(plan, &mut tables, &keys, &hiers, &mut truth)?;
+
+    let mut kanon = Check::new("k-anonymity");
+    let classes = kanon::check(plan, &tables, &mut kanon);
+
+    let mut counts = Check::new("counts");
+    counts::check(&tables, report, &mut counts);
+
+    Ok(Verdict {
+        checks: vec![schema, atomic, truth, kanon, counts],
+        entities_released: classes.entities,
+        equivalence_classes: classes.classes,
+        smallest_ec: classes.smallest,
+    })
+}

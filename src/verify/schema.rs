@@ -1,0 +1,147 @@
+//! Check 1, "schema": the release has the family tables with the source columns minus
+//! identifiers, in source order; QI columns hold text; dimension tables are exact copies;
+//! nothing else is released.
+
+use std::collections::HashMap;
+
+use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
+
+use super::{Check, VerifyError};
+use crate::plan::{ColumnRole, Plan};
+use crate::warehouse::{render_value, Warehouse};
+
+pub(super) async fn check(plan: &Plan, source: &Warehouse, release: &Warehouse, out: &mut Check) -> Result<(), VerifyError> {
+    for t in &plan.tables {
+        let Some(meta) = release.table(&t.name) else {
+            return Err(VerifyError::MissingTable { side: "release", table: t.name.clone() });
+        };
+        if meta.name != t.name {
+            out.record(format!("table '{}' is released as '{}': keep the source name", t.name, meta.name));
+        }
+        // Released column -> index of the plan column it is (exact name, else case-folded).
+        let mut seen_plan: Vec<usize> = Vec::new();
+        for col in &meta.columns {
+            let hit = t
+                .columns
+                .iter()
+                .position(|c| c.name == col.name)
+                .or_else(|| t.columns.iter().position(|c| c.name.eq_ignore_ascii_case(&col.name)));
+            let Some(pi) = hit else {
+                out.record(format!("{}.{} is released but is not a column of the source table", t.name, col.name));
+                continue;
+            };
+            let planned = &t.columns[pi];
+            if planned.role == ColumnRole::Identifier {
+                out.record(format!(
+                    "{}.{} is an IDENTIFIER column and must not be released",
+                    t.name, col.name
+                ));
+                continue;
+            }
+            if planned.name != col.name {
+                out.record(format!("{}.{} should be named {} as in the source", t.name, col.name, planned.name));
+            }
+            if matches!(planned.role, ColumnRole::QuasiIdentifier { .. })
+                && !matches!(col.data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null)
+            {
+                out.record(format!(
+                    "{}.{} is a QI column but is released as {}; QI columns hold text labels",
+                    t.name, col.name, col.data_type
+                ));
+            }
+            seen_plan.push(pi);
+        }
+        for (pi, c) in t.columns.iter().enumerate() {
+            if c.role != ColumnRole::Identifier && !seen_plan.contains(&pi) {
+                out.record(format!("{}.{} is missing from the release", t.name, c.name));
+            }
+        }
+        if seen_plan.windows(2).any(|w| w[0] >= w[1]) {
+            let expected: Vec<&str> = t
+                .columns
+                .iter()
+                .filter(|c| c.role != ColumnRole::Identifier)
+                .map(|c| c.name.as_str())
+                .collect();
+            let found: Vec<&str> = meta.columns.iter().map(|c| c.name.as_str()).collect();
+            out.record(format!(
+                "{}: columns are not in source order (expected {}; found {})",
+                t.name,
+                expected.join(", "),
+                found.join(", ")
+            ));
+        }
+    }
+
+    for d in &plan.dimensions {
+        dimension(d, source, release, out).await?;
+    }
+
+    let planned = |name: &str| {
+        plan.tables
+            .iter()
+            .map(|f| f.name.as_str())
+            .chain(plan.dimensions.iter().map(String::as_str))
+            .any(|k| k.eq_ignore_ascii_case(name))
+    };
+    for t in &release.tables {
+        // SQLite's own bookkeeping tables are not data.
+        if t.name.starts_with("sqlite_") || planned(&t.name) {
+            continue;
+        }
+        out.record(format!(
+            "release table '{}' is neither a family nor a dimension table of the plan: remove it",
+            t.name
+        ));
+    }
+    Ok(())
+}
+
+/// A dimension table must be an exact copy: same columns, same multiset of rows.
+async fn dimension(name: &str, source: &Warehouse, release: &Warehouse, out: &mut Check) -> Result<(), VerifyError> {
+    let Some(src_meta) = source.table(name) else {
+        return Err(VerifyError::MissingTable { side: "source", table: name.to_string() });
+    };
+    let Some(rel_meta) = release.table(name) else {
+        out.record(format!("dimension table '{name}' is missing from the release; it is copied unchanged"));
+        return Ok(());
+    };
+    let src_cols: Vec<&str> = src_meta.columns.iter().map(|c| c.name.as_str()).collect();
+    let rel_cols: Vec<&str> = rel_meta.columns.iter().map(|c| c.name.as_str()).collect();
+    if src_cols != rel_cols {
+        out.record(format!(
+            "dimension table '{name}' has columns ({}) but the source has ({})",
+            rel_cols.join(", "),
+            src_cols.join(", ")
+        ));
+        return Ok(());
+    }
+    let src = read_all(source, "source", &src_meta.name).await?;
+    let rel = read_all(release, "release", &rel_meta.name).await?;
+    // Signed multiset difference: +1 per source row, -1 per released row.
+    let mut diff: HashMap<Vec<Option<String>>, i64> = HashMap::with_capacity(src.num_rows());
+    let row_of = |b: &RecordBatch, r: usize| -> Vec<Option<String>> {
+        b.columns().iter().map(|a| render_value(a.as_ref(), r)).collect()
+    };
+    for r in 0..src.num_rows() {
+        *diff.entry(row_of(&src, r)).or_default() += 1;
+    }
+    for r in 0..rel.num_rows() {
+        *diff.entry(row_of(&rel, r)).or_default() -= 1;
+    }
+    let missing: i64 = diff.values().filter(|v| **v > 0).sum();
+    let extra: i64 = -diff.values().filter(|v| **v < 0).sum::<i64>();
+    if missing > 0 || extra > 0 {
+        out.record(format!(
+            "dimension table '{name}' is not an exact copy of the source: {missing} source row(s) missing, {extra} row(s) not in the source"
+        ));
+    }
+    Ok(())
+}
+
+async fn read_all(wh: &Warehouse, side: &'static str, table: &str) -> Result<RecordBatch, VerifyError> {
+    wh.read_table(table, None, &[])
+        .await
+        .map_err(|source| VerifyError::Read { side, table: table.to_string(), source })
+}

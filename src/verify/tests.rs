@@ -1,0 +1,659 @@
+//! End-to-end checks of the verifier on tiny hand-built warehouses: a university with
+//! students <- courses <- books (books have no key), a course catalog as a dimension, and a
+//! hand-made 2-anonymous release that each test breaks in one way.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use rusqlite::types::Value as Sql;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::keymap::{KeyPair, KeyValue, TableKeys};
+use crate::plan::{
+    Algorithm, ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Model, OrphanPolicy, Params, PlannedColumn,
+};
+use crate::policy::{DatePart, Pos};
+
+fn i(v: i64) -> Sql {
+    Sql::Integer(v)
+}
+fn f(v: f64) -> Sql {
+    Sql::Real(v)
+}
+fn t(s: &str) -> Sql {
+    Sql::Text(s.to_string())
+}
+
+#[derive(Clone)]
+struct Table {
+    name: &'static str,
+    /// (name, SQLite declared type: INTEGER, REAL or TEXT)
+    columns: Vec<(&'static str, &'static str)>,
+    rows: Vec<Vec<Sql>>,
+}
+
+impl Table {
+    fn new(name: &'static str, columns: &[(&'static str, &'static str)], rows: Vec<Vec<Sql>>) -> Table {
+        Table { name, columns: columns.to_vec(), rows }
+    }
+
+    fn col(&self, name: &str) -> usize {
+        self.columns.iter().position(|c| c.0 == name).expect("test names an existing column")
+    }
+}
+
+fn table<'a>(db: &'a mut [Table], name: &str) -> &'a mut Table {
+    db.iter_mut().find(|t| t.name == name).expect("test names an existing table")
+}
+
+/// Sets `column` of the rows whose first column is `first`.
+fn set(db: &mut [Table], name: &str, first: Sql, column: &str, value: Sql) {
+    let t = table(db, name);
+    let c = t.col(column);
+    let mut hit = false;
+    for row in t.rows.iter_mut().filter(|r| r[0] == first) {
+        row[c] = value.clone();
+        hit = true;
+    }
+    assert!(hit, "no {name} row starts with {first:?}");
+}
+
+fn source_db() -> Vec<Table> {
+    vec![
+        Table::new(
+            "students",
+            &[("sid", "INTEGER"), ("name", "TEXT"), ("yob", "INTEGER"), ("gpa", "REAL"), ("enrolled", "TEXT")],
+            vec![
+                vec![i(1), t("Ann"), i(1990), f(3.5), t("2021-03-05")],
+                vec![i(2), t("Bob"), i(1993), f(3.9), t("2021-03-20")],
+                vec![i(3), t("Cy"), i(1981), f(2.1), t("2020-07-01")],
+                vec![i(4), t("Di"), i(1984), f(2.8), t("2020-11-11")],
+            ],
+        ),
+        Table::new(
+            "courses",
+            &[("cid", "INTEGER"), ("sid", "INTEGER"), ("course", "TEXT"), ("grade", "INTEGER")],
+            vec![
+                vec![i(10), i(1), t("Math"), i(90)],
+                vec![i(11), i(1), t("History"), i(70)],
+                vec![i(20), i(2), t("History"), i(75)],
+                vec![i(21), i(2), t("CS"), i(80)],
+                vec![i(30), i(3), t("Math"), i(60)],
+                vec![i(40), i(4), t("CS"), i(65)],
+            ],
+        ),
+        Table::new(
+            "books",
+            &[("cid", "INTEGER"), ("title", "TEXT"), ("price", "REAL")],
+            vec![
+                vec![i(10), t("Algebra"), f(10.5)],
+                vec![i(10), t("Calculus"), f(20.0)],
+                vec![i(11), t("Rome"), f(5.0)],
+                vec![i(20), t("Greece"), f(5.0)],
+                vec![i(21), t("SICP"), f(30.0)],
+                vec![i(30), t("Algebra"), f(10.5)],
+                vec![i(40), t("SICP"), f(30.0)],
+            ],
+        ),
+        catalog(),
+    ]
+}
+
+fn catalog() -> Table {
+    Table::new(
+        "catalog",
+        &[("course", "TEXT"), ("dept", "TEXT")],
+        vec![vec![t("Math"), t("Sci")], vec![t("CS"), t("Sci")], vec![t("History"), t("Hum")]],
+    )
+}
+
+/// A correct 2-anonymous release. Entities 1 and 2 form one EC although their courses are
+/// listed in opposite orders (Science/History vs History/Science); 3 and 4 the other.
+/// Book (10, Calculus) is suppressed so courses 10 and 21 have the same shape.
+fn release_db() -> Vec<Table> {
+    vec![
+        Table::new(
+            "students",
+            &[("sid", "INTEGER"), ("yob", "TEXT"), ("gpa", "REAL"), ("enrolled", "TEXT")],
+            vec![
+                vec![i(1), t("[1990,1999]"), f(3.5), t("2021-03")],
+                vec![i(2), t("[1990,1999]"), f(3.9), t("2021-03")],
+                vec![i(3), t("[1980,1989]"), f(2.1), t("2020")],
+                vec![i(4), t("[1980,1989]"), f(2.8), t("2020")],
+            ],
+        ),
+        Table::new(
+            "courses",
+            &[("cid", "INTEGER"), ("sid", "INTEGER"), ("course", "TEXT"), ("grade", "INTEGER")],
+            vec![
+                vec![i(10), i(1), t("Science"), i(90)],
+                vec![i(11), i(1), t("History"), i(70)],
+                vec![i(20), i(2), t("History"), i(75)],
+                vec![i(21), i(2), t("Science"), i(80)],
+                vec![i(30), i(3), t("Science"), i(60)],
+                vec![i(40), i(4), t("Science"), i(65)],
+            ],
+        ),
+        Table::new(
+            "books",
+            &[("cid", "INTEGER"), ("title", "TEXT"), ("price", "REAL")],
+            vec![
+                vec![i(10), t("Books"), f(10.5)],
+                vec![i(11), t("History books"), f(5.0)],
+                vec![i(20), t("History books"), f(5.0)],
+                vec![i(21), t("Books"), f(30.0)],
+                vec![i(30), t("*"), f(10.5)],
+                vec![i(40), t("*"), f(30.0)],
+            ],
+        ),
+        catalog(),
+    ]
+}
+
+fn report() -> Value {
+    json!({
+        "tables": [
+            {"name": "students", "rows_in": 4, "released": 4, "suppressed": 0, "orphans_dropped": 0},
+            {"name": "courses", "rows_in": 6, "released": 6, "suppressed": 0, "orphans_dropped": 0},
+            {"name": "books", "rows_in": 7, "released": 6, "suppressed": 1, "orphans_dropped": 0},
+        ],
+        "equivalence_classes": 2,
+        "smallest_ec": 2,
+    })
+}
+
+fn col(name: &str, role: ColumnRole) -> PlannedColumn {
+    PlannedColumn { name: name.to_string(), role }
+}
+
+fn qi(h: &str) -> ColumnRole {
+    ColumnRole::QuasiIdentifier { hierarchy: h.to_string() }
+}
+
+fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
+    rows.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect()
+}
+
+fn plan(k: usize) -> Plan {
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut hierarchies = BTreeMap::new();
+    hierarchies.insert(
+        "age_h".to_string(),
+        HierarchyDef::Bands { widths: vec![5.0, 10.0, 20.0], range: None, pos: Pos::default() },
+    );
+    hierarchies.insert(
+        "date_h".to_string(),
+        HierarchyDef::DateParts { parts: vec![DatePart::Month, DatePart::Year], pos: Pos::default() },
+    );
+    hierarchies.insert(
+        "course_h".to_string(),
+        HierarchyDef::Rows {
+            rows: strings(&[&["Math", "Science"], &["CS", "Science"], &["History", "Humanities"]]),
+            pos: Pos::default(),
+        },
+    );
+    hierarchies.insert(
+        "book_h".to_string(),
+        HierarchyDef::Rows {
+            rows: strings(&[
+                &["Algebra", "Math books", "Books"],
+                &["Calculus", "Math books", "Books"],
+                &["SICP", "CS books", "Books"],
+                &["Rome", "History books", "Books", "*"],
+                &["Greece", "History books", "History books", "Books"],
+            ]),
+            pos: Pos::default(),
+        },
+    );
+    Plan {
+        entity: "student".to_string(),
+        tables: vec![
+            FamilyTable {
+                name: "students".to_string(),
+                primary_key: names(&["sid"]),
+                parent: None,
+                parent_fk: vec![],
+                parent_key: vec![],
+                children: vec![1],
+                columns: vec![
+                    col("sid", ColumnRole::Key),
+                    col("name", ColumnRole::Identifier),
+                    col("yob", qi("age_h")),
+                    col("gpa", ColumnRole::Sensitive { buckets: None }),
+                    col("enrolled", qi("date_h")),
+                ],
+            },
+            FamilyTable {
+                name: "courses".to_string(),
+                primary_key: names(&["cid"]),
+                parent: Some(0),
+                parent_fk: names(&["sid"]),
+                parent_key: names(&["sid"]),
+                children: vec![2],
+                columns: vec![
+                    col("cid", ColumnRole::Key),
+                    col("sid", ColumnRole::Key),
+                    col("course", qi("course_h")),
+                    col("grade", ColumnRole::Sensitive { buckets: None }),
+                ],
+            },
+            FamilyTable {
+                name: "books".to_string(),
+                primary_key: vec![],
+                parent: Some(1),
+                parent_fk: names(&["cid"]),
+                parent_key: names(&["cid"]),
+                children: vec![],
+                columns: vec![
+                    col("cid", ColumnRole::Key),
+                    col("title", qi("book_h")),
+                    col("price", ColumnRole::Insensitive),
+                ],
+            },
+        ],
+        dimensions: vec!["catalog".to_string()],
+        hierarchies,
+        params: Params {
+            model: Model::KAnonymity { k },
+            algorithm: Algorithm::Miraclex,
+            threshold: 0.3,
+            climit: 150,
+            seed: 7,
+            keys: KeyPolicy::Preserve,
+            orphans: OrphanPolicy::Refuse,
+        },
+        views: vec![],
+        source: PathBuf::from("source.sqlite"),
+        target: None,
+    }
+}
+
+fn write_sqlite(path: &Path, db: &[Table]) {
+    let conn = rusqlite::Connection::open(path).expect("create test SQLite file");
+    for t in db {
+        let cols: Vec<String> = t.columns.iter().map(|(n, ty)| format!("\"{n}\" {ty}")).collect();
+        conn.execute(&format!("CREATE TABLE \"{}\" ({})", t.name, cols.join(", ")), []).expect("create table");
+        let marks = vec!["?"; t.columns.len()].join(", ");
+        let mut stmt = conn.prepare(&format!("INSERT INTO \"{}\" VALUES ({marks})", t.name)).expect("prepare insert");
+        for row in &t.rows {
+            stmt.execute(rusqlite::params_from_iter(row.iter())).expect("insert row");
+        }
+    }
+}
+
+fn write_parquet(dir: &Path, db: &[Table]) {
+    std::fs::create_dir_all(dir).expect("create Parquet directory");
+    for t in db {
+        let mut fields = Vec::new();
+        let mut arrays: Vec<ArrayRef> = Vec::new();
+        for (ci, (name, ty)) in t.columns.iter().enumerate() {
+            let cells = t.rows.iter().map(|r| &r[ci]);
+            let (dt, array): (DataType, ArrayRef) = match *ty {
+                "INTEGER" => (
+                    DataType::Int64,
+                    Arc::new(cells.map(|v| if let Sql::Integer(x) = v { Some(*x) } else { None }).collect::<Int64Array>()),
+                ),
+                "REAL" => (
+                    DataType::Float64,
+                    Arc::new(cells.map(|v| if let Sql::Real(x) = v { Some(*x) } else { None }).collect::<Float64Array>()),
+                ),
+                _ => (
+                    DataType::Utf8,
+                    Arc::new(
+                        cells.map(|v| if let Sql::Text(x) = v { Some(x.clone()) } else { None }).collect::<StringArray>(),
+                    ),
+                ),
+            };
+            fields.push(Field::new(*name, dt, true));
+            arrays.push(array);
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("build batch");
+        let file = std::fs::File::create(dir.join(format!("{}.parquet", t.name))).expect("create Parquet file");
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("Parquet writer");
+        writer.write(&batch).expect("write Parquet");
+        writer.close().expect("close Parquet");
+    }
+}
+
+async fn run_with(
+    plan: &Plan,
+    src: &[Table],
+    rel: &[Table],
+    keys: Keys<'_>,
+    report: Option<&Value>,
+) -> Result<Verdict, VerifyError> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (sp, rp) = (dir.path().join("source.sqlite"), dir.path().join("release.sqlite"));
+    write_sqlite(&sp, src);
+    write_sqlite(&rp, rel);
+    let source = Warehouse::open(&sp).await.expect("open source");
+    let release = Warehouse::open(&rp).await.expect("open release");
+    verify(plan, &source, &release, keys, report).await
+}
+
+async fn run(src: &[Table], rel: &[Table], report: Option<&Value>) -> Verdict {
+    run_with(&plan(2), src, rel, Keys::Preserved, report).await.expect("verify runs")
+}
+
+fn failing(v: &Verdict) -> Vec<&'static str> {
+    v.checks.iter().filter(|c| !c.passed()).map(|c| c.name).collect()
+}
+
+/// Asserts that check `name` failed with a violation mentioning every one of `parts`.
+fn assert_caught(v: &Verdict, name: &str, parts: &[&str]) {
+    let check = v.check(name).expect("check ran");
+    assert!(
+        check.violations.iter().any(|m| parts.iter().all(|p| m.contains(p))),
+        "expected a '{name}' violation mentioning {parts:?}; got:\n{}",
+        v.summary()
+    );
+}
+
+fn assert_passes(v: &Verdict, name: &str) {
+    let check = v.check(name).expect("check ran");
+    assert!(check.passed(), "expected '{name}' to pass; got:\n{}", v.summary());
+}
+
+#[tokio::test]
+async fn correct_release_passes() {
+    let v = run(&source_db(), &release_db(), Some(&report())).await;
+    assert!(v.passed(), "{}", v.summary());
+    assert_eq!(v.checks.len(), 5);
+    assert_eq!((v.entities_released, v.equivalence_classes, v.smallest_ec), (4, 2, Some(2)));
+    assert!(v.summary().starts_with("PASS schema\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS counts\n"));
+}
+
+#[tokio::test]
+async fn isomorphic_children_in_different_order_share_an_ec() {
+    // Entities 1 and 2 already list their courses in opposite orders; shuffling every
+    // table's rows as well must change nothing, the key-less books included.
+    let mut rel = release_db();
+    for name in ["students", "courses", "books"] {
+        table(&mut rel, name).rows.reverse();
+    }
+    table(&mut rel, "books").rows.rotate_left(2);
+    let v = run(&source_db(), &rel, Some(&report())).await;
+    assert!(v.passed(), "{}", v.summary());
+    assert_eq!((v.equivalence_classes, v.smallest_ec), (2, Some(2)));
+}
+
+#[tokio::test]
+async fn group_of_one_breaks_k() {
+    // A finer (still truthful) band splits entities 3 and 4 apart.
+    let mut rel = release_db();
+    set(&mut rel, "students", i(4), "yob", t("[1980,1984]"));
+    let v = run(&source_db(), &rel, Some(&report())).await;
+    assert_eq!(failing(&v), vec!["k-anonymity"], "{}", v.summary());
+    assert_caught(&v, "k-anonymity", &["1 entity", "k = 2", "students key 4"]);
+    assert_caught(&v, "k-anonymity", &["students key 3"]);
+    assert_eq!((v.equivalence_classes, v.smallest_ec), (3, Some(1)));
+}
+
+#[tokio::test]
+async fn label_that_is_not_an_ancestor_is_caught() {
+    let mut rel = release_db();
+    set(&mut rel, "students", i(1), "yob", t("[2000,2009]"));
+    set(&mut rel, "students", i(2), "yob", t("[2000,2009]"));
+    let v = run(&source_db(), &rel, None).await;
+    assert_eq!(failing(&v), vec!["truthfulness"], "{}", v.summary());
+    assert_caught(&v, "truthfulness", &["students key 1", "yob = '[2000,2009]'", "'1990'", "age_h"]);
+
+    let mut rel = release_db();
+    set(&mut rel, "courses", i(30), "course", t("Humanities"));
+    set(&mut rel, "courses", i(40), "course", t("Humanities"));
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "truthfulness", &["courses key 30", "course = 'Humanities'", "'Math'"]);
+
+    // A key-less book whose label fits no source book of its course.
+    let mut rel = release_db();
+    set(&mut rel, "books", i(30), "title", t("CS books"));
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "truthfulness", &["books row 5", "child of courses key 30"]);
+}
+
+#[tokio::test]
+async fn changed_sensitive_value_is_caught() {
+    let mut rel = release_db();
+    set(&mut rel, "courses", i(10), "grade", i(91));
+    let v = run(&source_db(), &rel, None).await;
+    assert_eq!(failing(&v), vec!["truthfulness"], "{}", v.summary());
+    assert_caught(&v, "truthfulness", &["courses key 10", "grade = '91'", "source value '90'"]);
+}
+
+#[tokio::test]
+async fn dangling_foreign_key_is_caught() {
+    let mut rel = release_db();
+    set(&mut rel, "courses", i(30), "sid", i(99));
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "key atomicity", &["courses key 30", "(sid) = 99", "no released students row"]);
+}
+
+#[tokio::test]
+async fn duplicated_primary_key_is_caught() {
+    let mut rel = release_db();
+    let copy = table(&mut rel, "students").rows[3].clone();
+    table(&mut rel, "students").rows.push(copy);
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "key atomicity", &["students: primary key 4 appears 2 times"]);
+    assert_caught(&v, "truthfulness", &["students key 4 and students key 4 both stand for source students key 4"]);
+}
+
+#[tokio::test]
+async fn identifier_column_left_in_is_caught() {
+    let mut rel = release_db();
+    let students = table(&mut rel, "students");
+    students.columns.insert(1, ("name", "TEXT"));
+    for (row, name) in students.rows.iter_mut().zip(["Ann", "Bob", "Cy", "Di"]) {
+        row.insert(1, t(name));
+    }
+    let v = run(&source_db(), &rel, None).await;
+    assert_eq!(failing(&v), vec!["schema"], "{}", v.summary());
+    assert_caught(&v, "schema", &["students.name is an IDENTIFIER column"]);
+}
+
+#[tokio::test]
+async fn child_moved_under_another_parent_is_caught() {
+    let mut rel = release_db();
+    set(&mut rel, "courses", i(30), "sid", i(4));
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "truthfulness", &["courses key 30", "students key 4", "belongs to students key 3"]);
+
+    // A key-less book moved to another course matches no source book there.
+    let mut rel = release_db();
+    set(&mut rel, "books", i(30), "cid", i(40));
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "truthfulness", &["books row", "child of courses key 40", "no source row under the same parent"]);
+}
+
+#[tokio::test]
+async fn extra_child_row_singles_an_entity_out() {
+    // Student 4 really has two courses; releasing both (truthfully) makes its tree unlike
+    // student 3's, so the EC {3, 4} falls apart: the extra course had to be suppressed.
+    let mut src = source_db();
+    table(&mut src, "courses").rows.push(vec![i(41), i(4), t("Math"), i(50)]);
+    let mut rel = release_db();
+    table(&mut rel, "courses").rows.push(vec![i(41), i(4), t("Science"), i(50)]);
+    let v = run(&src, &rel, None).await;
+    assert_eq!(failing(&v), vec!["k-anonymity"], "{}", v.summary());
+    assert_caught(&v, "k-anonymity", &["students key 4"]);
+    assert_caught(&v, "k-anonymity", &["students key 3"]);
+
+    // A row the source never had is also untruthful.
+    let mut rel = release_db();
+    table(&mut rel, "books").rows.push(vec![i(40), t("*"), f(30.0)]);
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "truthfulness", &["books row 7", "more released rows than source rows"]);
+    assert_caught(&v, "k-anonymity", &["students key 4"]);
+}
+
+#[tokio::test]
+async fn wrong_report_counts_are_caught() {
+    let mut r = report();
+    r["tables"][2]["released"] = json!(7);
+    let v = run(&source_db(), &release_db(), Some(&r)).await;
+    assert_eq!(failing(&v), vec!["counts"], "{}", v.summary());
+    assert_caught(&v, "counts", &["books released 7", "release has 6"]);
+    assert_caught(&v, "counts", &["released 7 + suppressed 1 + orphans dropped 0 = 8, not rows in 7"]);
+
+    let mut r = report();
+    r["tables"][0]["rows_in"] = json!(5);
+    r["tables"].as_array_mut().expect("tables array").remove(1);
+    let v = run(&source_db(), &release_db(), Some(&r)).await;
+    assert_caught(&v, "counts", &["students had 5 rows in; the source has 4"]);
+    assert_caught(&v, "counts", &["no entry for table 'courses'"]);
+}
+
+/// The release with every key replaced by a pseudonym, and the map back.
+fn pseudonymized() -> (Vec<Table>, KeyMap) {
+    let sid = |k: i64| 7000 + 13 * k;
+    let cid = |k: i64| 500 + 3 * k;
+    let mut rel = release_db();
+    let remap = |db: &mut Vec<Table>, table_name: &str, column: &str, g: &dyn Fn(i64) -> i64| {
+        let tbl = table(db, table_name);
+        let c = tbl.col(column);
+        for row in &mut tbl.rows {
+            if let Sql::Integer(k) = row[c] {
+                row[c] = Sql::Integer(g(k));
+            }
+        }
+    };
+    remap(&mut rel, "students", "sid", &sid);
+    remap(&mut rel, "courses", "sid", &sid);
+    remap(&mut rel, "courses", "cid", &cid);
+    remap(&mut rel, "books", "cid", &cid);
+    let pairs = |keys: &[i64], g: &dyn Fn(i64) -> i64| -> Vec<KeyPair> {
+        keys.iter()
+            .map(|&k| KeyPair { source: vec![KeyValue::Int(k)], released: vec![KeyValue::Int(g(k))] })
+            .collect()
+    };
+    let mut map = KeyMap::default();
+    map.tables.insert(
+        "students".to_string(),
+        TableKeys { columns: vec!["sid".to_string()], pairs: pairs(&[1, 2, 3, 4], &sid) },
+    );
+    map.tables.insert(
+        "courses".to_string(),
+        TableKeys { columns: vec!["cid".to_string()], pairs: pairs(&[10, 11, 20, 21, 30, 40], &cid) },
+    );
+    (rel, map)
+}
+
+#[tokio::test]
+async fn pseudonymized_keys_are_traced_through_the_key_map() {
+    let (rel, map) = pseudonymized();
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&map), Some(&report())).await.expect("verify runs");
+    assert!(v.passed(), "{}", v.summary());
+    assert_eq!((v.equivalence_classes, v.smallest_ec), (2, Some(2)));
+
+    // Without the map the pseudonyms name no source row.
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Preserved, None).await.expect("verify runs");
+    assert_caught(&v, "truthfulness", &["students key 7013: the key", "is not in the source"]);
+
+    // A map that sends course 10's pseudonym to course 20 moves it to another student.
+    let mut bad = map.clone();
+    if let Some(courses) = bad.tables.get_mut("courses") {
+        courses.pairs[0].source = vec![KeyValue::Int(20)];
+        courses.pairs[2].source = vec![KeyValue::Int(10)];
+    }
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&bad), None).await.expect("verify runs");
+    assert_caught(&v, "truthfulness", &["courses key 530", "belongs to students key 1"]);
+
+    let mut missing = map.clone();
+    if let Some(students) = missing.tables.get_mut("students") {
+        students.pairs.remove(0);
+    }
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&missing), None).await.expect("verify runs");
+    assert_caught(&v, "truthfulness", &["students key 7013: the key map has no source key for it"]);
+
+    let mut no_table = map.clone();
+    no_table.tables.remove("courses");
+    let err = run_with(&plan(2), &source_db(), &rel, Keys::Map(&no_table), None).await.expect_err("cannot trace");
+    assert!(matches!(err, VerifyError::KeyMapMissingTable { ref table } if table == "courses"), "{err}");
+}
+
+#[tokio::test]
+async fn parquet_release_passes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sp = dir.path().join("source.sqlite");
+    let rp = dir.path().join("release");
+    write_sqlite(&sp, &source_db());
+    write_parquet(&rp, &release_db());
+    let source = Warehouse::open(&sp).await.expect("open source");
+    let release = Warehouse::open(&rp).await.expect("open release");
+    let v = verify(&plan(2), &source, &release, Keys::Preserved, Some(&report())).await.expect("verify runs");
+    assert!(v.passed(), "{}", v.summary());
+}
+
+#[tokio::test]
+async fn dimension_and_extra_tables_are_checked() {
+    let mut rel = release_db();
+    set(&mut rel, "catalog", t("CS"), "dept", t("Eng"));
+    rel.push(Table::new("names", &[("sid", "INTEGER"), ("name", "TEXT")], vec![vec![i(1), t("Ann")]]));
+    let v = run(&source_db(), &rel, None).await;
+    assert_eq!(failing(&v), vec!["schema"], "{}", v.summary());
+    assert_caught(&v, "schema", &["dimension table 'catalog' is not an exact copy", "1 source row(s) missing"]);
+    assert_caught(&v, "schema", &["release table 'names'", "remove it"]);
+}
+
+#[tokio::test]
+async fn qi_columns_must_be_text_and_in_source_order() {
+    let mut rel = release_db();
+    let students = table(&mut rel, "students");
+    // gpa and enrolled swapped.
+    students.columns.swap(2, 3);
+    for row in &mut students.rows {
+        row.swap(2, 3);
+    }
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(&v, "schema", &["students: columns are not in source order"]);
+    assert_passes(&v, "truthfulness");
+}
+
+#[tokio::test]
+async fn missing_table_is_an_error_not_a_verdict() {
+    let mut rel = release_db();
+    rel.retain(|t| t.name != "books");
+    let err = run_with(&plan(2), &source_db(), &rel, Keys::Preserved, None).await.expect_err("cannot verify");
+    assert!(matches!(err, VerifyError::MissingTable { side: "release", ref table } if table == "books"), "{err}");
+    assert!(!err.to_string().contains('\n'));
+}
+
+#[tokio::test]
+async fn summary_lists_at_most_five_violations_per_check() {
+    let mut rel = release_db();
+    for row in &mut table(&mut rel, "courses").rows {
+        if let Sql::Integer(g) = row[3] {
+            row[3] = Sql::Integer(g + 1);
+        }
+    }
+    let v = run(&source_db(), &rel, None).await;
+    let check = v.check("truthfulness").expect("check ran");
+    assert_eq!(check.violation_count, 6);
+    let summary = v.summary();
+    assert!(summary.contains("FAIL truthfulness: 6 violations\n"), "{summary}");
+    assert_eq!(summary.lines().filter(|l| l.starts_with("  - ")).count(), 5, "{summary}");
+    assert!(summary.contains("  ... and 1 more\n"), "{summary}");
+}
+
+#[tokio::test]
+async fn null_qi_source_values_are_their_own_leaf() {
+    let mut src = source_db();
+    set(&mut src, "students", i(3), "enrolled", Sql::Null);
+    set(&mut src, "students", i(4), "enrolled", Sql::Null);
+    let mut rel = release_db();
+    set(&mut rel, "students", i(3), "enrolled", Sql::Null);
+    set(&mut rel, "students", i(4), "enrolled", t("*"));
+    let v = run(&src, &rel, None).await;
+    // Truthful, but NULL and * are different labels: 3 and 4 part ways.
+    assert_passes(&v, "truthfulness");
+    assert_caught(&v, "k-anonymity", &["students key 3"]);
+
+    set(&mut rel, "students", i(3), "enrolled", t("2020"));
+    let v = run(&src, &rel, None).await;
+    assert_caught(&v, "truthfulness", &["students key 3", "enrolled = '2020'", "NULL"]);
+}

@@ -1,0 +1,128 @@
+//! Reading a directory of Parquet and CSV files, one table per file, named by file stem.
+//!
+//! Files are read eagerly into memory: the anonymizer scans every family table in full
+//! anyway, and a corrupt file is then reported when the warehouse opens, not halfway
+//! through a run.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::csv::reader::{Format, ReaderBuilder};
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::{one_line, show, ColumnMeta, LoadedTable, SourceKind, TableMeta, WarehouseError};
+
+#[derive(Clone, Copy, PartialEq)]
+enum FileKind {
+    Parquet,
+    Csv,
+}
+
+/// The source kind is Parquet when any table is, CSV when all are.
+pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), WarehouseError> {
+    let io = |op: &'static str, path: &Path, e: std::io::Error| WarehouseError::Io {
+        op,
+        path: show(path),
+        msg: one_line(e),
+        hint: "check that the directory and its files are readable",
+    };
+    let mut found: Vec<(String, PathBuf, FileKind)> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| io("list", dir, e))? {
+        let entry = entry.map_err(|e| io("list", dir, e))?;
+        let path = entry.path();
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        // Hidden files are editor backups, OS metadata or a release still being staged.
+        if file_name.starts_with('.') {
+            continue;
+        }
+        let kind = match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("parquet") => FileKind::Parquet,
+            Some("csv") => FileKind::Csv,
+            _ => continue,
+        };
+        if !std::fs::metadata(&path).map_err(|e| io("read", &path, e))?.is_file() {
+            continue;
+        }
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        found.push((stem.to_string(), path.clone(), kind));
+    }
+    // read_dir order is arbitrary; a stable table order keeps runs reproducible.
+    found.sort_by(|a, b| a.1.cmp(&b.1));
+    if found.is_empty() {
+        return Err(WarehouseError::EmptyDirectory { path: show(dir) });
+    }
+    let mut seen: HashMap<&str, &Path> = HashMap::new();
+    for (stem, path, _) in &found {
+        if let Some(first) = seen.insert(stem.as_str(), path.as_path()) {
+            return Err(WarehouseError::DuplicateTable { table: stem.clone(), first: show(first), second: show(path) });
+        }
+    }
+    let kind = if found.iter().any(|f| f.2 == FileKind::Parquet) { SourceKind::Parquet } else { SourceKind::Csv };
+    let mut tables = Vec::with_capacity(found.len());
+    for (stem, path, kind) in &found {
+        let (schema, batches) = match kind {
+            FileKind::Parquet => read_parquet(path)?,
+            FileKind::Csv => read_csv(path)?,
+        };
+        let meta = TableMeta {
+            name: stem.clone(),
+            columns: schema
+                .fields()
+                .iter()
+                .map(|f| ColumnMeta { name: f.name().clone(), data_type: f.data_type().clone() })
+                .collect(),
+            primary_key: Vec::new(),
+            foreign_keys: Vec::new(),
+        };
+        tables.push(LoadedTable { meta, schema, batches, catalog_pk: false });
+    }
+    Ok((kind, tables))
+}
+
+fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
+    let err = |msg: String| WarehouseError::Parquet { path: show(path), msg };
+    let file = File::open(path).map_err(|e| err(one_line(e)))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(one_line(e)))?;
+    let schema = Arc::clone(builder.schema());
+    let reader = builder.build().map_err(|e| err(one_line(e)))?;
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(one_line(e)))?;
+    check_unique_columns(&schema, |msg| err(msg))?;
+    Ok((schema, batches))
+}
+
+fn read_csv(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
+    let err = |msg: String| WarehouseError::Csv { path: show(path), msg };
+    let mut file = File::open(path).map_err(|e| err(one_line(e)))?;
+    // Inferring from every record, not a sample: a text value in row 100 000 of a column
+    // that looked numeric would otherwise fail the load (or a query) much later.
+    let format = Format::default().with_header(true);
+    let (schema, _) = format.infer_schema(BufReader::new(&mut file), None).map_err(|e| err(one_line(e)))?;
+    let schema = Arc::new(schema);
+    check_unique_columns(&schema, |msg| err(msg))?;
+    file.seek(SeekFrom::Start(0)).map_err(|e| err(one_line(e)))?;
+    let reader = ReaderBuilder::new(Arc::clone(&schema))
+        .with_format(format)
+        .build(BufReader::new(file))
+        .map_err(|e| err(one_line(e)))?;
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(one_line(e)))?;
+    Ok((schema, batches))
+}
+
+/// SQL cannot tell two columns of one name apart.
+fn check_unique_columns(
+    schema: &SchemaRef,
+    err: impl Fn(String) -> WarehouseError,
+) -> Result<(), WarehouseError> {
+    let fields = schema.fields();
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|g| g.name() == f.name()) {
+            return Err(err(format!("column '{}' appears twice; rename one of them", f.name())));
+        }
+    }
+    Ok(())
+}

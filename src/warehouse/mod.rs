@@ -1,0 +1,462 @@
+//! Warehouses: reading a source (SQLite file, or a directory of Parquet / CSV files) into
+//! DataFusion, and writing a release atomically. Knows tables, columns and keys; knows
+//! nothing of entities, hierarchies or clusters.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::TableReference;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+mod files;
+mod render;
+mod sqlite;
+mod write;
+
+pub use render::{numeric_value, render_value};
+pub use write::{write_file_atomic, write_staged, ReleaseSet, ReleaseTable, Staged, TargetKind};
+
+/// What went wrong reading or writing a warehouse. Every message is one line and says what
+/// to do.
+#[derive(Debug, thiserror::Error)]
+pub enum WarehouseError {
+    #[error("{0}")]
+    Message(String),
+    #[error("'{path}' does not exist: check the source path")]
+    NotFound { path: String },
+    #[error("cannot {op} '{path}': {msg}; {hint}")]
+    Io { op: &'static str, path: String, msg: String, hint: &'static str },
+    #[error("'{path}' is neither a SQLite file nor a directory: point the source at a .sqlite file or at a directory of .parquet / .csv files")]
+    NotAWarehouse { path: String },
+    #[error("cannot read SQLite file '{path}': {msg}; check that it is a complete, uncorrupted SQLite database")]
+    Sqlite { path: String, msg: String },
+    #[error("cannot read Parquet file '{path}': {msg}; check that the file is complete and not corrupt")]
+    Parquet { path: String, msg: String },
+    #[error("cannot read CSV file '{path}': {msg}; a CSV table needs a header row and comma-separated fields")]
+    Csv { path: String, msg: String },
+    #[error("directory '{path}' holds no .parquet or .csv files: point the source at a warehouse directory")]
+    EmptyDirectory { path: String },
+    #[error("files '{first}' and '{second}' both define table '{table}': remove or rename one of them")]
+    DuplicateTable { table: String, first: String, second: String },
+    #[error("no table '{table}' in the warehouse (tables: {known}): check the name")]
+    UnknownTable { table: String, known: String },
+    #[error("table name '{table}' matches several tables that differ only in case ({matches}): write the exact name")]
+    AmbiguousTable { table: String, matches: String },
+    #[error("table '{table}' has no column '{column}' (columns: {known}): check the name")]
+    UnknownColumn { table: String, column: String, known: String },
+    #[error("column name '{column}' matches several columns of table '{table}' that differ only in case ({matches}): write the exact name")]
+    AmbiguousColumn { table: String, column: String, matches: String },
+    #[error("{0}")]
+    KeyConflict(String),
+    #[error("query failed: {msg} (query: {sql})")]
+    Query { sql: String, msg: String },
+    #[error("target '{path}' exists: pass --overwrite to replace it")]
+    TargetExists { path: String },
+    #[error("target '{path}' exists and {why}: refusing to replace it; remove it yourself or choose another target")]
+    TargetNotReplaceable { path: String, why: String },
+    #[error("cannot write release: {0}")]
+    InvalidRelease(String),
+    #[error("view '{name}' was rejected by SQLite: {msg}; fix the view's SQL")]
+    View { name: String, msg: String },
+    #[error("cannot write '{path}': {msg}; check that the target directory is writable and has free space")]
+    Write { path: String, msg: String },
+}
+
+/// Messages from SQLite, Arrow and DataFusion sometimes span lines; ours must not.
+pub(crate) fn one_line(msg: impl std::fmt::Display) -> String {
+    let text = msg.to_string();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+pub(crate) fn show(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The kind of storage a warehouse lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum SourceKind {
+    Sqlite,
+    Parquet,
+    Csv,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnMeta {
+    pub name: String,
+    pub data_type: DataType,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignKey {
+    pub columns: Vec<String>,
+    pub ref_table: String,
+    pub ref_columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableMeta {
+    pub name: String,
+    pub columns: Vec<ColumnMeta>,
+    /// Empty when the table has none (declared or in the catalog).
+    pub primary_key: Vec<String>,
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+impl TableMeta {
+    /// Exact name first, else the unique case-insensitive match (SQL users rarely remember
+    /// the case a CSV header or a SQLite schema used).
+    pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
+        self.resolve_column(name).ok().map(|i| &self.columns[i])
+    }
+
+    fn resolve_column(&self, name: &str) -> Result<usize, WarehouseError> {
+        let names: Vec<&str> = self.columns.iter().map(|c| c.name.as_str()).collect();
+        match resolve(&names, name) {
+            Resolved::One(i) => Ok(i),
+            Resolved::None => Err(WarehouseError::UnknownColumn {
+                table: self.name.clone(),
+                column: name.to_string(),
+                known: names.join(", "),
+            }),
+            Resolved::Many(m) => Err(WarehouseError::AmbiguousColumn {
+                table: self.name.clone(),
+                column: name.to_string(),
+                matches: m.join(", "),
+            }),
+        }
+    }
+
+    fn resolve_columns(&self, names: &[String]) -> Result<Vec<String>, WarehouseError> {
+        names
+            .iter()
+            .map(|n| self.resolve_column(n).map(|i| self.columns[i].name.clone()))
+            .collect()
+    }
+}
+
+enum Resolved {
+    One(usize),
+    None,
+    Many(Vec<String>),
+}
+
+fn resolve(names: &[&str], wanted: &str) -> Resolved {
+    if let Some(i) = names.iter().position(|n| *n == wanted) {
+        return Resolved::One(i);
+    }
+    let lower = wanted.to_lowercase();
+    let hits: Vec<usize> = (0..names.len()).filter(|&i| names[i].to_lowercase() == lower).collect();
+    match hits.as_slice() {
+        [] => Resolved::None,
+        [i] => Resolved::One(*i),
+        _ => Resolved::Many(hits.iter().map(|&i| names[i].to_string()).collect()),
+    }
+}
+
+/// Double-quotes an identifier for DataFusion and SQLite alike.
+pub fn quote_ident(id: &str) -> String {
+    format!("\"{}\"", id.replace('"', "\"\""))
+}
+
+/// A table as a loader hands it over: catalog entry plus its rows.
+pub(crate) struct LoadedTable {
+    pub meta: TableMeta,
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    /// Whether `meta.primary_key` came from the source's own catalog (SQLite), which a
+    /// declaration may repeat but not contradict.
+    pub catalog_pk: bool,
+}
+
+/// An opened warehouse: its catalog and a DataFusion context with every table registered
+/// under its exact (case-preserved) name.
+pub struct Warehouse {
+    pub path: PathBuf,
+    pub kind: SourceKind,
+    pub tables: Vec<TableMeta>,
+    ctx: SessionContext,
+    catalog_pk: Vec<bool>,
+    warnings: Vec<String>,
+}
+
+/// A context where quoted and unquoted identifiers keep their case, and strings stay Utf8
+/// whatever the source, so every module sees one string type.
+fn new_context() -> SessionContext {
+    let mut config = SessionConfig::new();
+    let options = config.options_mut();
+    options.sql_parser.enable_ident_normalization = false;
+    options.sql_parser.map_string_types_to_utf8view = false;
+    options.execution.parquet.schema_force_view_types = false;
+    SessionContext::new_with_config(config)
+}
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+fn has_sqlite_magic(path: &Path) -> Result<bool, WarehouseError> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| WarehouseError::Io {
+        op: "open",
+        path: show(path),
+        msg: one_line(e),
+        hint: "check that the file exists and is readable",
+    })?;
+    let mut head = [0u8; 16];
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(WarehouseError::Io {
+                    op: "read",
+                    path: show(path),
+                    msg: one_line(e),
+                    hint: "check that the file is readable",
+                })
+            }
+        }
+    }
+    Ok(filled == head.len() && &head == SQLITE_MAGIC)
+}
+
+impl Warehouse {
+    /// Opens a SQLite file (recognized by its magic header; keys from its catalog) or a
+    /// directory whose *.parquet and *.csv files are tables named by file stem (no keys:
+    /// they are declared later). Every table is loaded into memory and registered with
+    /// DataFusion under its exact name.
+    pub async fn open(path: &Path) -> Result<Warehouse, WarehouseError> {
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => WarehouseError::NotFound { path: show(path) },
+            _ => WarehouseError::Io {
+                op: "open",
+                path: show(path),
+                msg: one_line(e),
+                hint: "check the path and its permissions",
+            },
+        })?;
+        // Loading is plain blocking I/O and CPU work; nothing else runs while a warehouse
+        // opens, so it is done inline rather than on a blocking pool.
+        let (kind, loaded, warnings) = if meta.is_dir() {
+            let (kind, loaded) = files::load_dir(path)?;
+            (kind, loaded, Vec::new())
+        } else if meta.is_file() && has_sqlite_magic(path)? {
+            let (loaded, warnings) = sqlite::load(path)?;
+            (SourceKind::Sqlite, loaded, warnings)
+        } else {
+            return Err(WarehouseError::NotAWarehouse { path: show(path) });
+        };
+        Self::from_loaded(path, kind, loaded, warnings)
+    }
+
+    fn from_loaded(
+        path: &Path,
+        kind: SourceKind,
+        loaded: Vec<LoadedTable>,
+        warnings: Vec<String>,
+    ) -> Result<Warehouse, WarehouseError> {
+        let ctx = new_context();
+        let mut tables = Vec::with_capacity(loaded.len());
+        let mut catalog_pk = Vec::with_capacity(loaded.len());
+        for t in loaded {
+            let provider = MemTable::try_new(t.schema, vec![t.batches]).map_err(|e| {
+                WarehouseError::Message(format!(
+                    "cannot load table '{}' from '{}': {}",
+                    t.meta.name,
+                    show(path),
+                    one_line(e)
+                ))
+            })?;
+            ctx.register_table(TableReference::bare(t.meta.name.as_str()), Arc::new(provider))
+                .map_err(|e| {
+                    WarehouseError::Message(format!(
+                        "cannot register table '{}' from '{}': {}",
+                        t.meta.name,
+                        show(path),
+                        one_line(e)
+                    ))
+                })?;
+            tables.push(t.meta);
+            catalog_pk.push(t.catalog_pk);
+        }
+        Ok(Warehouse { path: path.to_path_buf(), kind, tables, ctx, catalog_pk, warnings })
+    }
+
+    /// Catalog entries that could not be used (a SQLite foreign key to a missing table, ...),
+    /// one line each, for the caller to show.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Exact name first, else the unique case-insensitive match.
+    pub fn table(&self, name: &str) -> Option<&TableMeta> {
+        self.resolve_table(name).ok().map(|i| &self.tables[i])
+    }
+
+    fn resolve_table(&self, name: &str) -> Result<usize, WarehouseError> {
+        let names: Vec<&str> = self.tables.iter().map(|t| t.name.as_str()).collect();
+        match resolve(&names, name) {
+            Resolved::One(i) => Ok(i),
+            Resolved::None => Err(WarehouseError::UnknownTable {
+                table: name.to_string(),
+                known: names.join(", "),
+            }),
+            Resolved::Many(m) => {
+                Err(WarehouseError::AmbiguousTable { table: name.to_string(), matches: m.join(", ") })
+            }
+        }
+    }
+
+    /// Declares a table's primary key. Repeating the key already known (in any column
+    /// order) is fine; a different key is refused, since SQLite's catalog or an earlier
+    /// declaration already says otherwise.
+    pub fn declare_primary_key(&mut self, table: &str, columns: &[String]) -> Result<(), WarehouseError> {
+        let ti = self.resolve_table(table)?;
+        let t = &self.tables[ti];
+        if columns.is_empty() {
+            return Err(WarehouseError::KeyConflict(format!(
+                "primary key for table '{}' lists no columns: name at least one column",
+                t.name
+            )));
+        }
+        let cols = t.resolve_columns(columns)?;
+        if let Some(dup) = cols.iter().enumerate().find(|(i, c)| cols[..*i].contains(c)) {
+            return Err(WarehouseError::KeyConflict(format!(
+                "primary key for table '{}' lists column '{}' twice: list each column once",
+                t.name, dup.1
+            )));
+        }
+        if t.primary_key.is_empty() {
+            self.tables[ti].primary_key = cols;
+            return Ok(());
+        }
+        let mut have = t.primary_key.clone();
+        let mut want = cols.clone();
+        have.sort();
+        want.sort();
+        if have == want {
+            return Ok(());
+        }
+        let origin = if self.catalog_pk[ti] { "the SQLite catalog declares" } else { "it was already declared with" };
+        Err(WarehouseError::KeyConflict(format!(
+            "primary key ({}) for table '{}' conflicts: {} PRIMARY KEY ({}); declare that key or drop the declaration",
+            cols.join(", "),
+            t.name,
+            origin,
+            t.primary_key.join(", ")
+        )))
+    }
+
+    /// Declares a foreign key. Names are resolved to the catalog's exact case; empty
+    /// `ref_columns` means the parent's primary key; a key already known is ignored.
+    pub fn declare_foreign_key(&mut self, table: &str, fk: ForeignKey) -> Result<(), WarehouseError> {
+        let ti = self.resolve_table(table)?;
+        let pi = self.resolve_table(&fk.ref_table)?;
+        let child = &self.tables[ti];
+        let parent = &self.tables[pi];
+        if fk.columns.is_empty() {
+            return Err(WarehouseError::KeyConflict(format!(
+                "foreign key on table '{}' lists no columns: name at least one column",
+                child.name
+            )));
+        }
+        let columns = child.resolve_columns(&fk.columns)?;
+        let ref_columns = if fk.ref_columns.is_empty() {
+            if parent.primary_key.is_empty() {
+                return Err(WarehouseError::KeyConflict(format!(
+                    "foreign key ({}) on table '{}' references '{}' without naming columns, but '{}' has no primary key: name the referenced columns or declare its primary key first",
+                    columns.join(", "),
+                    child.name,
+                    parent.name,
+                    parent.name
+                )));
+            }
+            parent.primary_key.clone()
+        } else {
+            parent.resolve_columns(&fk.ref_columns)?
+        };
+        if columns.len() != ref_columns.len() {
+            return Err(WarehouseError::KeyConflict(format!(
+                "foreign key on table '{}' has {} column(s) ({}) but references {} ({}): list as many referenced columns as key columns",
+                child.name,
+                columns.len(),
+                columns.join(", "),
+                ref_columns.len(),
+                ref_columns.join(", ")
+            )));
+        }
+        let resolved = ForeignKey { columns, ref_table: parent.name.clone(), ref_columns };
+        if !self.tables[ti].foreign_keys.contains(&resolved) {
+            self.tables[ti].foreign_keys.push(resolved);
+        }
+        Ok(())
+    }
+
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Runs one DataFusion SQL statement and collects its result.
+    pub async fn sql(&self, query: &str) -> Result<Vec<RecordBatch>, WarehouseError> {
+        let err = |e: datafusion::error::DataFusionError| WarehouseError::Query {
+            sql: one_line(query),
+            msg: one_line(e),
+        };
+        let df = self.ctx.sql(query).await.map_err(err)?;
+        df.collect().await.map_err(err)
+    }
+
+    /// One concatenated batch of the table (all columns, or the listed ones), ordered by
+    /// `order_by` ascending with NULLs last. An empty table still yields its schema.
+    pub async fn read_table(
+        &self,
+        table: &str,
+        columns: Option<&[String]>,
+        order_by: &[String],
+    ) -> Result<RecordBatch, WarehouseError> {
+        let t = &self.tables[self.resolve_table(table)?];
+        let cols = match columns {
+            Some(c) => t.resolve_columns(c)?,
+            None => t.columns.iter().map(|c| c.name.clone()).collect(),
+        };
+        let order = t.resolve_columns(order_by)?;
+        let from = quote_ident(&t.name);
+        if cols.is_empty() {
+            // SELECT with no columns is not SQL; the row count is all there is to return.
+            let batches = self.sql(&format!("SELECT COUNT(*) FROM {from}")).await?;
+            let rows = batches
+                .first()
+                .and_then(|b| numeric_value(b.column(0).as_ref(), 0))
+                .map_or(0, |n| n as usize);
+            let schema = Arc::new(arrow::datatypes::Schema::empty());
+            let options = RecordBatchOptions::new().with_row_count(Some(rows));
+            return RecordBatch::try_new_with_options(schema, vec![], &options)
+                .map_err(|e| WarehouseError::Message(format!("cannot build an empty batch: {}", one_line(e))));
+        }
+        let list = cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ");
+        let mut query = format!("SELECT {list} FROM {from}");
+        if !order.is_empty() {
+            let keys = order.iter().map(|c| format!("{} ASC NULLS LAST", quote_ident(c))).collect::<Vec<_>>();
+            query.push_str(" ORDER BY ");
+            query.push_str(&keys.join(", "));
+        }
+        let err = |e: datafusion::error::DataFusionError| WarehouseError::Query {
+            sql: query.clone(),
+            msg: one_line(e),
+        };
+        let df = self.ctx.sql(&query).await.map_err(err)?;
+        let planned: SchemaRef = Arc::clone(df.schema().inner());
+        let batches = df.collect().await.map_err(err)?;
+        let schema = batches.first().map_or(planned, |b| b.schema());
+        arrow::compute::concat_batches(&schema, &batches).map_err(|e| WarehouseError::Query {
+            sql: query.clone(),
+            msg: one_line(e),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,78 @@
+//! Shared helpers: running the binary, fixture paths, hashing a tree to prove it unchanged.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    root().join("fixtures").join(rel)
+}
+
+/// Runs `relanon` with `args` in `dir`.
+pub fn relanon(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_relanon")).current_dir(dir).args(args).output().expect("the relanon binary runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Copies a directory of files (one level) into `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for e in std::fs::read_dir(from).expect("read fixture dir") {
+        let e = e.expect("dir entry");
+        if e.path().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).expect("copy fixture");
+        }
+    }
+}
+
+/// A cheap fingerprint of every file under `p` (names, sizes, bytes), to prove a source untouched.
+pub fn fingerprint(p: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    if p.is_file() {
+        out.push((p.display().to_string(), std::fs::read(p).expect("read file")));
+    } else if p.is_dir() {
+        let mut entries: Vec<_> = std::fs::read_dir(p).expect("read dir").filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            out.extend(fingerprint(&e.path()));
+        }
+    }
+    out
+}
+
+/// The Table II declarations (001 Table II / Fig. 1) over a copy of the CSV fixture in `dir`.
+pub const TABLE2_DECL: &str = include_str!("../../sql/table2.sql");
+
+/// Sets up `dir` with `table2/` (the fixture copy) and `decl.sql` = `text`; returns decl path.
+pub fn table2_workspace(dir: &Path, text: &str) -> PathBuf {
+    copy_dir(&fixture("table2"), &dir.join("table2"));
+    let decl = dir.join("decl.sql");
+    std::fs::write(&decl, text).expect("write declarations");
+    decl
+}
+
+/// Table II declarations with the source and target pointed into the workspace.
+pub fn table2_text() -> String {
+    let mut out = Vec::new();
+    for line in TABLE2_DECL.lines() {
+        let l = line.trim_start().to_ascii_lowercase();
+        if l.starts_with("set source") {
+            out.push("SET source = 'table2';".to_string());
+        } else if l.starts_with("set target") {
+            out.push("SET target = 'release.sqlite';".to_string());
+        } else {
+            out.push(line.to_string());
+        }
+    }
+    out.join("\n")
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the `relanon` binary run on fixtures, and property tests over random
+//! snowflake warehouses. One test crate with modules keeps the link cost to one binary.
+
+mod bad_input;
+mod common;
+mod properties;
+mod table2;
+mod university;
