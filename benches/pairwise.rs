@@ -1,1 +1,66 @@
-fn main(){}
+//! Hot paths of MiRaCle / MiRaCleX on the 001 Sec. V university: the pairwise distance of two
+//! entity trees (001 Alg. 3-5), the representative merge, and a whole CDGH clustering.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use relanon::algo::cdgh::{cluster, CdghParams};
+use relanon::algo::pairwise::Pairwise;
+use relanon::algo::tree::Rep;
+use relanon::forest::{self, Forest};
+use relanon::plan::{self, Algorithm};
+use relanon::warehouse::{write_staged, Warehouse};
+
+/// The generated university (students, seed 42) loaded as a forest through the real pipeline.
+fn university(students: usize) -> Forest {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = dir.path().join("u.sqlite");
+    write_staged(&source, &relanon::generate::university(students, 42), true)
+        .expect("write")
+        .commit()
+        .expect("commit");
+    let text = include_str!("../sql/university.sql");
+    let policy = relanon::decl::parse(text).expect("bundled declarations parse");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut wh = Warehouse::open(&source).await.expect("open");
+        let plan = plan::build(&policy, &mut wh, Path::new("sql"))
+            .await
+            .expect("plan");
+        forest::load(&plan, &wh).await.expect("forest")
+    })
+}
+
+fn benches(c: &mut Criterion) {
+    let forest = university(300);
+    let a = Rep::from_forest(&forest, 0, 0);
+    let b = Rep::from_forest(&forest, 0, 1);
+    for (name, algorithm) in [
+        ("miracle", Algorithm::Miracle),
+        ("miraclex", Algorithm::Miraclex),
+    ] {
+        let pw = Pairwise::new(&forest, algorithm);
+        c.bench_function(&format!("{name}/distance"), |bench| {
+            bench.iter(|| pw.distance(&a, &b))
+        });
+        c.bench_function(&format!("{name}/merge"), |bench| {
+            bench.iter(|| pw.merge(&a, &b))
+        });
+    }
+    let mut group = c.benchmark_group("cdgh");
+    group.sample_size(10);
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let params = CdghParams {
+        k: 10,
+        threshold: 0.3,
+        climit: 150,
+    };
+    let pw = Pairwise::new(&forest, Algorithm::Miraclex);
+    group.bench_function("miraclex/300 students k=10", |bench| {
+        bench.iter(|| cluster(&forest, &pw, &order, params))
+    });
+    group.finish();
+}
+
+criterion_group!(pairwise, benches);
+criterion_main!(pairwise);

@@ -14,6 +14,14 @@ CREATE HIERARCHY course_h FROM CSV '../fixtures/hierarchies/university_course.cs
 -- book;course subject;department;*
 CREATE HIERARCHY book_h   FROM CSV '../fixtures/hierarchies/university_book.csv';
 
+-- A SQLite source carries these keys in its catalog (declaring them again is accepted); a
+-- Parquet copy of the same warehouse needs them, so one file serves both.
+ALTER TABLE students ADD PRIMARY KEY (sid);
+ALTER TABLE courses ADD PRIMARY KEY (scid);
+ALTER TABLE books ADD PRIMARY KEY (bid);
+ALTER TABLE courses ADD FOREIGN KEY (sid) REFERENCES students (sid);
+ALTER TABLE books ADD FOREIGN KEY (scid) REFERENCES courses (scid);
+
 CREATE ENTITY student ON students (sid);
 
 LABEL COLUMN students.name  AS IDENTIFIER;

@@ -1,6 +1,6 @@
 //! One function per subcommand; each returns the process exit code or an error for main.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -11,11 +11,29 @@ use crate::{Command, Generated};
 
 /// The demo's declarations: the bundled university warehouse, k = 5.
 const DEMO_DECLARATIONS: &str = include_str!("../sql/university.sql");
+/// The hierarchy files those declarations read, bundled so the demo runs from anywhere.
+const DEMO_HIERARCHIES: [(&str, &str); 2] = [
+    (
+        "university_course.csv",
+        include_str!("../fixtures/hierarchies/university_course.csv"),
+    ),
+    (
+        "university_book.csv",
+        include_str!("../fixtures/hierarchies/university_book.csv"),
+    ),
+];
 
 pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
     match command {
         Command::Demo { out, parquet } => demo(&out, parquet, quiet).await,
-        Command::Anonymize { declarations, source, target, overwrite, key_map, json } => {
+        Command::Anonymize {
+            declarations,
+            source,
+            target,
+            overwrite,
+            key_map,
+            json,
+        } => {
             let mut req = Request::from_file(&declarations)?;
             req.source = source;
             req.target = target;
@@ -27,20 +45,40 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             } else if !quiet {
                 println!("{}", outcome.report.summary());
                 println!("verify: passed ({} checks)", outcome.verdict.checks.len());
-                println!("release written to {} (report: {})", outcome.target.display(), outcome.report_path.display());
+                println!(
+                    "release written to {} (report: {})",
+                    outcome.target.display(),
+                    outcome.report_path.display()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify { declarations, source, release, key_map } => {
+        Command::Verify {
+            declarations,
+            source,
+            release,
+            key_map,
+        } => {
             let mut req = Request::from_file(&declarations)?;
             req.source = source;
-            let verdict = pipeline::verify_release(&req, release.as_deref(), key_map.as_deref()).await?;
+            let verdict =
+                pipeline::verify_release(&req, release.as_deref(), key_map.as_deref()).await?;
             if !quiet || !verdict.passed() {
                 println!("{}", verdict.summary());
             }
-            Ok(if verdict.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if verdict.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
-        Command::Generate { kind, out, students, seed, overwrite } => {
+        Command::Generate {
+            kind,
+            out,
+            students,
+            seed,
+            overwrite,
+        } => {
             let set = match kind {
                 Generated::University => relanon::generate::university(students, seed),
                 Generated::Table2 => relanon::generate::table2(),
@@ -55,31 +93,54 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
 }
 
 /// Generates the university warehouse (001 Sec. V, 1000 students, seed 42) under `out`,
-/// anonymizes it with the bundled declarations and prints what happened.
+/// writes the bundled declarations and hierarchies beside it (`out/university.sql`, runnable
+/// again with `relanon anonymize`), anonymizes, verifies and prints what happened.
 async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create '{}'", out.display()))?;
-    let (source, target): (PathBuf, PathBuf) = if parquet {
-        (out.join("university-parquet"), out.join("university-parquet-release"))
+    let hierarchies = out.join("hierarchies");
+    std::fs::create_dir_all(&hierarchies)
+        .with_context(|| format!("cannot create '{}'", hierarchies.display()))?;
+    for (name, text) in DEMO_HIERARCHIES {
+        std::fs::write(hierarchies.join(name), text)
+            .with_context(|| format!("cannot write '{}'", hierarchies.join(name).display()))?;
+    }
+    // The repository's declarations live in sql/ and point at ../out and ../fixtures; the copy
+    // in `out` points at its neighbours instead.
+    let (source_name, target_name) = if parquet {
+        ("university-parquet", "university-parquet-release")
     } else {
-        (out.join("university.sqlite"), out.join("university-release.sqlite"))
+        ("university.sqlite", "university-release.sqlite")
     };
+    let text = DEMO_DECLARATIONS
+        .replace("'../out/university.sqlite'", &format!("'{source_name}'"))
+        .replace(
+            "'../out/university-release.sqlite'",
+            &format!("'{target_name}'"),
+        )
+        .replace("'../fixtures/hierarchies/", "'hierarchies/");
+    let decl = out.join(if parquet {
+        "university-parquet.sql"
+    } else {
+        "university.sql"
+    });
+    std::fs::write(&decl, &text).with_context(|| format!("cannot write '{}'", decl.display()))?;
+    let source = out.join(source_name);
     write_staged(&source, &relanon::generate::university(1000, 42), true)?.commit()?;
-    let text = DEMO_DECLARATIONS.to_string();
-    let req = Request {
-        text,
-        base: PathBuf::from("."),
-        origin: "sql/university.sql".to_string(),
-        source: Some(source.clone()),
-        target: Some(target),
-        overwrite: true,
-        key_map: None,
-    };
+    let mut req = Request::from_file(&decl)?;
+    req.overwrite = true;
     let outcome = pipeline::anonymize(&req).await?;
     if !quiet {
-        println!("relanon demo: 1000 generated students (001 Sec. V) in {}", source.display());
+        println!(
+            "relanon demo: 1000 generated students (001 Sec. V) in {}",
+            source.display()
+        );
         println!("{}", outcome.report.summary());
         println!("verify: passed ({} checks)", outcome.verdict.checks.len());
-        println!("release: {}\nreport:  {}", outcome.target.display(), outcome.report_path.display());
+        println!(
+            "release: {}\nreport:  {}\ndeclarations: {}",
+            outcome.target.display(),
+            outcome.report_path.display(),
+            decl.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

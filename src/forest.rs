@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
+use arrow::array::BooleanArray;
 use arrow::array::{Array, ArrayRef, UInt32Array};
 use arrow::compute::filter_record_batch;
-use arrow::array::BooleanArray;
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 
@@ -29,9 +29,20 @@ pub enum ForestError {
     #[error(transparent)]
     Hierarchy(#[from] HierarchyError),
     #[error("table {table}: {count} row(s) have a NULL or duplicated primary key ({key}), e.g. {examples}; make the key unique and non-NULL in the source")]
-    BadKey { table: String, key: String, count: usize, examples: String },
+    BadKey {
+        table: String,
+        key: String,
+        count: usize,
+        examples: String,
+    },
     #[error("table {table}: {count} row(s) reference a missing {parent} row ({fk}), e.g. {examples}; fix the source, or add SET orphans = 'drop' to leave them (and their descendants) out")]
-    Orphans { table: String, parent: String, fk: String, count: usize, examples: String },
+    Orphans {
+        table: String,
+        parent: String,
+        fk: String,
+        count: usize,
+        examples: String,
+    },
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -48,7 +59,10 @@ pub struct Children {
 
 impl Children {
     pub fn of(&self, row: u32) -> &[u32] {
-        let (a, b) = (self.offsets[row as usize] as usize, self.offsets[row as usize + 1] as usize);
+        let (a, b) = (
+            self.offsets[row as usize] as usize,
+            self.offsets[row as usize + 1] as usize,
+        );
         &self.rows[a..b]
     }
 }
@@ -102,7 +116,10 @@ fn quote(id: &str) -> String {
 }
 
 fn cols(cols: &[String], prefix: &str) -> String {
-    cols.iter().map(|c| format!("{prefix}{}", quote(c))).collect::<Vec<_>>().join(", ")
+    cols.iter()
+        .map(|c| format!("{prefix}{}", quote(c)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Loads the forest: for each family table in plan order, checks its key, scans it sorted by
@@ -112,9 +129,16 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     for (ti, ft) in plan.tables.iter().enumerate() {
         check_key(wh, &ft.name, &ft.primary_key).await?;
         let t = quote(&ft.name);
-        let order_key = if ft.primary_key.is_empty() { String::new() } else { format!(", {}", cols(&ft.primary_key, "s.")) };
+        let order_key = if ft.primary_key.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", cols(&ft.primary_key, "s."))
+        };
         let query = match ft.parent {
-            None => format!("SELECT s.* FROM {t} s ORDER BY {}", cols(&ft.primary_key, "s.")),
+            None => format!(
+                "SELECT s.* FROM {t} s ORDER BY {}",
+                cols(&ft.primary_key, "s.")
+            ),
             Some(p) => {
                 let on = ft
                     .parent_fk
@@ -132,17 +156,42 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
         let batches = wh.sql(&query).await?;
         let schema = batches.first().map(|b| b.schema());
         let mut batch = match schema {
-            Some(s) => arrow::compute::concat_batches(&s, &batches).map_err(|e| ForestError::Internal(e.to_string()))?,
-            None => wh.read_table(&ft.name, None, &[]).await?,
+            Some(s) => arrow::compute::concat_batches(&s, &batches)
+                .map_err(|e| ForestError::Internal(e.to_string()))?,
+            // An empty table yields no batches; give it the query's shape.
+            None => {
+                let empty = wh.read_table(&ft.name, None, &[]).await?;
+                if ft.parent.is_none() {
+                    empty
+                } else {
+                    let mut fields: Vec<arrow::datatypes::FieldRef> =
+                        empty.schema().fields().iter().cloned().collect();
+                    fields.push(Arc::new(arrow::datatypes::Field::new(
+                        PARENT,
+                        arrow::datatypes::DataType::UInt32,
+                        true,
+                    )));
+                    let mut columns = empty.columns().to_vec();
+                    columns.push(Arc::new(UInt32Array::from(Vec::<u32>::new())));
+                    RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)
+                        .map_err(|e| ForestError::Internal(e.to_string()))?
+                }
+            }
         };
         let rows_in = batch.num_rows();
         let mut parent = vec![u32::MAX; batch.num_rows()];
         let mut orphans_dropped = 0;
         if let Some(p) = ft.parent {
-            let idx = batch.schema().index_of(PARENT).map_err(|e| ForestError::Internal(e.to_string()))?;
+            let idx = batch
+                .schema()
+                .index_of(PARENT)
+                .map_err(|e| ForestError::Internal(e.to_string()))?;
             let col = arrow::compute::cast(batch.column(idx), &arrow::datatypes::DataType::UInt32)
                 .map_err(|e| ForestError::Internal(e.to_string()))?;
-            let col = col.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| ForestError::Internal("parent column".into()))?;
+            let col = col
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| ForestError::Internal("parent column".into()))?;
             let orphans = col.null_count();
             if orphans > 0 {
                 if plan.params.orphans == OrphanPolicy::Refuse {
@@ -154,7 +203,9 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                                 .parent_fk
                                 .iter()
                                 .map(|c| {
-                                    let v = batch.column_by_name(c).and_then(|a| render_value(a.as_ref(), r));
+                                    let v = batch
+                                        .column_by_name(c)
+                                        .and_then(|a| render_value(a.as_ref(), r));
                                     format!("{c} = {}", v.unwrap_or_else(|| "NULL".into()))
                                 })
                                 .collect();
@@ -171,12 +222,19 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                     });
                 }
                 orphans_dropped = orphans;
-                let keep: BooleanArray = (0..batch.num_rows()).map(|r| Some(col.is_valid(r))).collect();
-                batch = filter_record_batch(&batch, &keep).map_err(|e| ForestError::Internal(e.to_string()))?;
+                let keep: BooleanArray = (0..batch.num_rows())
+                    .map(|r| Some(col.is_valid(r)))
+                    .collect();
+                batch = filter_record_batch(&batch, &keep)
+                    .map_err(|e| ForestError::Internal(e.to_string()))?;
             }
             let col = batch.column(idx).clone();
-            let col = arrow::compute::cast(&col, &arrow::datatypes::DataType::UInt32).map_err(|e| ForestError::Internal(e.to_string()))?;
-            let col = col.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| ForestError::Internal("parent column".into()))?;
+            let col = arrow::compute::cast(&col, &arrow::datatypes::DataType::UInt32)
+                .map_err(|e| ForestError::Internal(e.to_string()))?;
+            let col = col
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| ForestError::Internal("parent column".into()))?;
             parent = col.values().to_vec();
             batch.remove_column(idx);
         }
@@ -187,11 +245,26 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
         let mut hierarchies = Vec::new();
         let mut per_col: Vec<Vec<u32>> = Vec::new();
         for (col, hname) in ft.qi_columns() {
-            let array = batch.column_by_name(col).ok_or_else(|| ForestError::Internal(format!("column {col} missing")))?;
-            let texts: Vec<Option<String>> = (0..array.len()).map(|r| render_value(array.as_ref(), r)).collect();
-            let numbers: Vec<Option<f64>> = (0..array.len()).map(|r| numeric_value(array.as_ref(), r)).collect();
-            let def = plan.hierarchies.get(hname).ok_or_else(|| ForestError::Internal(format!("hierarchy {hname} not resolved")))?;
-            let built = Hierarchy::build(hname, def, &format!("{}.{}", ft.name, col), &texts, &numbers)?;
+            let array = batch
+                .column_by_name(col)
+                .ok_or_else(|| ForestError::Internal(format!("column {col} missing")))?;
+            let texts: Vec<Option<String>> = (0..array.len())
+                .map(|r| render_value(array.as_ref(), r))
+                .collect();
+            let numbers: Vec<Option<f64>> = (0..array.len())
+                .map(|r| numeric_value(array.as_ref(), r))
+                .collect();
+            let def = plan
+                .hierarchies
+                .get(hname)
+                .ok_or_else(|| ForestError::Internal(format!("hierarchy {hname} not resolved")))?;
+            let built = Hierarchy::build(
+                hname,
+                def,
+                &format!("{}.{}", ft.name, col),
+                &texts,
+                &numbers,
+            )?;
             hierarchies.push(built.hierarchy);
             per_col.push(built.codes);
         }
@@ -231,23 +304,39 @@ fn key_table(ti: usize) -> String {
 
 /// Orphans of a dropped orphan are orphans too; that is why a table's key table holds only
 /// the rows that survived.
-fn register_keys(wh: &Warehouse, ti: usize, batch: &RecordBatch, pk: &[String]) -> Result<(), ForestError> {
+fn register_keys(
+    wh: &Warehouse,
+    ti: usize,
+    batch: &RecordBatch,
+    pk: &[String],
+) -> Result<(), ForestError> {
     let mut columns: Vec<ArrayRef> = Vec::new();
     let mut fields = Vec::new();
     for c in pk {
-        let i = batch.schema().index_of(c).map_err(|e| ForestError::Internal(e.to_string()))?;
+        let i = batch
+            .schema()
+            .index_of(c)
+            .map_err(|e| ForestError::Internal(e.to_string()))?;
         columns.push(batch.column(i).clone());
         fields.push(batch.schema().field(i).clone());
     }
     let rows: UInt32Array = (0..batch.num_rows() as u32).collect();
     columns.push(Arc::new(rows));
-    fields.push(arrow::datatypes::Field::new(ROW, arrow::datatypes::DataType::UInt32, false));
+    fields.push(arrow::datatypes::Field::new(
+        ROW,
+        arrow::datatypes::DataType::UInt32,
+        false,
+    ));
     let schema = Arc::new(arrow::datatypes::Schema::new(fields));
-    let keys = RecordBatch::try_new(schema.clone(), columns).map_err(|e| ForestError::Internal(e.to_string()))?;
-    let table = MemTable::try_new(schema, vec![vec![keys]]).map_err(|e| ForestError::Internal(e.to_string()))?;
+    let keys = RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| ForestError::Internal(e.to_string()))?;
+    let table = MemTable::try_new(schema, vec![vec![keys]])
+        .map_err(|e| ForestError::Internal(e.to_string()))?;
     let name = key_table(ti);
     let _ = wh.context().deregister_table(name.as_str());
-    wh.context().register_table(name.as_str(), Arc::new(table)).map_err(|e| ForestError::Internal(e.to_string()))?;
+    wh.context()
+        .register_table(name.as_str(), Arc::new(table))
+        .map_err(|e| ForestError::Internal(e.to_string()))?;
     Ok(())
 }
 
@@ -263,7 +352,11 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
         return Ok(());
     }
     let t = quote(table);
-    let nulls = pk.iter().map(|c| format!("{} IS NULL", quote(c))).collect::<Vec<_>>().join(" OR ");
+    let nulls = pk
+        .iter()
+        .map(|c| format!("{} IS NULL", quote(c)))
+        .collect::<Vec<_>>()
+        .join(" OR ");
     let query = format!(
         "SELECT {k}, COUNT(*) AS n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls} ORDER BY n DESC LIMIT 3",
         k = cols(pk, "")
@@ -273,7 +366,13 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
     for b in &batches {
         for r in 0..b.num_rows() {
             let vals: Vec<String> = (0..pk.len())
-                .map(|i| format!("{} = {}", pk[i], render_value(b.column(i).as_ref(), r).unwrap_or_else(|| "NULL".into())))
+                .map(|i| {
+                    format!(
+                        "{} = {}",
+                        pk[i],
+                        render_value(b.column(i).as_ref(), r).unwrap_or_else(|| "NULL".into())
+                    )
+                })
                 .collect();
             examples.push(vals.join(", "));
         }
@@ -292,7 +391,12 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
         .and_then(|b| render_value(b.column(0).as_ref(), 0))
         .and_then(|s| s.parse::<usize>().ok())
         .unwrap_or(examples.len());
-    Err(ForestError::BadKey { table: table.to_string(), key: pk.join(", "), count, examples: examples.join("; ") })
+    Err(ForestError::BadKey {
+        table: table.to_string(),
+        key: pk.join(", "),
+        count,
+        examples: examples.join("; "),
+    })
 }
 
 /// CSR of a child table's rows by parent row (counting sort, keeps child order).
@@ -310,5 +414,9 @@ fn group_children(parent_rows: usize, parent_of: &[u32], table: usize) -> Childr
         rows[next[p as usize] as usize] = r as u32;
         next[p as usize] += 1;
     }
-    Children { table, offsets, rows }
+    Children {
+        table,
+        offsets,
+        rows,
+    }
 }

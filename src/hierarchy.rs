@@ -18,9 +18,18 @@ pub const ROOT: &str = "*";
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum HierarchyError {
     #[error("hierarchy '{hierarchy}' declared at {pos} is not a tree: {detail}; give every value one parent and no cycles")]
-    NotATree { hierarchy: String, pos: String, detail: String },
+    NotATree {
+        hierarchy: String,
+        pos: String,
+        detail: String,
+    },
     #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; add them to the hierarchy (or fix the data)")]
-    NotALeaf { column: String, hierarchy: String, count: usize, examples: String },
+    NotALeaf {
+        column: String,
+        hierarchy: String,
+        count: usize,
+        examples: String,
+    },
 }
 
 /// One built hierarchy for one QI column.
@@ -104,9 +113,15 @@ impl Hierarchy {
         let mut b = Builder::new(name);
         match def {
             HierarchyDef::Rows { rows, pos } => b.add_rows(rows, &pos.to_string())?,
-            HierarchyDef::Bands { widths, range, pos } => {
-                b.add_bands(name, widths, *range, column, texts, numbers, &pos.to_string())?
-            }
+            HierarchyDef::Bands { widths, range, pos } => b.add_bands(
+                name,
+                widths,
+                *range,
+                column,
+                texts,
+                numbers,
+                &pos.to_string(),
+            )?,
             HierarchyDef::DateParts { parts, .. } => b.add_dates(name, parts, column, texts)?,
         }
         b.finish(def, column, texts)
@@ -150,7 +165,13 @@ impl Builder {
         id
     }
 
-    fn link(&mut self, child: u32, parent: u32, line: usize, pos: &str) -> Result<(), HierarchyError> {
+    fn link(
+        &mut self,
+        child: u32,
+        parent: u32,
+        line: usize,
+        pos: &str,
+    ) -> Result<(), HierarchyError> {
         if child == parent {
             return Ok(());
         }
@@ -225,7 +246,10 @@ impl Builder {
                 return Err(HierarchyError::NotATree {
                     hierarchy: name.to_string(),
                     pos: pos.to_string(),
-                    detail: format!("band width {} does not divide {}, so bands would overlap", w[0], w[1]),
+                    detail: format!(
+                        "band width {} does not divide {}, so bands would overlap",
+                        w[0], w[1]
+                    ),
                 });
             }
         }
@@ -262,7 +286,13 @@ impl Builder {
         not_leaves(column, name, bad)
     }
 
-    fn add_dates(&mut self, name: &str, parts: &[DatePart], column: &str, texts: &[Option<String>]) -> Result<(), HierarchyError> {
+    fn add_dates(
+        &mut self,
+        name: &str,
+        parts: &[DatePart],
+        column: &str,
+        texts: &[Option<String>],
+    ) -> Result<(), HierarchyError> {
         let mut bad = Vec::new();
         for text in texts.iter().flatten() {
             let Some((year, month)) = parse_date(text) else {
@@ -287,7 +317,12 @@ impl Builder {
     }
 
     /// Freezes the arrays, checks for cycles and maps every value to its leaf.
-    fn finish(mut self, def: &HierarchyDef, column: &str, texts: &[Option<String>]) -> Result<Built, HierarchyError> {
+    fn finish(
+        mut self,
+        def: &HierarchyDef,
+        column: &str,
+        texts: &[Option<String>],
+    ) -> Result<Built, HierarchyError> {
         if texts.iter().any(Option::is_none) {
             let id = self.labels.len() as u32;
             self.labels.push(None);
@@ -297,7 +332,9 @@ impl Builder {
         }
         let n = self.labels.len();
         let pos = match def {
-            HierarchyDef::Rows { pos, .. } | HierarchyDef::Bands { pos, .. } | HierarchyDef::DateParts { pos, .. } => pos.to_string(),
+            HierarchyDef::Rows { pos, .. }
+            | HierarchyDef::Bands { pos, .. }
+            | HierarchyDef::DateParts { pos, .. } => pos.to_string(),
         };
         // Depth by walking up; a walk longer than the node count is a cycle.
         let mut depth = vec![u16::MAX; n];
@@ -316,7 +353,10 @@ impl Builder {
                     return Err(HierarchyError::NotATree {
                         hierarchy: self.name.clone(),
                         pos,
-                        detail: format!("'{}' is its own ancestor (a cycle)", self.text(start as u32)),
+                        detail: format!(
+                            "'{}' is its own ancestor (a cycle)",
+                            self.text(start as u32)
+                        ),
                     });
                 }
                 cur = p;
@@ -337,8 +377,13 @@ impl Builder {
             has_child[p as usize] = true;
         }
         let mut leaves = vec![0u32; n];
-        for i in 1..n {
-            if !has_child[i] {
+        for (i, _) in has_child
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, has)| !**has)
+        {
+            {
                 let mut cur = i as u32;
                 loop {
                     leaves[cur as usize] += 1;
@@ -369,7 +414,15 @@ impl Builder {
         not_leaves(column, &self.name, bad)?;
         let total_leaves = leaves[0];
         Ok(Built {
-            hierarchy: Hierarchy { name: self.name, labels: self.labels, parent, depth, leaves, root: 0, total_leaves },
+            hierarchy: Hierarchy {
+                name: self.name,
+                labels: self.labels,
+                parent,
+                depth,
+                leaves,
+                root: 0,
+                total_leaves,
+            },
             codes,
         })
     }
@@ -382,8 +435,18 @@ fn not_leaves(column: &str, hierarchy: &str, mut bad: Vec<String>) -> Result<(),
     let count = bad.len();
     bad.sort();
     bad.dedup();
-    let examples = bad.iter().take(5).map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ");
-    Err(HierarchyError::NotALeaf { column: column.to_string(), hierarchy: hierarchy.to_string(), count, examples })
+    let examples = bad
+        .iter()
+        .take(5)
+        .map(|v| format!("'{v}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(HierarchyError::NotALeaf {
+        column: column.to_string(),
+        hierarchy: hierarchy.to_string(),
+        count,
+        examples,
+    })
 }
 
 /// `YYYY-MM-DD` (optionally followed by a time) to (year, month).
@@ -404,7 +467,13 @@ mod tests {
     use crate::policy::Pos;
 
     fn rows(r: &[&[&str]]) -> HierarchyDef {
-        HierarchyDef::Rows { rows: r.iter().map(|x| x.iter().map(|s| s.to_string()).collect()).collect(), pos: Pos { line: 1, column: 1 } }
+        HierarchyDef::Rows {
+            rows: r
+                .iter()
+                .map(|x| x.iter().map(|s| s.to_string()).collect())
+                .collect(),
+            pos: Pos { line: 1, column: 1 },
+        }
     }
     fn texts(v: &[&str]) -> Vec<Option<String>> {
         v.iter().map(|s| Some(s.to_string())).collect()
@@ -425,7 +494,8 @@ mod tests {
     #[test]
     fn lca_and_loss_follow_the_paper() {
         let t = texts(&["Math", "CS", "History"]);
-        let b = Hierarchy::build("course_h", &course(), "c.course", &t, &[None, None, None]).expect("valid");
+        let b = Hierarchy::build("course_h", &course(), "c.course", &t, &[None, None, None])
+            .expect("valid");
         let h = &b.hierarchy;
         let science = h.lca(b.codes[0], b.codes[1]);
         assert_eq!(h.label(science), Some("Science"));
@@ -439,22 +509,37 @@ mod tests {
     #[test]
     fn two_parents_and_cycles_are_refused() {
         let two = rows(&[&["Math", "Science"], &["Math", "Social"]]);
-        let e = Hierarchy::build("h", &two, "t.c", &texts(&["Math"]), &[None]).err().expect("two parents");
+        let e = Hierarchy::build("h", &two, "t.c", &texts(&["Math"]), &[None])
+            .err()
+            .expect("two parents");
         assert!(e.to_string().contains("two parents"), "{e}");
         let cyc = rows(&[&["A", "B"], &["B", "A"]]);
-        let e = Hierarchy::build("h", &cyc, "t.c", &texts(&["A"]), &[None]).err().expect("cycle");
+        let e = Hierarchy::build("h", &cyc, "t.c", &texts(&["A"]), &[None])
+            .err()
+            .expect("cycle");
         assert!(e.to_string().contains("not a tree"), "{e}");
     }
 
     #[test]
     fn values_outside_the_hierarchy_are_listed() {
-        let e = Hierarchy::build("course_h", &course(), "courses.course", &texts(&["Math", "Art", "Art", "Music"]), &[None; 4])
-            .err()
-            .expect("not leaves");
+        let e = Hierarchy::build(
+            "course_h",
+            &course(),
+            "courses.course",
+            &texts(&["Math", "Art", "Art", "Music"]),
+            &[None; 4],
+        )
+        .err()
+        .expect("not leaves");
         let msg = e.to_string();
-        assert!(msg.contains("courses.course") && msg.contains("'Art'") && msg.contains("'Music'"), "{msg}");
+        assert!(
+            msg.contains("courses.course") && msg.contains("'Art'") && msg.contains("'Music'"),
+            "{msg}"
+        );
         // An internal label is not a leaf either.
-        assert!(Hierarchy::build("course_h", &course(), "c", &texts(&["Science"]), &[None]).is_err());
+        assert!(
+            Hierarchy::build("course_h", &course(), "c", &texts(&["Science"]), &[None]).is_err()
+        );
     }
 
     #[test]
@@ -462,28 +547,44 @@ mod tests {
         let t = vec![Some("Math".to_string()), None];
         let b = Hierarchy::build("course_h", &course(), "c", &t, &[None, None]).expect("valid");
         assert_eq!(b.hierarchy.label(b.codes[1]), None);
-        assert_eq!(b.hierarchy.label(b.hierarchy.lca(b.codes[0], b.codes[1])), Some("*"));
+        assert_eq!(
+            b.hierarchy.label(b.hierarchy.lca(b.codes[0], b.codes[1])),
+            Some("*")
+        );
         assert_eq!(b.hierarchy.total_leaves(), 9);
     }
 
     #[test]
     fn bands_nest_and_check_range() {
-        let def = HierarchyDef::Bands { widths: vec![5.0, 10.0], range: Some((0.0, 100.0)), pos: Pos::default() };
+        let def = HierarchyDef::Bands {
+            widths: vec![5.0, 10.0],
+            range: Some((0.0, 100.0)),
+            pos: Pos::default(),
+        };
         let t = texts(&["21", "24", "27"]);
         let n = vec![Some(21.0), Some(24.0), Some(27.0)];
         let b = Hierarchy::build("age", &def, "s.age", &t, &n).expect("valid");
         let h = &b.hierarchy;
         assert_eq!(h.label(h.lca(b.codes[0], b.codes[1])), Some("[20,24]"));
         assert_eq!(h.label(h.lca(b.codes[0], b.codes[2])), Some("[20,29]"));
-        let bad = HierarchyDef::Bands { widths: vec![5.0, 7.0], range: None, pos: Pos::default() };
+        let bad = HierarchyDef::Bands {
+            widths: vec![5.0, 7.0],
+            range: None,
+            pos: Pos::default(),
+        };
         assert!(Hierarchy::build("age", &bad, "s.age", &t, &n).is_err());
-        let out = Hierarchy::build("age", &def, "s.age", &texts(&["200"]), &[Some(200.0)]).err().expect("outside");
+        let out = Hierarchy::build("age", &def, "s.age", &texts(&["200"]), &[Some(200.0)])
+            .err()
+            .expect("outside");
         assert!(out.to_string().contains("'200'"));
     }
 
     #[test]
     fn date_parts() {
-        let def = HierarchyDef::DateParts { parts: vec![DatePart::Month, DatePart::Year], pos: Pos::default() };
+        let def = HierarchyDef::DateParts {
+            parts: vec![DatePart::Month, DatePart::Year],
+            pos: Pos::default(),
+        };
         let t = texts(&["2021-03-04", "2021-03-28", "2021-07-01"]);
         let b = Hierarchy::build("d", &def, "o.d", &t, &[None; 3]).expect("valid");
         let h = &b.hierarchy;

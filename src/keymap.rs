@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 /// One scalar of a key.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(untagged)]
 pub enum KeyValue {
     Int(i64),

@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod commands;
 
 #[derive(Parser)]
-#[command(name = "relanon", version, about = "Anonymize a relational warehouse so every person's whole record hides among k others")]
+#[command(
+    name = "relanon",
+    version,
+    about = "Anonymize a relational warehouse so every person's whole record hides among k others"
+)]
 struct Args {
     /// Print nothing but errors.
     #[arg(long, global = true)]
@@ -91,7 +95,10 @@ enum Generated {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -12,7 +12,9 @@ use crate::keymap::KeyMap;
 use crate::plan::{KeyPolicy, Plan};
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
-use crate::warehouse::{write_file_atomic, write_staged, ReleaseSet, ReleaseTable, TargetKind, Warehouse};
+use crate::warehouse::{
+    write_file_atomic, write_staged, ReleaseSet, ReleaseTable, TargetKind, Warehouse,
+};
 use crate::{algo, decl, forest, plan, release, report, views};
 
 /// Where the declarations come from and what the command line overrides.
@@ -34,9 +36,15 @@ pub struct Request {
 impl Request {
     /// A request for the declarations file at `path`.
     pub fn from_file(path: &Path) -> Result<Request> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read declarations '{}'", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read declarations '{}'", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok(Request { text, base, origin: path.display().to_string(), ..Request::default() })
+        Ok(Request {
+            text,
+            base,
+            origin: path.display().to_string(),
+            ..Request::default()
+        })
     }
 }
 
@@ -54,10 +62,15 @@ async fn prepare(req: &Request) -> Result<(Plan, Warehouse)> {
     let source = match (&req.source, &policy.source) {
         (Some(s), _) => s.clone(),
         (None, Some(s)) => req.base.join(&s.value),
-        (None, None) => bail!("{}: no source; add SET source = '<file.sqlite or directory>' (or pass --source)", req.origin),
+        (None, None) => bail!(
+            "{}: no source; add SET source = '<file.sqlite or directory>' (or pass --source)",
+            req.origin
+        ),
     };
     let mut wh = Warehouse::open(&source).await?;
-    let mut plan = plan::build(&policy, &mut wh, &req.base).await.map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    let mut plan = plan::build(&policy, &mut wh, &req.base)
+        .await
+        .map_err(|e| anyhow!("{}:{e}", req.origin))?;
     plan.source = source;
     if let Some(t) = &req.target {
         plan.target = Some(t.clone());
@@ -76,7 +89,9 @@ fn absolute(p: &Path) -> PathBuf {
     }
     match (p.parent(), p.file_name()) {
         (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => absolute(parent).join(name),
-        _ => std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf()),
+        _ => std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf()),
     }
 }
 
@@ -101,11 +116,17 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     if let Some(km) = &req.key_map {
         let km_abs = absolute(km);
         if km_abs.starts_with(&tgt_abs) || km_abs == absolute(&report_path(&target)) {
-            bail!("key map '{}' is inside the release; write it outside, analysts must never get it", km.display());
+            bail!(
+                "key map '{}' is inside the release; write it outside, analysts must never get it",
+                km.display()
+            );
         }
     }
     if target.exists() && !req.overwrite {
-        bail!("target '{}' exists: pass --overwrite to replace it", target.display());
+        bail!(
+            "target '{}' exists: pass --overwrite to replace it",
+            target.display()
+        );
     }
     let forest = forest::load(&plan, &wh).await?;
     let k = plan.params.model.min_group();
@@ -126,12 +147,24 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     drop(clustering);
     let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
     for d in &plan.dimensions {
-        let meta = wh.table(d).ok_or_else(|| anyhow!("dimension table {d} vanished"))?.clone();
+        let meta = wh
+            .table(d)
+            .ok_or_else(|| anyhow!("dimension table {d} vanished"))?
+            .clone();
         let batch = wh.read_table(&meta.name, None, &meta.primary_key).await?;
-        tables.push(ReleaseTable { name: meta.name.clone(), batch, primary_key: meta.primary_key.clone(), foreign_keys: meta.foreign_keys.clone() });
+        tables.push(ReleaseTable {
+            name: meta.name.clone(),
+            batch,
+            primary_key: meta.primary_key.clone(),
+            foreign_keys: meta.foreign_keys.clone(),
+        });
     }
     let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
-    let views = plan.views.iter().map(|v| (v.name.clone(), views::rewrite(v, &names))).collect();
+    let views = plan
+        .views
+        .iter()
+        .map(|v| (v.name.clone(), views::rewrite(v, &names)))
+        .collect();
     let set = ReleaseSet { tables, views };
     timings.insert("materialize".to_string(), ms(t));
     let t = Instant::now();
@@ -141,42 +174,77 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let t = Instant::now();
     let mut report = report::build(&plan, &materialized, timings.clone());
     let report_json = serde_json::to_value(&report)?;
-    let released = Warehouse::open(staged.path()).await.context("re-reading the staged release")?;
-    let verdict = verify::verify(&plan, &wh, &released, Keys::Map(&materialized.keys), Some(&report_json)).await?;
+    let released = Warehouse::open(staged.path())
+        .await
+        .context("re-reading the staged release")?;
+    let verdict = verify::verify(
+        &plan,
+        &wh,
+        &released,
+        Keys::Map(&materialized.keys),
+        Some(&report_json),
+    )
+    .await?;
     drop(released);
     if !verdict.passed() {
-        bail!("the release failed verification and was not written:\n{}", verdict.summary());
+        bail!(
+            "the release failed verification and was not written:\n{}",
+            verdict.summary()
+        );
     }
     timings.insert("verify".to_string(), ms(t));
     let target = staged.commit()?;
     timings.insert("total".to_string(), ms(started));
     report.timings_ms = timings;
     let report_path = report_path(&target);
-    write_file_atomic(&report_path, serde_json::to_string_pretty(&report)?.as_bytes(), None)?;
+    write_file_atomic(
+        &report_path,
+        serde_json::to_string_pretty(&report)?.as_bytes(),
+        None,
+    )?;
     if let Some(km) = &req.key_map {
-        write_file_atomic(km, serde_json::to_string(&materialized.keys)?.as_bytes(), Some(0o600))?;
+        write_file_atomic(
+            km,
+            serde_json::to_string(&materialized.keys)?.as_bytes(),
+            Some(0o600),
+        )?;
     }
     if plan.params.keys == KeyPolicy::Preserve {
         eprintln!("warning: keys = 'preserve': released keys are the source's and can link rows back to other systems");
     }
-    Ok(Outcome { report, target, report_path, verdict })
+    Ok(Outcome {
+        report,
+        target,
+        report_path,
+        verdict,
+    })
 }
 
 /// `relanon verify`: an independent re-check of an existing release.
-pub async fn verify_release(req: &Request, release_path: Option<&Path>, key_map: Option<&Path>) -> Result<Verdict> {
+pub async fn verify_release(
+    req: &Request,
+    release_path: Option<&Path>,
+    key_map: Option<&Path>,
+) -> Result<Verdict> {
     let (plan, wh) = prepare(req).await?;
     let target = match release_path {
         Some(p) => p.to_path_buf(),
         None => target_of(&plan, &req.origin)?,
     };
-    let released = Warehouse::open(&target).await.with_context(|| format!("cannot open the release '{}'", target.display()))?;
-    let map: Option<KeyMap> = match key_map {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read key map '{}'", p.display()))?;
-            Some(serde_json::from_str(&text).with_context(|| format!("key map '{}' is not a relanon key map", p.display()))?)
-        }
-        None => None,
-    };
+    let released = Warehouse::open(&target)
+        .await
+        .with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    let map: Option<KeyMap> =
+        match key_map {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read key map '{}'", p.display()))?;
+                Some(serde_json::from_str(&text).with_context(|| {
+                    format!("key map '{}' is not a relanon key map", p.display())
+                })?)
+            }
+            None => None,
+        };
     let keys = match (&map, plan.params.keys) {
         (Some(m), _) => Keys::Map(m),
         (None, KeyPolicy::Preserve) => Keys::Preserved,
@@ -186,7 +254,10 @@ pub async fn verify_release(req: &Request, release_path: Option<&Path>, key_map:
     };
     let report_file = report_path(&target);
     let report: Option<serde_json::Value> = match std::fs::read_to_string(&report_file) {
-        Ok(text) => Some(serde_json::from_str(&text).with_context(|| format!("'{}' is not valid JSON", report_file.display()))?),
+        Ok(text) => Some(
+            serde_json::from_str(&text)
+                .with_context(|| format!("'{}' is not valid JSON", report_file.display()))?,
+        ),
         Err(_) => None,
     };
     Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)

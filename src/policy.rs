@@ -64,7 +64,10 @@ pub enum HierarchySource {
     Select(String),
     /// `AS BANDS (5, 10, 20) [BETWEEN lo AND hi]`: nested fixed-width numeric bands
     /// anchored at 0, each width dividing the next, then `*`.
-    Bands { widths: Vec<f64>, range: Option<(f64, f64)> },
+    Bands {
+        widths: Vec<f64>,
+        range: Option<(f64, f64)>,
+    },
     /// `AS DATE PARTS (month, year)`: the leaf is the date, then each part in order, then `*`.
     DateParts(Vec<DatePart>),
 }

@@ -60,7 +60,11 @@ struct Kept {
 
 /// 001 Alg. 2 line 21: every member gets a copy of its EC's representative.
 fn copy_representatives(forest: &Forest, clustering: &Clustering) -> Kept {
-    let mut kept: Vec<Vec<bool>> = forest.tables.iter().map(|t| vec![false; t.rows()]).collect();
+    let mut kept: Vec<Vec<bool>> = forest
+        .tables
+        .iter()
+        .map(|t| vec![false; t.rows()])
+        .collect();
     let mut codes: Vec<Vec<u32>> = forest.tables.iter().map(|t| t.qi.clone()).collect();
     fn walk(rep: &Rep, forest: &Forest, kept: &mut [Vec<bool>], codes: &mut [Vec<u32>]) {
         let t = rep.table as usize;
@@ -80,7 +84,11 @@ fn copy_representatives(forest: &Forest, clustering: &Clustering) -> Kept {
 }
 
 /// Builds the release tables. `seed` drives the key surrogates.
-pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Result<Materialized, ReleaseError> {
+pub fn materialize(
+    plan: &Plan,
+    forest: &Forest,
+    clustering: &Clustering,
+) -> Result<Materialized, ReleaseError> {
     let Kept { kept, codes } = copy_representatives(forest, clustering);
     // surrogate[t][row]: the released single-column key of a kept row.
     let mut surrogate: Vec<Vec<Option<i64>>> = Vec::with_capacity(forest.tables.len());
@@ -88,13 +96,17 @@ pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Res
     let mut stats = Vec::new();
     let mut keys = KeyMap::default();
     for (ti, (ft, nodes)) in plan.tables.iter().zip(&forest.tables).enumerate() {
-        let rows: Vec<u32> = (0..nodes.rows() as u32).filter(|&r| kept[ti][r as usize]).collect();
+        let rows: Vec<u32> = (0..nodes.rows() as u32)
+            .filter(|&r| kept[ti][r as usize])
+            .collect();
         let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
         // A random permutation of 1..=n: consistent per key, and says nothing about source order.
         let mut own = vec![None; nodes.rows()];
         if pseudonymize && ft.primary_key.len() == 1 {
             let mut ids: Vec<i64> = (1..=rows.len() as i64).collect();
-            let mut rng = ChaCha8Rng::seed_from_u64(plan.params.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1)));
+            let mut rng = ChaCha8Rng::seed_from_u64(
+                plan.params.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1)),
+            );
             ids.shuffle(&mut rng);
             for (&r, id) in rows.iter().zip(ids) {
                 own[r as usize] = Some(id);
@@ -113,11 +125,17 @@ pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Res
             match &col.role {
                 ColumnRole::Identifier => continue,
                 ColumnRole::Key if pseudonymize => {
-                    let values: Option<Vec<Option<i64>>> = if ft.primary_key.len() == 1 && ft.primary_key[0] == col.name {
+                    let values: Option<Vec<Option<i64>>> = if ft.primary_key.len() == 1
+                        && ft.primary_key[0] == col.name
+                    {
                         Some(rows.iter().map(|&r| own[r as usize]).collect())
                     } else if let (Some(p), true) = (ft.parent, ft.parent_fk.contains(&col.name)) {
                         let parent_rows = &nodes.parent;
-                        Some(rows.iter().map(|&r| surrogate[p][parent_rows[r as usize] as usize]).collect())
+                        Some(
+                            rows.iter()
+                                .map(|&r| surrogate[p][parent_rows[r as usize] as usize])
+                                .collect(),
+                        )
                     } else {
                         None
                     };
@@ -155,14 +173,33 @@ pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Res
         let schema = Arc::new(Schema::new(fields));
         let batch = RecordBatch::try_new(schema, columns).map_err(internal)?;
         let released_pk: Vec<String> = ft.primary_key.clone();
-        let batch = sort_by_key(batch, ft.primary_key.iter().chain(&ft.parent_fk), ft.primary_key.is_empty())?;
+        let batch = sort_by_key(
+            batch,
+            ft.primary_key.iter().chain(&ft.parent_fk),
+            ft.primary_key.is_empty(),
+        )?;
         if !ft.primary_key.is_empty() {
-            keys.tables.insert(ft.name.clone(), key_pairs(plan, ti, &nodes.batch, &rows, &own, &surrogate, &nodes.parent)?);
+            keys.tables.insert(
+                ft.name.clone(),
+                key_pairs(
+                    plan,
+                    ti,
+                    &nodes.batch,
+                    &rows,
+                    &own,
+                    &surrogate,
+                    &nodes.parent,
+                )?,
+            );
         }
         surrogate.push(own);
         let mut foreign_keys = Vec::new();
         if let Some(p) = ft.parent {
-            foreign_keys.push(ForeignKey { columns: ft.parent_fk.clone(), ref_table: plan.tables[p].name.clone(), ref_columns: ft.parent_key.clone() });
+            foreign_keys.push(ForeignKey {
+                columns: ft.parent_fk.clone(),
+                ref_table: plan.tables[p].name.clone(),
+                ref_columns: ft.parent_key.clone(),
+            });
         }
         stats.push(TableStats {
             name: ft.name.clone(),
@@ -173,7 +210,12 @@ pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Res
             lm_sum,
             qi_columns: nqi,
         });
-        tables.push(ReleaseTable { name: ft.name.clone(), batch, primary_key: released_pk, foreign_keys });
+        tables.push(ReleaseTable {
+            name: ft.name.clone(),
+            batch,
+            primary_key: released_pk,
+            foreign_keys,
+        });
     }
     Ok(Materialized {
         tables,
@@ -186,7 +228,11 @@ pub fn materialize(plan: &Plan, forest: &Forest, clustering: &Clustering) -> Res
 
 /// Rows sorted by released key (then parent key); a table without a primary key is then
 /// sorted by its content, so row order never carries source order.
-fn sort_by_key<'a>(batch: RecordBatch, key: impl Iterator<Item = &'a String>, by_content: bool) -> Result<RecordBatch, ReleaseError> {
+fn sort_by_key<'a>(
+    batch: RecordBatch,
+    key: impl Iterator<Item = &'a String>,
+    by_content: bool,
+) -> Result<RecordBatch, ReleaseError> {
     let mut sort: Vec<SortColumn> = Vec::new();
     let mut used = Vec::new();
     for name in key {
@@ -198,14 +244,21 @@ fn sort_by_key<'a>(batch: RecordBatch, key: impl Iterator<Item = &'a String>, by
     }
     if by_content {
         for (i, f) in batch.schema().fields().iter().enumerate() {
-            let sortable = f.data_type().is_primitive() || matches!(f.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Boolean);
+            let sortable = f.data_type().is_primitive()
+                || matches!(
+                    f.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Boolean
+                );
             if sortable && !used.contains(&i) {
                 used.push(i);
             }
         }
     }
     for i in used {
-        sort.push(SortColumn { values: batch.column(i).clone(), options: None });
+        sort.push(SortColumn {
+            values: batch.column(i).clone(),
+            options: None,
+        });
     }
     if sort.is_empty() || batch.num_rows() < 2 {
         return Ok(batch);
@@ -217,7 +270,13 @@ fn sort_by_key<'a>(batch: RecordBatch, key: impl Iterator<Item = &'a String>, by
 fn key_value(array: &dyn Array, row: usize) -> KeyValue {
     let integral = matches!(
         array.data_type(),
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::UInt8 | DataType::UInt16 | DataType::UInt32
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
     );
     if integral {
         if let Some(v) = render_value(array, row).and_then(|s| s.parse::<i64>().ok()) {
@@ -252,9 +311,13 @@ fn key_pairs(
             let rel = if !pseudonymize {
                 v.clone()
             } else if ft.primary_key.len() == 1 {
-                own[r as usize].map(KeyValue::Int).unwrap_or_else(|| v.clone())
+                own[r as usize]
+                    .map(KeyValue::Int)
+                    .unwrap_or_else(|| v.clone())
             } else if let (Some(p), true) = (ft.parent, ft.parent_fk.contains(c)) {
-                surrogate[p][parent[r as usize] as usize].map(KeyValue::Int).unwrap_or_else(|| v.clone())
+                surrogate[p][parent[r as usize] as usize]
+                    .map(KeyValue::Int)
+                    .unwrap_or_else(|| v.clone())
             } else {
                 v.clone()
             };
@@ -263,5 +326,8 @@ fn key_pairs(
         }
         pairs.push(KeyPair { source, released });
     }
-    Ok(TableKeys { columns: ft.primary_key.clone(), pairs })
+    Ok(TableKeys {
+        columns: ft.primary_key.clone(),
+        pairs,
+    })
 }

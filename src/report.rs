@@ -59,7 +59,8 @@ pub fn build(plan: &Plan, m: &Materialized, timings_ms: BTreeMap<String, f64>) -
     let suppressed_cells: usize = m.stats.iter().map(|s| s.suppressed * s.qi_columns).sum();
     let entities_released: usize = m.ec_sizes.iter().sum();
     let entities = entities_released + m.suppressed_entities;
-    let dm = m.ec_sizes.iter().map(|&s| (s * s) as u64).sum::<u64>() + (m.suppressed_entities * entities) as u64;
+    let dm = m.ec_sizes.iter().map(|&s| (s * s) as u64).sum::<u64>()
+        + (m.suppressed_entities * entities) as u64;
     Report {
         relanon_version: env!("CARGO_PKG_VERSION"),
         entity: plan.entity.clone(),
@@ -71,7 +72,10 @@ pub fn build(plan: &Plan, m: &Materialized, timings_ms: BTreeMap<String, f64>) -
         equivalence_classes: m.ec_sizes.len(),
         smallest_ec: m.ec_sizes.iter().copied().min(),
         lm: ratio(lm_sum, released_cells as f64),
-        lm_with_suppression: ratio(lm_sum + suppressed_cells as f64, (released_cells + suppressed_cells) as f64),
+        lm_with_suppression: ratio(
+            lm_sum + suppressed_cells as f64,
+            (released_cells + suppressed_cells) as f64,
+        ),
         dm,
         timings_ms,
     }
@@ -104,11 +108,22 @@ impl Report {
                 t.released,
                 t.suppressed,
                 t.lm,
-                if t.orphans_dropped > 0 { format!("  ({} orphans dropped)", t.orphans_dropped) } else { String::new() }
+                if t.orphans_dropped > 0 {
+                    format!("  ({} orphans dropped)", t.orphans_dropped)
+                } else {
+                    String::new()
+                }
             );
         }
-        s += &format!("LM {:.4} (with suppression {:.4}), DM {}\n", self.lm, self.lm_with_suppression, self.dm);
-        let phases: Vec<String> = self.timings_ms.iter().map(|(k, v)| format!("{k} {:.0} ms", v)).collect();
+        s += &format!(
+            "LM {:.4} (with suppression {:.4}), DM {}\n",
+            self.lm, self.lm_with_suppression, self.dm
+        );
+        let phases: Vec<String> = self
+            .timings_ms
+            .iter()
+            .map(|(k, v)| format!("{k} {:.0} ms", v))
+            .collect();
         s += &format!("time: {}", phases.join(", "));
         s
     }

@@ -17,8 +17,16 @@ impl VisitorMut for Requalify<'_> {
     fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<()> {
         let written = relation.to_string();
         let bare = written.trim_matches('"');
-        if let Some(exact) = self.tables.iter().find(|t| t.as_str() == bare).or_else(|| self.tables.iter().find(|t| t.eq_ignore_ascii_case(bare))) {
-            *relation = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote('"', exact.clone()))]);
+        if let Some(exact) = self
+            .tables
+            .iter()
+            .find(|t| t.as_str() == bare)
+            .or_else(|| self.tables.iter().find(|t| t.eq_ignore_ascii_case(bare)))
+        {
+            *relation = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote(
+                '"',
+                exact.clone(),
+            ))]);
         }
         ControlFlow::Continue(())
     }

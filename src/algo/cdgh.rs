@@ -33,7 +33,13 @@ fn nearest(pw: &Pairwise, open: &[Rep], v: &Rep, skip: Option<usize>) -> Option<
         .enumerate()
         .filter(|(i, _)| Some(*i) != skip)
         .map(|(i, c)| (i, pw.distance(c, v)))
-        .reduce_with(|a, b| if b.1 < a.1 || (b.1 == a.1 && b.0 < a.0) { b } else { a })
+        .reduce_with(|a, b| {
+            if b.1 < a.1 || (b.1 == a.1 && b.0 < a.0) {
+                b
+            } else {
+                a
+            }
+        })
 }
 
 /// 001 Alg. 2. `order` is the sequence entities are visited in (lines 2-12).
@@ -69,7 +75,9 @@ pub fn cluster(forest: &Forest, pw: &Pairwise, order: &[u32], p: CdghParams) -> 
     }
     // Lines 13-20: merge leftovers with their nearest cluster until each reaches k.
     while open.len() > 1 {
-        let Some((j, _)) = nearest(pw, &open, &open[0], Some(0)) else { break };
+        let Some((j, _)) = nearest(pw, &open, &open[0], Some(0)) else {
+            break;
+        };
         let other = open.remove(j);
         open[0] = pw.merge(&open[0], &other);
         if open[0].member_count() >= k {

@@ -19,7 +19,11 @@ pub fn run(forest: &Forest, params: &Params) -> Clustering {
             forest,
             &pw,
             &order,
-            cdgh::CdghParams { k: params.model.min_group(), threshold: params.threshold, climit: params.climit },
+            cdgh::CdghParams {
+                k: params.model.min_group(),
+                threshold: params.threshold,
+                climit: params.climit,
+            },
         ),
     }
 }

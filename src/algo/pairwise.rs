@@ -29,8 +29,16 @@ struct Matching {
 
 impl<'a> Pairwise<'a> {
     pub fn new(forest: &'a Forest, algorithm: Algorithm) -> Self {
-        let weights = forest.tables.iter().map(|t| t.nqi().max(1) as f64).collect();
-        Pairwise { forest, weights, algorithm }
+        let weights = forest
+            .tables
+            .iter()
+            .map(|t| t.nqi().max(1) as f64)
+            .collect();
+        Pairwise {
+            forest,
+            weights,
+            algorithm,
+        }
     }
 
     /// Weight of one copy of a subtree (what suppressing it for one member costs).
@@ -54,14 +62,22 @@ impl<'a> Pairwise<'a> {
         let m = (a.member_count() + b.member_count()) as f64;
         let mut loss = m * self.node_loss(a, b);
         for &ct in &self.child_tables(a.table) {
-            loss += self.match_sets(a.children_of(ct), b.children_of(ct), a.member_count(), b.member_count()).loss;
+            loss += self
+                .match_sets(
+                    a.children_of(ct),
+                    b.children_of(ct),
+                    a.member_count(),
+                    b.member_count(),
+                )
+                .loss;
         }
         loss
     }
 
     /// `dist` of 001 Alg. 2: the LM of the pairwise anonymization, normalized to [0, 1].
     pub fn distance(&self, a: &Rep, b: &Rep) -> f64 {
-        let total = a.member_count() as f64 * self.weight(a) + b.member_count() as f64 * self.weight(b);
+        let total =
+            a.member_count() as f64 * self.weight(a) + b.member_count() as f64 * self.weight(b);
         if total <= 0.0 {
             return 0.0;
         }
@@ -69,7 +85,11 @@ impl<'a> Pairwise<'a> {
     }
 
     fn child_tables(&self, table: u16) -> Vec<u16> {
-        self.forest.tables[table as usize].children.iter().map(|c| c.table as u16).collect()
+        self.forest.tables[table as usize]
+            .children
+            .iter()
+            .map(|c| c.table as u16)
+            .collect()
     }
 
     /// AnonymizeSets (001 Alg. 4 for MiRaCle, Alg. 5 for MiRaCleX): greedy one-by-one matching
@@ -77,7 +97,11 @@ impl<'a> Pairwise<'a> {
     /// earliest candidate; the larger set's leftovers are suppressed (Alg. 4 line 9).
     fn match_sets(&self, xs: &[Rep], ys: &[Rep], mx: usize, my: usize) -> Matching {
         let swapped = xs.len() > ys.len();
-        let (small, large, ms, ml) = if swapped { (ys, xs, my, mx) } else { (xs, ys, mx, my) };
+        let (small, large, ms, ml) = if swapped {
+            (ys, xs, my, mx)
+        } else {
+            (xs, ys, mx, my)
+        };
         let mut free = vec![true; large.len()];
         let mut pairs = Vec::with_capacity(small.len());
         let mut loss = 0.0;
@@ -104,7 +128,11 @@ impl<'a> Pairwise<'a> {
             match best {
                 Some((j, _, full)) => {
                     free[j] = false;
-                    loss += if full.is_nan() { self.loss(s, &large[j]) } else { full };
+                    loss += if full.is_nan() {
+                        self.loss(s, &large[j])
+                    } else {
+                        full
+                    };
                     pairs.push(if swapped { (j, i) } else { (i, j) });
                 }
                 None => loss += ms as f64 * self.weight(s),
@@ -122,20 +150,32 @@ impl<'a> Pairwise<'a> {
     /// first. Unmatched children of either side are suppressed (left out).
     pub fn merge(&self, a: &Rep, b: &Rep) -> Rep {
         let t = &self.forest.tables[a.table as usize];
-        let qi = a.qi.iter().zip(&b.qi).zip(&t.hierarchies).map(|((&x, &y), h)| h.lca(x, y)).collect();
+        let qi =
+            a.qi.iter()
+                .zip(&b.qi)
+                .zip(&t.hierarchies)
+                .map(|((&x, &y), h)| h.lca(x, y))
+                .collect();
         let mut members = Vec::with_capacity(a.members.len() + b.members.len());
         members.extend_from_slice(&a.members);
         members.extend_from_slice(&b.members);
         let mut children = Vec::new();
         for &ct in &self.child_tables(a.table) {
             let (xs, ys) = (a.children_of(ct), b.children_of(ct));
-            let mut pairs = self.match_sets(xs, ys, a.member_count(), b.member_count()).pairs;
+            let mut pairs = self
+                .match_sets(xs, ys, a.member_count(), b.member_count())
+                .pairs;
             // Keep the first side's order so representatives stay deterministic and readable.
             pairs.sort_unstable();
             for (i, j) in pairs {
                 children.push(self.merge(&xs[i], &ys[j]));
             }
         }
-        Rep { table: a.table, qi, members, children }
+        Rep {
+            table: a.table,
+            qi,
+            members,
+            children,
+        }
     }
 }

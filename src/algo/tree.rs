@@ -27,7 +27,12 @@ impl Rep {
                 children.push(Rep::from_forest(forest, group.table, c));
             }
         }
-        Rep { table: table as u16, qi: t.codes(row).to_vec(), members: vec![row], children }
+        Rep {
+            table: table as u16,
+            qi: t.codes(row).to_vec(),
+            members: vec![row],
+            children,
+        }
     }
 
     pub fn member_count(&self) -> usize {

@@ -20,14 +20,23 @@ pub enum PlanError {
 }
 
 fn at(pos: Pos, message: impl Into<String>) -> PlanError {
-    PlanError::At { pos, message: message.into() }
+    PlanError::At {
+        pos,
+        message: message.into(),
+    }
 }
 
 /// Resolves a table name as written to the warehouse's exact name.
 fn table<'w>(wh: &'w Warehouse, name: &str, pos: Pos) -> Result<&'w TableMeta, PlanError> {
     wh.table(name).ok_or_else(|| {
         let known: Vec<&str> = wh.tables.iter().map(|t| t.name.as_str()).collect();
-        at(pos, format!("unknown table '{name}'; the source has: {}", known.join(", ")))
+        at(
+            pos,
+            format!(
+                "unknown table '{name}'; the source has: {}",
+                known.join(", ")
+            ),
+        )
     })
 }
 
@@ -35,18 +44,33 @@ fn column<'t>(t: &'t TableMeta, name: &str, pos: Pos) -> Result<&'t str, PlanErr
     if let Some(c) = t.columns.iter().find(|c| c.name == name) {
         return Ok(&c.name);
     }
-    let matches: Vec<&str> = t.columns.iter().filter(|c| c.name.eq_ignore_ascii_case(name)).map(|c| c.name.as_str()).collect();
+    let matches: Vec<&str> = t
+        .columns
+        .iter()
+        .filter(|c| c.name.eq_ignore_ascii_case(name))
+        .map(|c| c.name.as_str())
+        .collect();
     match matches.as_slice() {
         [one] => Ok(one),
         _ => {
             let known: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
-            Err(at(pos, format!("unknown column '{name}' in table {}; it has: {}", t.name, known.join(", "))))
+            Err(at(
+                pos,
+                format!(
+                    "unknown column '{name}' in table {}; it has: {}",
+                    t.name,
+                    known.join(", ")
+                ),
+            ))
         }
     }
 }
 
 fn columns(t: &TableMeta, names: &[String], pos: Pos) -> Result<Vec<String>, PlanError> {
-    names.iter().map(|n| column(t, n, pos).map(str::to_string)).collect()
+    names
+        .iter()
+        .map(|n| column(t, n, pos).map(str::to_string))
+        .collect()
 }
 
 /// Checks `policy` against the warehouse (declaring its keys there) and resolves hierarchies.
@@ -65,7 +89,12 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     if !root.primary_key.is_empty() && root.primary_key != key {
         return Err(at(
             entity.pos,
-            format!("CREATE ENTITY names ({}) but the primary key of {} is ({}); name the primary key", key.join(", "), root.name, root.primary_key.join(", ")),
+            format!(
+                "CREATE ENTITY names ({}) but the primary key of {} is ({}); name the primary key",
+                key.join(", "),
+                root.name,
+                root.primary_key.join(", ")
+            ),
         ));
     }
     wh.declare_primary_key(&root.name, &key)?;
@@ -76,7 +105,9 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     let params = params(policy, entity)?;
     check_views(policy, &tables)?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
-    let source = resolve(&policy.source).ok_or_else(|| PlanError::Schema("no source; add SET source = '<file.sqlite or directory>'".into()))?;
+    let source = resolve(&policy.source).ok_or_else(|| {
+        PlanError::Schema("no source; add SET source = '<file.sqlite or directory>'".into())
+    })?;
     Ok(Plan {
         entity: entity.name.clone(),
         tables,
@@ -93,15 +124,23 @@ fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
     for pk in &policy.primary_keys {
         let t = table(wh, &pk.table, pk.pos)?;
         let (name, cols) = (t.name.clone(), columns(t, &pk.columns, pk.pos)?);
-        wh.declare_primary_key(&name, &cols).map_err(|e| at(pk.pos, e.to_string()))?;
+        wh.declare_primary_key(&name, &cols)
+            .map_err(|e| at(pk.pos, e.to_string()))?;
     }
     for fk in &policy.foreign_keys {
         let t = table(wh, &fk.table, fk.pos)?;
         let (name, cols) = (t.name.clone(), columns(t, &fk.columns, fk.pos)?);
         let p = table(wh, &fk.ref_table, fk.pos)?;
         let (pname, pcols) = (p.name.clone(), columns(p, &fk.ref_columns, fk.pos)?);
-        wh.declare_foreign_key(&name, ForeignKey { columns: cols, ref_table: pname, ref_columns: pcols })
-            .map_err(|e| at(fk.pos, e.to_string()))?;
+        wh.declare_foreign_key(
+            &name,
+            ForeignKey {
+                columns: cols,
+                ref_table: pname,
+                ref_columns: pcols,
+            },
+        )
+        .map_err(|e| at(fk.pos, e.to_string()))?;
     }
     Ok(())
 }
@@ -123,8 +162,15 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
                         t.name, parent
                     )));
                 }
-                let pk = wh.table(&parent).map(|p| p.primary_key.clone()).unwrap_or_default();
-                let ref_cols = if fk.ref_columns.is_empty() { pk.clone() } else { fk.ref_columns.clone() };
+                let pk = wh
+                    .table(&parent)
+                    .map(|p| p.primary_key.clone())
+                    .unwrap_or_default();
+                let ref_cols = if fk.ref_columns.is_empty() {
+                    pk.clone()
+                } else {
+                    fk.ref_columns.clone()
+                };
                 if ref_cols != pk {
                     return Err(PlanError::Schema(format!(
                         "{}({}) references {parent}({}), which is not its primary key ({}); reference the primary key",
@@ -136,7 +182,13 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
                 }
                 in_family.insert(t.name.clone());
                 let idx = tables.len();
-                tables.push(family_table(wh, &t.name, Some(pi), fk.columns.clone(), ref_cols)?);
+                tables.push(family_table(
+                    wh,
+                    &t.name,
+                    Some(pi),
+                    fk.columns.clone(),
+                    ref_cols,
+                )?);
                 tables[pi].children.push(idx);
                 queue.push_back(idx);
             }
@@ -144,8 +196,14 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
     }
     // A family table pointing back into the family through a second FK is a second path.
     for ft in &tables {
-        let meta = wh.table(&ft.name).ok_or_else(|| PlanError::Schema(format!("table {} vanished", ft.name)))?;
-        let into_family = meta.foreign_keys.iter().filter(|fk| in_family.contains(&fk.ref_table)).count();
+        let meta = wh
+            .table(&ft.name)
+            .ok_or_else(|| PlanError::Schema(format!("table {} vanished", ft.name)))?;
+        let into_family = meta
+            .foreign_keys
+            .iter()
+            .filter(|fk| in_family.contains(&fk.ref_table))
+            .count();
         let expected = usize::from(ft.parent.is_some());
         if into_family != expected {
             return Err(PlanError::Schema(format!(
@@ -166,8 +224,16 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
     Ok(tables)
 }
 
-fn family_table(wh: &Warehouse, name: &str, parent: Option<usize>, parent_fk: Vec<String>, parent_key: Vec<String>) -> Result<FamilyTable, PlanError> {
-    let meta = wh.table(name).ok_or_else(|| PlanError::Schema(format!("table {name} vanished")))?;
+fn family_table(
+    wh: &Warehouse,
+    name: &str,
+    parent: Option<usize>,
+    parent_fk: Vec<String>,
+    parent_key: Vec<String>,
+) -> Result<FamilyTable, PlanError> {
+    let meta = wh
+        .table(name)
+        .ok_or_else(|| PlanError::Schema(format!("table {name} vanished")))?;
     Ok(FamilyTable {
         name: meta.name.clone(),
         primary_key: meta.primary_key.clone(),
@@ -175,7 +241,14 @@ fn family_table(wh: &Warehouse, name: &str, parent: Option<usize>, parent_fk: Ve
         parent_fk,
         parent_key,
         children: Vec::new(),
-        columns: meta.columns.iter().map(|c| PlannedColumn { name: c.name.clone(), role: ColumnRole::Insensitive }).collect(),
+        columns: meta
+            .columns
+            .iter()
+            .map(|c| PlannedColumn {
+                name: c.name.clone(),
+                role: ColumnRole::Insensitive,
+            })
+            .collect(),
     })
 }
 
@@ -198,10 +271,16 @@ fn discover_dimensions(wh: &Warehouse, family: &[FamilyTable]) -> Vec<String> {
     dims
 }
 
-fn assign_roles(policy: &Policy, wh: &Warehouse, tables: &mut [FamilyTable]) -> Result<(), PlanError> {
-    let mut assigned: Vec<Vec<Option<ColumnRole>>> = tables.iter().map(|t| vec![None; t.columns.len()]).collect();
+fn assign_roles(
+    policy: &Policy,
+    wh: &Warehouse,
+    tables: &mut [FamilyTable],
+) -> Result<(), PlanError> {
+    let mut assigned: Vec<Vec<Option<ColumnRole>>> =
+        tables.iter().map(|t| vec![None; t.columns.len()]).collect();
     let mut defaults: Vec<Option<ColumnRole>> = vec![None; tables.len()];
-    let hierarchy_names: BTreeSet<&str> = policy.hierarchies.iter().map(|h| h.name.as_str()).collect();
+    let hierarchy_names: BTreeSet<&str> =
+        policy.hierarchies.iter().map(|h| h.name.as_str()).collect();
     for label in &policy.labels {
         let meta = table(wh, &label.table, label.pos)?;
         let Some(ti) = tables.iter().position(|t| t.name == meta.name) else {
@@ -216,9 +295,13 @@ fn assign_roles(policy: &Policy, wh: &Warehouse, tables: &mut [FamilyTable]) -> 
                 if !hierarchy_names.contains(hierarchy.as_str()) {
                     return Err(at(label.pos, format!("unknown hierarchy '{hierarchy}'; declare it with CREATE HIERARCHY {hierarchy} AS ...")));
                 }
-                ColumnRole::QuasiIdentifier { hierarchy: hierarchy.clone() }
+                ColumnRole::QuasiIdentifier {
+                    hierarchy: hierarchy.clone(),
+                }
             }
-            Role::Sensitive { buckets } => ColumnRole::Sensitive { buckets: buckets.clone() },
+            Role::Sensitive { buckets } => ColumnRole::Sensitive {
+                buckets: buckets.clone(),
+            },
             Role::Insensitive => ColumnRole::Insensitive,
         };
         let Some(col) = &label.column else {
@@ -226,9 +309,14 @@ fn assign_roles(policy: &Policy, wh: &Warehouse, tables: &mut [FamilyTable]) -> 
             continue;
         };
         let name = column(meta, col, label.pos)?;
-        let ci = tables[ti].columns.iter().position(|c| c.name == name).ok_or_else(|| at(label.pos, format!("unknown column {col}")))?;
+        let ci = tables[ti]
+            .columns
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| at(label.pos, format!("unknown column {col}")))?;
         let ft = &tables[ti];
-        let is_key = ft.primary_key.iter().any(|k| k == name) || ft.parent_fk.iter().any(|k| k == name);
+        let is_key =
+            ft.primary_key.iter().any(|k| k == name) || ft.parent_fk.iter().any(|k| k == name);
         if is_key && role != ColumnRole::Insensitive {
             return Err(at(
                 label.pos,
@@ -261,12 +349,23 @@ fn assign_roles(policy: &Policy, wh: &Warehouse, tables: &mut [FamilyTable]) -> 
     Ok(())
 }
 
-async fn resolve_hierarchies(policy: &Policy, wh: &Warehouse, base: &Path, tables: &[FamilyTable]) -> Result<BTreeMap<String, HierarchyDef>, PlanError> {
-    let used: BTreeSet<&str> = tables.iter().flat_map(|t| t.qi_columns().map(|(_, h)| h)).collect();
+async fn resolve_hierarchies(
+    policy: &Policy,
+    wh: &Warehouse,
+    base: &Path,
+    tables: &[FamilyTable],
+) -> Result<BTreeMap<String, HierarchyDef>, PlanError> {
+    let used: BTreeSet<&str> = tables
+        .iter()
+        .flat_map(|t| t.qi_columns().map(|(_, h)| h))
+        .collect();
     let mut out = BTreeMap::new();
     for h in &policy.hierarchies {
         let def = match &h.source {
-            HierarchySource::Values(rows) => HierarchyDef::Rows { rows: rows.clone(), pos: h.pos },
+            HierarchySource::Values(rows) => HierarchyDef::Rows {
+                rows: rows.clone(),
+                pos: h.pos,
+            },
             HierarchySource::Csv(path) => {
                 let full = base.join(path);
                 let text = std::fs::read_to_string(&full)
@@ -283,11 +382,16 @@ async fn resolve_hierarchies(policy: &Policy, wh: &Warehouse, base: &Path, table
                 if !used.contains(h.name.as_str()) {
                     continue;
                 }
-                let batches = wh.sql(sql).await.map_err(|e| at(h.pos, format!("hierarchy query failed: {e}")))?;
+                let batches = wh
+                    .sql(sql)
+                    .await
+                    .map_err(|e| at(h.pos, format!("hierarchy query failed: {e}")))?;
                 let mut rows = Vec::new();
                 for b in &batches {
                     for r in 0..b.num_rows() {
-                        let row: Vec<String> = (0..b.num_columns()).filter_map(|c| render_value(b.column(c).as_ref(), r)).collect();
+                        let row: Vec<String> = (0..b.num_columns())
+                            .filter_map(|c| render_value(b.column(c).as_ref(), r))
+                            .collect();
                         if !row.is_empty() {
                             rows.push(row);
                         }
@@ -295,8 +399,15 @@ async fn resolve_hierarchies(policy: &Policy, wh: &Warehouse, base: &Path, table
                 }
                 HierarchyDef::Rows { rows, pos: h.pos }
             }
-            HierarchySource::Bands { widths, range } => HierarchyDef::Bands { widths: widths.clone(), range: *range, pos: h.pos },
-            HierarchySource::DateParts(parts) => HierarchyDef::DateParts { parts: parts.clone(), pos: h.pos },
+            HierarchySource::Bands { widths, range } => HierarchyDef::Bands {
+                widths: widths.clone(),
+                range: *range,
+                pos: h.pos,
+            },
+            HierarchySource::DateParts(parts) => HierarchyDef::DateParts {
+                parts: parts.clone(),
+                pos: h.pos,
+            },
         };
         out.insert(h.name.clone(), def);
     }
@@ -306,12 +417,20 @@ async fn resolve_hierarchies(policy: &Policy, wh: &Warehouse, base: &Path, table
 const OPTIONS: &str = "model, k, algorithm, threshold, climit, seed, keys, orphans";
 
 fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params, PlanError> {
-    let an = policy
-        .anonymize
-        .as_ref()
-        .ok_or_else(|| PlanError::Schema(format!("no privacy policy; add ANONYMIZE {} WITH (k = 5)", entity.name)))?;
+    let an = policy.anonymize.as_ref().ok_or_else(|| {
+        PlanError::Schema(format!(
+            "no privacy policy; add ANONYMIZE {} WITH (k = 5)",
+            entity.name
+        ))
+    })?;
     if !an.entity.eq_ignore_ascii_case(&entity.name) {
-        return Err(at(an.pos, format!("ANONYMIZE names '{}' but the entity is '{}'; write ANONYMIZE {} WITH (...)", an.entity, entity.name, entity.name)));
+        return Err(at(
+            an.pos,
+            format!(
+                "ANONYMIZE names '{}' but the entity is '{}'; write ANONYMIZE {} WITH (...)",
+                an.entity, entity.name, entity.name
+            ),
+        ));
     }
     let mut p = Params {
         model: Model::KAnonymity { k: 0 },
@@ -327,17 +446,36 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         Value::Text(s) => s.to_ascii_lowercase(),
         Value::Number(n) => n.to_string(),
     };
-    let settings = policy.settings.iter().map(|s| (s.name.to_ascii_lowercase(), Value::Text(s.value.clone()), s.pos));
-    let options = an.options.iter().map(|(n, o)| (n.clone(), o.value.clone(), o.pos));
+    let settings = policy.settings.iter().map(|s| {
+        (
+            s.name.to_ascii_lowercase(),
+            Value::Text(s.value.clone()),
+            s.pos,
+        )
+    });
+    let options = an
+        .options
+        .iter()
+        .map(|(n, o)| (n.clone(), o.value.clone(), o.pos));
     for (name, value, pos) in settings.chain(options) {
         let number = |min: f64, max: f64| match value {
             Value::Number(n) if n >= min && n <= max => Ok(n),
-            _ => Err(at(pos, format!("{name} must be a number between {min} and {max}, found {value}"))),
+            _ => Err(at(
+                pos,
+                format!("{name} must be a number between {min} and {max}, found {value}"),
+            )),
         };
         match name.as_str() {
             "model" => match text(&value).as_str() {
                 "k-anonymity" => {}
-                other => return Err(at(pos, format!("unknown model '{other}'; this release supports model = 'k-anonymity'"))),
+                other => {
+                    return Err(at(
+                        pos,
+                        format!(
+                            "unknown model '{other}'; this release supports model = 'k-anonymity'"
+                        ),
+                    ))
+                }
             },
             "k" => {
                 let n = number(1.0, 1e9)?;
@@ -350,7 +488,12 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                 p.algorithm = match text(&value).as_str() {
                     "miracle" => Algorithm::Miracle,
                     "miraclex" => Algorithm::Miraclex,
-                    other => return Err(at(pos, format!("unknown algorithm '{other}'; use 'miracle' or 'miraclex'"))),
+                    other => {
+                        return Err(at(
+                            pos,
+                            format!("unknown algorithm '{other}'; use 'miracle' or 'miraclex'"),
+                        ))
+                    }
                 }
             }
             "threshold" | "th" => p.threshold = number(0.0, 1.0)?,
@@ -360,20 +503,43 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                 p.keys = match text(&value).as_str() {
                     "preserve" => KeyPolicy::Preserve,
                     "pseudonymize" => KeyPolicy::Pseudonymize,
-                    other => return Err(at(pos, format!("keys must be 'pseudonymize' or 'preserve', found '{other}'"))),
+                    other => {
+                        return Err(at(
+                            pos,
+                            format!("keys must be 'pseudonymize' or 'preserve', found '{other}'"),
+                        ))
+                    }
                 }
             }
             "orphans" => {
                 p.orphans = match text(&value).as_str() {
                     "drop" => OrphanPolicy::Drop,
                     "refuse" => OrphanPolicy::Refuse,
-                    other => return Err(at(pos, format!("orphans must be 'refuse' or 'drop', found '{other}'"))),
+                    other => {
+                        return Err(at(
+                            pos,
+                            format!("orphans must be 'refuse' or 'drop', found '{other}'"),
+                        ))
+                    }
                 }
             }
-            other => return Err(at(pos, format!("unknown option '{other}'; known options: {OPTIONS}"))),
+            other => {
+                return Err(at(
+                    pos,
+                    format!("unknown option '{other}'; known options: {OPTIONS}"),
+                ))
+            }
         }
     }
-    let k = k.ok_or_else(|| at(an.pos, format!("k-anonymity needs k; write ANONYMIZE {} WITH (k = 5, ...)", entity.name)))?;
+    let k = k.ok_or_else(|| {
+        at(
+            an.pos,
+            format!(
+                "k-anonymity needs k; write ANONYMIZE {} WITH (k = 5, ...)",
+                entity.name
+            ),
+        )
+    })?;
     p.model = Model::KAnonymity { k };
     Ok(p)
 }
@@ -384,7 +550,12 @@ fn check_views(policy: &Policy, tables: &[FamilyTable]) -> Result<(), PlanError>
     use std::ops::ControlFlow;
     let identifiers: BTreeSet<String> = tables
         .iter()
-        .flat_map(|t| t.columns.iter().filter(|c| c.role == ColumnRole::Identifier).map(|c| c.name.to_ascii_lowercase()))
+        .flat_map(|t| {
+            t.columns
+                .iter()
+                .filter(|c| c.role == ColumnRole::Identifier)
+                .map(|c| c.name.to_ascii_lowercase())
+        })
         .collect();
     struct Find<'a>(&'a BTreeSet<String>, Option<String>);
     impl Visitor for Find<'_> {

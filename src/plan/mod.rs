@@ -51,7 +51,9 @@ impl FamilyTable {
     /// Columns that are quasi-identifiers, in source order, with their hierarchy names.
     pub fn qi_columns(&self) -> impl Iterator<Item = (&str, &str)> {
         self.columns.iter().filter_map(|c| match &c.role {
-            ColumnRole::QuasiIdentifier { hierarchy } => Some((c.name.as_str(), hierarchy.as_str())),
+            ColumnRole::QuasiIdentifier { hierarchy } => {
+                Some((c.name.as_str(), hierarchy.as_str()))
+            }
             _ => None,
         })
     }
@@ -83,7 +85,11 @@ pub enum HierarchyDef {
     /// are one node.
     Rows { rows: Vec<Vec<String>>, pos: Pos },
     /// Nested numeric bands anchored at 0; each width divides the next; then `*`.
-    Bands { widths: Vec<f64>, range: Option<(f64, f64)>, pos: Pos },
+    Bands {
+        widths: Vec<f64>,
+        range: Option<(f64, f64)>,
+        pos: Pos,
+    },
     /// Leaf = the date (`YYYY-MM-DD`), then each part in order, then `*`.
     DateParts { parts: Vec<DatePart>, pos: Pos },
 }

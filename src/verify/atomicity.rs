@@ -10,17 +10,26 @@ use crate::plan::Plan;
 
 pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
     for (ti, t) in tables.iter().enumerate() {
-        let Some(ft) = plan.tables.get(ti) else { continue };
+        let Some(ft) = plan.tables.get(ti) else {
+            continue;
+        };
         if !t.rel_pk.is_empty() {
             let cols = ft.primary_key.join(", ");
-            let mut seen: HashMap<Vec<String>, (usize, usize)> = HashMap::with_capacity(t.rel.rows());
+            let mut seen: HashMap<Vec<String>, (usize, usize)> =
+                HashMap::with_capacity(t.rel.rows());
             let mut keys: Vec<Option<Vec<String>>> = Vec::with_capacity(t.rel.rows());
             for r in 0..t.rel.rows() {
                 let k = t.rel.key(&t.rel_pk, r);
                 match &k {
-                    None => out.record(format!("{} row {}: primary key ({cols}) is NULL", t.name, r + 1)),
+                    None => out.record(format!(
+                        "{} row {}: primary key ({cols}) is NULL",
+                        t.name,
+                        r + 1
+                    )),
                     Some(k) => {
-                        seen.entry(k.clone()).and_modify(|e| e.1 += 1).or_insert((r, 1));
+                        seen.entry(k.clone())
+                            .and_modify(|e| e.1 += 1)
+                            .or_insert((r, 1));
                     }
                 }
                 keys.push(k);
@@ -30,7 +39,11 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
                 let Some(k) = k else { continue };
                 if let Some(&(first, n)) = seen.get(k) {
                     if first == r && n > 1 {
-                        out.record(format!("{}: primary key {} appears {n} times", t.name, show_key(Some(k))));
+                        out.record(format!(
+                            "{}: primary key {} appears {n} times",
+                            t.name,
+                            show_key(Some(k))
+                        ));
                     }
                 }
             }
@@ -42,10 +55,16 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
             let what = match issue {
                 FkIssue::Null => format!("parent key ({fk}) is NULL"),
                 FkIssue::Dangling(k) => {
-                    format!("parent key ({fk}) = {} matches no released {parent} row", show_key(Some(k)))
+                    format!(
+                        "parent key ({fk}) = {} matches no released {parent} row",
+                        show_key(Some(k))
+                    )
                 }
                 FkIssue::Ambiguous(k, n) => {
-                    format!("parent key ({fk}) = {} matches {n} released {parent} rows", show_key(Some(k)))
+                    format!(
+                        "parent key ({fk}) = {} matches {n} released {parent} rows",
+                        show_key(Some(k))
+                    )
                 }
             };
             out.record(format!("{}: {what}", t.describe(tables, *r)));

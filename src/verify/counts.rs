@@ -22,16 +22,25 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
     }
     let Some(report) = report else { return };
     let Some(entries) = report.get("tables").and_then(Value::as_array) else {
-        out.record("report.json has no \"tables\" array; pass the report written with this release");
+        out.record(
+            "report.json has no \"tables\" array; pass the report written with this release",
+        );
         return;
     };
     for t in tables {
         let (released, rows_in) = (t.rel.rows() as u64, t.src.rows() as u64);
-        let Some(entry) = entries.iter().find(|e| e.get("name").and_then(Value::as_str) == Some(t.name.as_str())) else {
+        let Some(entry) = entries
+            .iter()
+            .find(|e| e.get("name").and_then(Value::as_str) == Some(t.name.as_str()))
+        else {
             out.record(format!("report.json has no entry for table '{}'", t.name));
             continue;
         };
-        let fields = (count(entry, "rows_in"), count(entry, "released"), count(entry, "suppressed"));
+        let fields = (
+            count(entry, "rows_in"),
+            count(entry, "released"),
+            count(entry, "suppressed"),
+        );
         let (Some(r_in), Some(r_rel), Some(r_sup)) = fields else {
             out.record(format!(
                 "report.json entry for '{}' lacks a non-negative integer rows_in, released or suppressed",
@@ -42,10 +51,16 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
         // A run without orphans may leave the field out.
         let r_orph = count(entry, "orphans_dropped").unwrap_or(0);
         if r_rel != released {
-            out.record(format!("report.json says {} released {r_rel} rows; the release has {released}", t.name));
+            out.record(format!(
+                "report.json says {} released {r_rel} rows; the release has {released}",
+                t.name
+            ));
         }
         if r_in != rows_in {
-            out.record(format!("report.json says {} had {r_in} rows in; the source has {rows_in}", t.name));
+            out.record(format!(
+                "report.json says {} had {r_in} rows in; the source has {rows_in}",
+                t.name
+            ));
         }
         let accounted = r_rel.saturating_add(r_sup).saturating_add(r_orph);
         if accounted != r_in {

@@ -17,7 +17,12 @@ pub(super) struct Side {
 
 impl Side {
     fn new(batch: RecordBatch) -> Side {
-        let names = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let names = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
         Side { batch, names }
     }
 
@@ -32,7 +37,11 @@ impl Side {
             return Some(i);
         }
         let lower = name.to_lowercase();
-        let mut hits = self.names.iter().enumerate().filter(|(_, n)| n.to_lowercase() == lower);
+        let mut hits = self
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.to_lowercase() == lower);
         match (hits.next(), hits.next()) {
             (Some((i, _)), None) => Some(i),
             _ => None,
@@ -100,7 +109,11 @@ impl TableData {
     /// How a released row is named in violations: by its key, or by position and parent.
     pub(super) fn describe(&self, tables: &[TableData], row: usize) -> String {
         if !self.rel_pk.is_empty() {
-            return format!("{} key {}", self.name, show_key(self.rel.key(&self.rel_pk, row).as_deref()));
+            return format!(
+                "{} key {}",
+                self.name,
+                show_key(self.rel.key(&self.rel_pk, row).as_deref())
+            );
         }
         let mut text = format!("{} row {}", self.name, row + 1);
         if let (Some(p), Some(pr)) = (self.parent, self.rel_parent.get(row).copied().flatten()) {
@@ -128,16 +141,28 @@ pub(super) fn show_cell(v: Option<&str>) -> String {
 
 async fn read(wh: &Warehouse, side: &'static str, table: &str) -> Result<Side, VerifyError> {
     let Some(meta) = wh.table(table) else {
-        return Err(VerifyError::MissingTable { side, table: table.to_string() });
+        return Err(VerifyError::MissingTable {
+            side,
+            table: table.to_string(),
+        });
     };
     let batch = wh
         .read_table(&meta.name, None, &[])
         .await
-        .map_err(|source| VerifyError::Read { side, table: table.to_string(), source })?;
+        .map_err(|source| VerifyError::Read {
+            side,
+            table: table.to_string(),
+            source,
+        })?;
     Ok(Side::new(batch))
 }
 
-fn key_cols(side: &Side, which: &'static str, table: &str, cols: &[String]) -> Result<Vec<usize>, VerifyError> {
+fn key_cols(
+    side: &Side,
+    which: &'static str,
+    table: &str,
+    cols: &[String],
+) -> Result<Vec<usize>, VerifyError> {
     cols.iter()
         .map(|c| {
             side.col(c).ok_or_else(|| VerifyError::MissingKeyColumn {
@@ -150,7 +175,11 @@ fn key_cols(side: &Side, which: &'static str, table: &str, cols: &[String]) -> R
 }
 
 /// Reads every family table from both warehouses and links children to parents.
-pub(super) async fn load(plan: &Plan, source: &Warehouse, release: &Warehouse) -> Result<Vec<TableData>, VerifyError> {
+pub(super) async fn load(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+) -> Result<Vec<TableData>, VerifyError> {
     let mut tables = Vec::with_capacity(plan.tables.len());
     for (ti, t) in plan.tables.iter().enumerate() {
         if let Some(p) = t.parent {
@@ -171,7 +200,9 @@ pub(super) async fn load(plan: &Plan, source: &Warehouse, release: &Warehouse) -
             let rule = match &c.role {
                 ColumnRole::Key | ColumnRole::Identifier => continue,
                 ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
-                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => Rule::Exact { numeric: false },
+                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
+                    Rule::Exact { numeric: false }
+                }
             };
             let Some(s) = src.col(&c.name) else {
                 return Err(VerifyError::Plan(format!(
@@ -182,10 +213,17 @@ pub(super) async fn load(plan: &Plan, source: &Warehouse, release: &Warehouse) -
             // A content column missing from the release is the schema check's to report.
             let Some(r) = rel.col(&c.name) else { continue };
             let rule = match rule {
-                Rule::Exact { .. } => Rule::Exact { numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric() },
+                Rule::Exact { .. } => Rule::Exact {
+                    numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric(),
+                },
                 qi => qi,
             };
-            content.push(Content { name: c.name.clone(), src: s, rel: r, rule });
+            content.push(Content {
+                name: c.name.clone(),
+                src: s,
+                rel: r,
+                rule,
+            });
         }
         let (n_src, n_rel) = (src.rows(), rel.rows());
         tables.push(TableData {
@@ -223,7 +261,12 @@ pub(super) async fn load(plan: &Plan, source: &Warehouse, release: &Warehouse) -
 
 /// Resolves each child row's FK against the parent's referenced columns. An ambiguous FK is
 /// linked to the first match so the tree can still be built; it is reported all the same.
-fn link(child: &Side, fk: &[usize], parent: &Side, key: &[usize]) -> (Vec<Option<usize>>, Vec<(usize, FkIssue)>) {
+fn link(
+    child: &Side,
+    fk: &[usize],
+    parent: &Side,
+    key: &[usize],
+) -> (Vec<Option<usize>>, Vec<(usize, FkIssue)>) {
     let mut index: HashMap<Vec<String>, (usize, usize)> = HashMap::with_capacity(parent.rows());
     for row in 0..parent.rows() {
         if let Some(k) = parent.key(key, row) {

@@ -111,10 +111,17 @@ fn bands_admit(widths: &[f64], label: &str, value: &str) -> bool {
         return false;
     };
     let width = if inclusive { b - a + 1.0 } else { b - a };
-    let inside = if inclusive { a <= v && v <= b } else { a <= v && v < b };
+    let inside = if inclusive {
+        a <= v && v <= b
+    } else {
+        a <= v && v < b
+    };
     // The band must be a node of the hierarchy (a declared width, anchored at 0), not
     // merely an interval that happens to contain the value.
-    inside && widths.iter().any(|&w| w > 0.0 && close(w, width) && is_multiple(a, w))
+    inside
+        && widths
+            .iter()
+            .any(|&w| w > 0.0 && close(w, width) && is_multiple(a, w))
 }
 
 /// (year, month) of a value rendered `YYYY-MM-DD...` (a date, or a timestamp starting so).
@@ -150,12 +157,18 @@ fn dates_admit(parts: &[DatePart], label: &str, value: &str) -> bool {
         4 => (DatePart::Year, year_of(label) == Some(year)),
         5 if lb[4] == b's' => {
             let decade = label.get(0..4).and_then(year_of);
-            (DatePart::Decade, decade.is_some_and(|d| d % 10 == 0 && d == year - year.rem_euclid(10)))
+            (
+                DatePart::Decade,
+                decade.is_some_and(|d| d % 10 == 0 && d == year - year.rem_euclid(10)),
+            )
         }
         7 if lb[4] == b'-' && lb[5] == b'Q' => {
             let y = label.get(0..4).and_then(year_of);
             let q = label.get(6..7).and_then(digits);
-            (DatePart::Quarter, y == Some(year) && q == Some((month - 1) / 3 + 1))
+            (
+                DatePart::Quarter,
+                y == Some(year) && q == Some((month - 1) / 3 + 1),
+            )
         }
         7 if lb[4] == b'-' => {
             let y = label.get(0..4).and_then(year_of);
@@ -173,43 +186,71 @@ mod tests {
     use crate::policy::Pos;
 
     fn rows(rows: &[&[&str]]) -> Hier {
-        let rows = rows.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect();
-        Hier::compile(&HierarchyDef::Rows { rows, pos: Pos::default() })
+        let rows = rows
+            .iter()
+            .map(|r| r.iter().map(|s| s.to_string()).collect())
+            .collect();
+        Hier::compile(&HierarchyDef::Rows {
+            rows,
+            pos: Pos::default(),
+        })
     }
 
     #[test]
     fn rows_walk_up_and_collapse_repeats() {
-        let h = rows(&[&["Math", "Science", "*"], &["Rome", "History", "History", "Humanities"]]);
+        let h = rows(&[
+            &["Math", "Science", "*"],
+            &["Rome", "History", "History", "Humanities"],
+        ]);
         assert!(h.admits("Math", "Math"));
         assert!(h.admits("Science", "Math"));
         assert!(h.admits("*", "Math"));
         assert!(h.admits("Humanities", "Rome"));
         assert!(!h.admits("Humanities", "Math"));
-        assert!(!h.admits("Math", "Science"), "a descendant is not an ancestor");
+        assert!(
+            !h.admits("Math", "Science"),
+            "a descendant is not an ancestor"
+        );
         assert!(h.admits("*", "unknown value"));
         assert!(!h.admits("Science", "unknown value"));
     }
 
     #[test]
     fn bands_need_a_declared_width_anchored_at_zero() {
-        let h = Hier::compile(&HierarchyDef::Bands { widths: vec![5.0, 10.0], range: None, pos: Pos::default() });
+        let h = Hier::compile(&HierarchyDef::Bands {
+            widths: vec![5.0, 10.0],
+            range: None,
+            pos: Pos::default(),
+        });
         assert!(h.admits("[20,29]", "25"));
         assert!(h.admits("[25,29]", "29"));
         assert!(h.admits("[20,30)", "29.5"));
         assert!(!h.admits("[20,30)", "30"));
         assert!(!h.admits("[20,29]", "30"));
-        assert!(!h.admits("[21,30]", "25"), "not anchored at a multiple of the width");
+        assert!(
+            !h.admits("[21,30]", "25"),
+            "not anchored at a multiple of the width"
+        );
         assert!(!h.admits("[0,19]", "5"), "width 20 not declared");
         assert!(!h.admits("[-10,-1]", "x"));
         assert!(h.admits("[-10,-1]", "-3"));
-        let small = Hier::compile(&HierarchyDef::Bands { widths: vec![0.1], range: None, pos: Pos::default() });
+        let small = Hier::compile(&HierarchyDef::Bands {
+            widths: vec![0.1],
+            range: None,
+            pos: Pos::default(),
+        });
         assert!(small.admits("[0.3,0.4)", "0.35"));
     }
 
     #[test]
     fn date_parts_contain_the_date() {
         let h = Hier::compile(&HierarchyDef::DateParts {
-            parts: vec![DatePart::Month, DatePart::Quarter, DatePart::Year, DatePart::Decade],
+            parts: vec![
+                DatePart::Month,
+                DatePart::Quarter,
+                DatePart::Year,
+                DatePart::Decade,
+            ],
             pos: Pos::default(),
         });
         assert!(h.admits("2021-03", "2021-03-05"));
@@ -221,7 +262,13 @@ mod tests {
         assert!(!h.admits("2021-Q2", "2021-03-05"));
         assert!(!h.admits("2010s", "2021-03-05"));
         assert!(!h.admits("2021", "not a date"));
-        let months_only = Hier::compile(&HierarchyDef::DateParts { parts: vec![DatePart::Month], pos: Pos::default() });
-        assert!(!months_only.admits("2021", "2021-03-05"), "year is not a level of this hierarchy");
+        let months_only = Hier::compile(&HierarchyDef::DateParts {
+            parts: vec![DatePart::Month],
+            pos: Pos::default(),
+        });
+        assert!(
+            !months_only.admits("2021", "2021-03-05"),
+            "year is not a level of this hierarchy"
+        );
     }
 }

@@ -27,14 +27,22 @@ type Form = (usize, Vec<Option<String>>, Vec<usize>);
 pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Classes {
     let k = plan.params.model.min_group();
     let mut interned: HashMap<Form, usize> = HashMap::new();
-    let mut kids: Vec<Vec<Vec<usize>>> = tables.iter().map(|t| vec![Vec::new(); t.rel.rows()]).collect();
+    let mut kids: Vec<Vec<Vec<usize>>> = tables
+        .iter()
+        .map(|t| vec![Vec::new(); t.rel.rows()])
+        .collect();
     let mut root_forms: Vec<usize> = Vec::new();
 
     // Children come after parents in plan order, so walking backwards finishes every child
     // table before its parent needs the children's ids.
     for ti in (0..tables.len()).rev() {
         let t = &tables[ti];
-        let qi: Vec<usize> = t.content.iter().filter(|c| matches!(c.rule, Rule::Qi(_))).map(|c| c.rel).collect();
+        let qi: Vec<usize> = t
+            .content
+            .iter()
+            .filter(|c| matches!(c.rule, Rule::Qi(_)))
+            .map(|c| c.rel)
+            .collect();
         let mine = std::mem::take(&mut kids[ti]);
         let mut forms = Vec::with_capacity(t.rel.rows());
         for (r, mut children) in mine.into_iter().enumerate() {
@@ -74,13 +82,27 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
     let smallest = groups.values().map(Vec::len).min();
     if let Some(entity) = tables.first() {
         for f in &order {
-            let Some(members) = groups.get(f) else { continue };
+            let Some(members) = groups.get(f) else {
+                continue;
+            };
             if members.len() >= k {
                 continue;
             }
-            let named: Vec<String> = members.iter().take(NAMED).map(|&r| entity.describe(tables, r)).collect();
-            let more = if members.len() > NAMED { format!(" and {} more", members.len() - NAMED) } else { String::new() };
-            let noun = if members.len() == 1 { "entity" } else { "entities" };
+            let named: Vec<String> = members
+                .iter()
+                .take(NAMED)
+                .map(|&r| entity.describe(tables, r))
+                .collect();
+            let more = if members.len() > NAMED {
+                format!(" and {} more", members.len() - NAMED)
+            } else {
+                String::new()
+            };
+            let noun = if members.len() == 1 {
+                "entity"
+            } else {
+                "entities"
+            };
             out.record(format!(
                 "equivalence class of {} {noun}, fewer than k = {k}: {}{more}",
                 members.len(),
@@ -88,5 +110,9 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
             ));
         }
     }
-    Classes { entities: root_forms.len(), classes: groups.len(), smallest }
+    Classes {
+        entities: root_forms.len(),
+        classes: groups.len(),
+        smallest,
+    }
 }

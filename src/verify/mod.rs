@@ -63,7 +63,11 @@ const SHOWN_VIOLATIONS: usize = 5;
 
 impl Check {
     fn new(name: &'static str) -> Check {
-        Check { name, violations: Vec::new(), violation_count: 0 }
+        Check {
+            name,
+            violations: Vec::new(),
+            violation_count: 0,
+        }
     }
 
     fn record(&mut self, violation: impl Into<String>) {
@@ -97,7 +101,11 @@ impl Verdict {
                 s.push_str(&format!("PASS {}\n", c.name));
                 continue;
             }
-            let noun = if c.violation_count == 1 { "violation" } else { "violations" };
+            let noun = if c.violation_count == 1 {
+                "violation"
+            } else {
+                "violations"
+            };
             s.push_str(&format!("FAIL {}: {} {noun}\n", c.name, c.violation_count));
             for v in c.violations.iter().take(SHOWN_VIOLATIONS) {
                 s.push_str(&format!("  - {v}\n"));
@@ -107,7 +115,9 @@ impl Verdict {
                 s.push_str(&format!("  ... and {} more\n", c.violation_count - shown));
             }
         }
-        let smallest = self.smallest_ec.map_or_else(|| "-".to_string(), |n| n.to_string());
+        let smallest = self
+            .smallest_ec
+            .map_or_else(|| "-".to_string(), |n| n.to_string());
         s.push_str(&format!(
             "entities released: {}, equivalence classes: {}, smallest EC: {smallest}\n",
             self.entities_released, self.equivalence_classes
@@ -122,15 +132,31 @@ pub enum VerifyError {
     #[error("the {side} has no table '{table}', which the plan lists: point verify at the {side} that belongs to these declarations")]
     MissingTable { side: &'static str, table: String },
     #[error("table '{table}' in the {side} has no key column '{column}', so its rows cannot be linked: point verify at a complete {side} (re-run anonymize if it is the release)")]
-    MissingKeyColumn { side: &'static str, table: String, column: String },
+    MissingKeyColumn {
+        side: &'static str,
+        table: String,
+        column: String,
+    },
     #[error("cannot read table '{table}' from the {side}: {source}")]
-    Read { side: &'static str, table: String, source: WarehouseError },
+    Read {
+        side: &'static str,
+        table: String,
+        source: WarehouseError,
+    },
     #[error("the key map has no entry for table '{table}', whose released rows carry pseudonymous keys: pass the key map written by the anonymize run that made this release")]
     KeyMapMissingTable { table: String },
     #[error("the key map gives table '{table}' key columns ({found}) but its primary key is ({expected}): pass the key map written by the anonymize run that made this release")]
-    KeyMapColumns { table: String, found: String, expected: String },
+    KeyMapColumns {
+        table: String,
+        found: String,
+        expected: String,
+    },
     #[error("the key map has a pair for table '{table}' with {found} value(s) for a {expected}-column key: pass an intact key map written by anonymize")]
-    KeyMapArity { table: String, expected: usize, found: usize },
+    KeyMapArity {
+        table: String,
+        expected: usize,
+        found: usize,
+    },
     #[error("the plan is inconsistent: {0}; re-plan from the declarations")]
     Plan(String),
 }
@@ -146,7 +172,11 @@ fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> 
             }
         }
     }
-    Ok(plan.hierarchies.iter().map(|(name, def)| (name.clone(), hier::Hier::compile(def))).collect())
+    Ok(plan
+        .hierarchies
+        .iter()
+        .map(|(name, def)| (name.clone(), hier::Hier::compile(def)))
+        .collect())
 }
 
 /// Re-checks `release` against `source` under `plan`: schema, key atomicity, truthfulness,

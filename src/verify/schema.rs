@@ -11,13 +11,24 @@ use super::{Check, VerifyError};
 use crate::plan::{ColumnRole, Plan};
 use crate::warehouse::{render_value, Warehouse};
 
-pub(super) async fn check(plan: &Plan, source: &Warehouse, release: &Warehouse, out: &mut Check) -> Result<(), VerifyError> {
+pub(super) async fn check(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    out: &mut Check,
+) -> Result<(), VerifyError> {
     for t in &plan.tables {
         let Some(meta) = release.table(&t.name) else {
-            return Err(VerifyError::MissingTable { side: "release", table: t.name.clone() });
+            return Err(VerifyError::MissingTable {
+                side: "release",
+                table: t.name.clone(),
+            });
         };
         if meta.name != t.name {
-            out.record(format!("table '{}' is released as '{}': keep the source name", t.name, meta.name));
+            out.record(format!(
+                "table '{}' is released as '{}': keep the source name",
+                t.name, meta.name
+            ));
         }
         // Released column -> index of the plan column it is (exact name, else case-folded).
         let mut seen_plan: Vec<usize> = Vec::new();
@@ -26,9 +37,16 @@ pub(super) async fn check(plan: &Plan, source: &Warehouse, release: &Warehouse, 
                 .columns
                 .iter()
                 .position(|c| c.name == col.name)
-                .or_else(|| t.columns.iter().position(|c| c.name.eq_ignore_ascii_case(&col.name)));
+                .or_else(|| {
+                    t.columns
+                        .iter()
+                        .position(|c| c.name.eq_ignore_ascii_case(&col.name))
+                });
             let Some(pi) = hit else {
-                out.record(format!("{}.{} is released but is not a column of the source table", t.name, col.name));
+                out.record(format!(
+                    "{}.{} is released but is not a column of the source table",
+                    t.name, col.name
+                ));
                 continue;
             };
             let planned = &t.columns[pi];
@@ -40,10 +58,16 @@ pub(super) async fn check(plan: &Plan, source: &Warehouse, release: &Warehouse, 
                 continue;
             }
             if planned.name != col.name {
-                out.record(format!("{}.{} should be named {} as in the source", t.name, col.name, planned.name));
+                out.record(format!(
+                    "{}.{} should be named {} as in the source",
+                    t.name, col.name, planned.name
+                ));
             }
             if matches!(planned.role, ColumnRole::QuasiIdentifier { .. })
-                && !matches!(col.data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null)
+                && !matches!(
+                    col.data_type,
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+                )
             {
                 out.record(format!(
                     "{}.{} is a QI column but is released as {}; QI columns hold text labels",
@@ -99,12 +123,22 @@ pub(super) async fn check(plan: &Plan, source: &Warehouse, release: &Warehouse, 
 }
 
 /// A dimension table must be an exact copy: same columns, same multiset of rows.
-async fn dimension(name: &str, source: &Warehouse, release: &Warehouse, out: &mut Check) -> Result<(), VerifyError> {
+async fn dimension(
+    name: &str,
+    source: &Warehouse,
+    release: &Warehouse,
+    out: &mut Check,
+) -> Result<(), VerifyError> {
     let Some(src_meta) = source.table(name) else {
-        return Err(VerifyError::MissingTable { side: "source", table: name.to_string() });
+        return Err(VerifyError::MissingTable {
+            side: "source",
+            table: name.to_string(),
+        });
     };
     let Some(rel_meta) = release.table(name) else {
-        out.record(format!("dimension table '{name}' is missing from the release; it is copied unchanged"));
+        out.record(format!(
+            "dimension table '{name}' is missing from the release; it is copied unchanged"
+        ));
         return Ok(());
     };
     let src_cols: Vec<&str> = src_meta.columns.iter().map(|c| c.name.as_str()).collect();
@@ -122,7 +156,10 @@ async fn dimension(name: &str, source: &Warehouse, release: &Warehouse, out: &mu
     // Signed multiset difference: +1 per source row, -1 per released row.
     let mut diff: HashMap<Vec<Option<String>>, i64> = HashMap::with_capacity(src.num_rows());
     let row_of = |b: &RecordBatch, r: usize| -> Vec<Option<String>> {
-        b.columns().iter().map(|a| render_value(a.as_ref(), r)).collect()
+        b.columns()
+            .iter()
+            .map(|a| render_value(a.as_ref(), r))
+            .collect()
     };
     for r in 0..src.num_rows() {
         *diff.entry(row_of(&src, r)).or_default() += 1;
@@ -140,8 +177,16 @@ async fn dimension(name: &str, source: &Warehouse, release: &Warehouse, out: &mu
     Ok(())
 }
 
-async fn read_all(wh: &Warehouse, side: &'static str, table: &str) -> Result<RecordBatch, VerifyError> {
+async fn read_all(
+    wh: &Warehouse,
+    side: &'static str,
+    table: &str,
+) -> Result<RecordBatch, VerifyError> {
     wh.read_table(table, None, &[])
         .await
-        .map_err(|source| VerifyError::Read { side, table: table.to_string(), source })
+        .map_err(|source| VerifyError::Read {
+            side,
+            table: table.to_string(),
+            source,
+        })
 }

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 use super::*;
 use crate::keymap::{KeyPair, KeyValue, TableKeys};
 use crate::plan::{
-    Algorithm, ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Model, OrphanPolicy, Params, PlannedColumn,
+    Algorithm, ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Model, OrphanPolicy, Params,
+    PlannedColumn,
 };
 use crate::policy::{DatePart, Pos};
 
@@ -38,17 +39,30 @@ struct Table {
 }
 
 impl Table {
-    fn new(name: &'static str, columns: &[(&'static str, &'static str)], rows: Vec<Vec<Sql>>) -> Table {
-        Table { name, columns: columns.to_vec(), rows }
+    fn new(
+        name: &'static str,
+        columns: &[(&'static str, &'static str)],
+        rows: Vec<Vec<Sql>>,
+    ) -> Table {
+        Table {
+            name,
+            columns: columns.to_vec(),
+            rows,
+        }
     }
 
     fn col(&self, name: &str) -> usize {
-        self.columns.iter().position(|c| c.0 == name).expect("test names an existing column")
+        self.columns
+            .iter()
+            .position(|c| c.0 == name)
+            .expect("test names an existing column")
     }
 }
 
 fn table<'a>(db: &'a mut [Table], name: &str) -> &'a mut Table {
-    db.iter_mut().find(|t| t.name == name).expect("test names an existing table")
+    db.iter_mut()
+        .find(|t| t.name == name)
+        .expect("test names an existing table")
 }
 
 /// Sets `column` of the rows whose first column is `first`.
@@ -67,7 +81,13 @@ fn source_db() -> Vec<Table> {
     vec![
         Table::new(
             "students",
-            &[("sid", "INTEGER"), ("name", "TEXT"), ("yob", "INTEGER"), ("gpa", "REAL"), ("enrolled", "TEXT")],
+            &[
+                ("sid", "INTEGER"),
+                ("name", "TEXT"),
+                ("yob", "INTEGER"),
+                ("gpa", "REAL"),
+                ("enrolled", "TEXT"),
+            ],
             vec![
                 vec![i(1), t("Ann"), i(1990), f(3.5), t("2021-03-05")],
                 vec![i(2), t("Bob"), i(1993), f(3.9), t("2021-03-20")],
@@ -77,7 +97,12 @@ fn source_db() -> Vec<Table> {
         ),
         Table::new(
             "courses",
-            &[("cid", "INTEGER"), ("sid", "INTEGER"), ("course", "TEXT"), ("grade", "INTEGER")],
+            &[
+                ("cid", "INTEGER"),
+                ("sid", "INTEGER"),
+                ("course", "TEXT"),
+                ("grade", "INTEGER"),
+            ],
             vec![
                 vec![i(10), i(1), t("Math"), i(90)],
                 vec![i(11), i(1), t("History"), i(70)],
@@ -108,7 +133,11 @@ fn catalog() -> Table {
     Table::new(
         "catalog",
         &[("course", "TEXT"), ("dept", "TEXT")],
-        vec![vec![t("Math"), t("Sci")], vec![t("CS"), t("Sci")], vec![t("History"), t("Hum")]],
+        vec![
+            vec![t("Math"), t("Sci")],
+            vec![t("CS"), t("Sci")],
+            vec![t("History"), t("Hum")],
+        ],
     )
 }
 
@@ -119,7 +148,12 @@ fn release_db() -> Vec<Table> {
     vec![
         Table::new(
             "students",
-            &[("sid", "INTEGER"), ("yob", "TEXT"), ("gpa", "REAL"), ("enrolled", "TEXT")],
+            &[
+                ("sid", "INTEGER"),
+                ("yob", "TEXT"),
+                ("gpa", "REAL"),
+                ("enrolled", "TEXT"),
+            ],
             vec![
                 vec![i(1), t("[1990,1999]"), f(3.5), t("2021-03")],
                 vec![i(2), t("[1990,1999]"), f(3.9), t("2021-03")],
@@ -129,7 +163,12 @@ fn release_db() -> Vec<Table> {
         ),
         Table::new(
             "courses",
-            &[("cid", "INTEGER"), ("sid", "INTEGER"), ("course", "TEXT"), ("grade", "INTEGER")],
+            &[
+                ("cid", "INTEGER"),
+                ("sid", "INTEGER"),
+                ("course", "TEXT"),
+                ("grade", "INTEGER"),
+            ],
             vec![
                 vec![i(10), i(1), t("Science"), i(90)],
                 vec![i(11), i(1), t("History"), i(70)],
@@ -168,15 +207,22 @@ fn report() -> Value {
 }
 
 fn col(name: &str, role: ColumnRole) -> PlannedColumn {
-    PlannedColumn { name: name.to_string(), role }
+    PlannedColumn {
+        name: name.to_string(),
+        role,
+    }
 }
 
 fn qi(h: &str) -> ColumnRole {
-    ColumnRole::QuasiIdentifier { hierarchy: h.to_string() }
+    ColumnRole::QuasiIdentifier {
+        hierarchy: h.to_string(),
+    }
 }
 
 fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
-    rows.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect()
+    rows.iter()
+        .map(|r| r.iter().map(|s| s.to_string()).collect())
+        .collect()
 }
 
 fn plan(k: usize) -> Plan {
@@ -184,16 +230,27 @@ fn plan(k: usize) -> Plan {
     let mut hierarchies = BTreeMap::new();
     hierarchies.insert(
         "age_h".to_string(),
-        HierarchyDef::Bands { widths: vec![5.0, 10.0, 20.0], range: None, pos: Pos::default() },
+        HierarchyDef::Bands {
+            widths: vec![5.0, 10.0, 20.0],
+            range: None,
+            pos: Pos::default(),
+        },
     );
     hierarchies.insert(
         "date_h".to_string(),
-        HierarchyDef::DateParts { parts: vec![DatePart::Month, DatePart::Year], pos: Pos::default() },
+        HierarchyDef::DateParts {
+            parts: vec![DatePart::Month, DatePart::Year],
+            pos: Pos::default(),
+        },
     );
     hierarchies.insert(
         "course_h".to_string(),
         HierarchyDef::Rows {
-            rows: strings(&[&["Math", "Science"], &["CS", "Science"], &["History", "Humanities"]]),
+            rows: strings(&[
+                &["Math", "Science"],
+                &["CS", "Science"],
+                &["History", "Humanities"],
+            ]),
             pos: Pos::default(),
         },
     );
@@ -276,12 +333,23 @@ fn plan(k: usize) -> Plan {
 fn write_sqlite(path: &Path, db: &[Table]) {
     let conn = rusqlite::Connection::open(path).expect("create test SQLite file");
     for t in db {
-        let cols: Vec<String> = t.columns.iter().map(|(n, ty)| format!("\"{n}\" {ty}")).collect();
-        conn.execute(&format!("CREATE TABLE \"{}\" ({})", t.name, cols.join(", ")), []).expect("create table");
+        let cols: Vec<String> = t
+            .columns
+            .iter()
+            .map(|(n, ty)| format!("\"{n}\" {ty}"))
+            .collect();
+        conn.execute(
+            &format!("CREATE TABLE \"{}\" ({})", t.name, cols.join(", ")),
+            [],
+        )
+        .expect("create table");
         let marks = vec!["?"; t.columns.len()].join(", ");
-        let mut stmt = conn.prepare(&format!("INSERT INTO \"{}\" VALUES ({marks})", t.name)).expect("prepare insert");
+        let mut stmt = conn
+            .prepare(&format!("INSERT INTO \"{}\" VALUES ({marks})", t.name))
+            .expect("prepare insert");
         for row in &t.rows {
-            stmt.execute(rusqlite::params_from_iter(row.iter())).expect("insert row");
+            stmt.execute(rusqlite::params_from_iter(row.iter()))
+                .expect("insert row");
         }
     }
 }
@@ -296,25 +364,50 @@ fn write_parquet(dir: &Path, db: &[Table]) {
             let (dt, array): (DataType, ArrayRef) = match *ty {
                 "INTEGER" => (
                     DataType::Int64,
-                    Arc::new(cells.map(|v| if let Sql::Integer(x) = v { Some(*x) } else { None }).collect::<Int64Array>()),
+                    Arc::new(
+                        cells
+                            .map(|v| {
+                                if let Sql::Integer(x) = v {
+                                    Some(*x)
+                                } else {
+                                    None
+                                }
+                            })
+                            .collect::<Int64Array>(),
+                    ),
                 ),
                 "REAL" => (
                     DataType::Float64,
-                    Arc::new(cells.map(|v| if let Sql::Real(x) = v { Some(*x) } else { None }).collect::<Float64Array>()),
+                    Arc::new(
+                        cells
+                            .map(|v| if let Sql::Real(x) = v { Some(*x) } else { None })
+                            .collect::<Float64Array>(),
+                    ),
                 ),
                 _ => (
                     DataType::Utf8,
                     Arc::new(
-                        cells.map(|v| if let Sql::Text(x) = v { Some(x.clone()) } else { None }).collect::<StringArray>(),
+                        cells
+                            .map(|v| {
+                                if let Sql::Text(x) = v {
+                                    Some(x.clone())
+                                } else {
+                                    None
+                                }
+                            })
+                            .collect::<StringArray>(),
                     ),
                 ),
             };
             fields.push(Field::new(*name, dt, true));
             arrays.push(array);
         }
-        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("build batch");
-        let file = std::fs::File::create(dir.join(format!("{}.parquet", t.name))).expect("create Parquet file");
-        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("Parquet writer");
+        let batch =
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("build batch");
+        let file = std::fs::File::create(dir.join(format!("{}.parquet", t.name)))
+            .expect("create Parquet file");
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None)
+            .expect("Parquet writer");
         writer.write(&batch).expect("write Parquet");
         writer.close().expect("close Parquet");
     }
@@ -328,7 +421,10 @@ async fn run_with(
     report: Option<&Value>,
 ) -> Result<Verdict, VerifyError> {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (sp, rp) = (dir.path().join("source.sqlite"), dir.path().join("release.sqlite"));
+    let (sp, rp) = (
+        dir.path().join("source.sqlite"),
+        dir.path().join("release.sqlite"),
+    );
     write_sqlite(&sp, src);
     write_sqlite(&rp, rel);
     let source = Warehouse::open(&sp).await.expect("open source");
@@ -337,18 +433,27 @@ async fn run_with(
 }
 
 async fn run(src: &[Table], rel: &[Table], report: Option<&Value>) -> Verdict {
-    run_with(&plan(2), src, rel, Keys::Preserved, report).await.expect("verify runs")
+    run_with(&plan(2), src, rel, Keys::Preserved, report)
+        .await
+        .expect("verify runs")
 }
 
 fn failing(v: &Verdict) -> Vec<&'static str> {
-    v.checks.iter().filter(|c| !c.passed()).map(|c| c.name).collect()
+    v.checks
+        .iter()
+        .filter(|c| !c.passed())
+        .map(|c| c.name)
+        .collect()
 }
 
 /// Asserts that check `name` failed with a violation mentioning every one of `parts`.
 fn assert_caught(v: &Verdict, name: &str, parts: &[&str]) {
     let check = v.check(name).expect("check ran");
     assert!(
-        check.violations.iter().any(|m| parts.iter().all(|p| m.contains(p))),
+        check
+            .violations
+            .iter()
+            .any(|m| parts.iter().all(|p| m.contains(p))),
         "expected a '{name}' violation mentioning {parts:?}; got:\n{}",
         v.summary()
     );
@@ -356,7 +461,11 @@ fn assert_caught(v: &Verdict, name: &str, parts: &[&str]) {
 
 fn assert_passes(v: &Verdict, name: &str) {
     let check = v.check(name).expect("check ran");
-    assert!(check.passed(), "expected '{name}' to pass; got:\n{}", v.summary());
+    assert!(
+        check.passed(),
+        "expected '{name}' to pass; got:\n{}",
+        v.summary()
+    );
 }
 
 #[tokio::test]
@@ -364,8 +473,13 @@ async fn correct_release_passes() {
     let v = run(&source_db(), &release_db(), Some(&report())).await;
     assert!(v.passed(), "{}", v.summary());
     assert_eq!(v.checks.len(), 5);
-    assert_eq!((v.entities_released, v.equivalence_classes, v.smallest_ec), (4, 2, Some(2)));
-    assert!(v.summary().starts_with("PASS schema\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS counts\n"));
+    assert_eq!(
+        (v.entities_released, v.equivalence_classes, v.smallest_ec),
+        (4, 2, Some(2))
+    );
+    assert!(v.summary().starts_with(
+        "PASS schema\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS counts\n"
+    ));
 }
 
 #[tokio::test]
@@ -401,19 +515,31 @@ async fn label_that_is_not_an_ancestor_is_caught() {
     set(&mut rel, "students", i(2), "yob", t("[2000,2009]"));
     let v = run(&source_db(), &rel, None).await;
     assert_eq!(failing(&v), vec!["truthfulness"], "{}", v.summary());
-    assert_caught(&v, "truthfulness", &["students key 1", "yob = '[2000,2009]'", "'1990'", "age_h"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["students key 1", "yob = '[2000,2009]'", "'1990'", "age_h"],
+    );
 
     let mut rel = release_db();
     set(&mut rel, "courses", i(30), "course", t("Humanities"));
     set(&mut rel, "courses", i(40), "course", t("Humanities"));
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "truthfulness", &["courses key 30", "course = 'Humanities'", "'Math'"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["courses key 30", "course = 'Humanities'", "'Math'"],
+    );
 
     // A key-less book whose label fits no source book of its course.
     let mut rel = release_db();
     set(&mut rel, "books", i(30), "title", t("CS books"));
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "truthfulness", &["books row 5", "child of courses key 30"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["books row 5", "child of courses key 30"],
+    );
 }
 
 #[tokio::test]
@@ -422,7 +548,11 @@ async fn changed_sensitive_value_is_caught() {
     set(&mut rel, "courses", i(10), "grade", i(91));
     let v = run(&source_db(), &rel, None).await;
     assert_eq!(failing(&v), vec!["truthfulness"], "{}", v.summary());
-    assert_caught(&v, "truthfulness", &["courses key 10", "grade = '91'", "source value '90'"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["courses key 10", "grade = '91'", "source value '90'"],
+    );
 }
 
 #[tokio::test]
@@ -430,7 +560,11 @@ async fn dangling_foreign_key_is_caught() {
     let mut rel = release_db();
     set(&mut rel, "courses", i(30), "sid", i(99));
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "key atomicity", &["courses key 30", "(sid) = 99", "no released students row"]);
+    assert_caught(
+        &v,
+        "key atomicity",
+        &["courses key 30", "(sid) = 99", "no released students row"],
+    );
 }
 
 #[tokio::test]
@@ -439,8 +573,16 @@ async fn duplicated_primary_key_is_caught() {
     let copy = table(&mut rel, "students").rows[3].clone();
     table(&mut rel, "students").rows.push(copy);
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "key atomicity", &["students: primary key 4 appears 2 times"]);
-    assert_caught(&v, "truthfulness", &["students key 4 and students key 4 both stand for source students key 4"]);
+    assert_caught(
+        &v,
+        "key atomicity",
+        &["students: primary key 4 appears 2 times"],
+    );
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["students key 4 and students key 4 both stand for source students key 4"],
+    );
 }
 
 #[tokio::test]
@@ -461,13 +603,29 @@ async fn child_moved_under_another_parent_is_caught() {
     let mut rel = release_db();
     set(&mut rel, "courses", i(30), "sid", i(4));
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "truthfulness", &["courses key 30", "students key 4", "belongs to students key 3"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &[
+            "courses key 30",
+            "students key 4",
+            "belongs to students key 3",
+        ],
+    );
 
     // A key-less book moved to another course matches no source book there.
     let mut rel = release_db();
     set(&mut rel, "books", i(30), "cid", i(40));
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "truthfulness", &["books row", "child of courses key 40", "no source row under the same parent"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &[
+            "books row",
+            "child of courses key 40",
+            "no source row under the same parent",
+        ],
+    );
 }
 
 #[tokio::test]
@@ -475,9 +633,13 @@ async fn extra_child_row_singles_an_entity_out() {
     // Student 4 really has two courses; releasing both (truthfully) makes its tree unlike
     // student 3's, so the EC {3, 4} falls apart: the extra course had to be suppressed.
     let mut src = source_db();
-    table(&mut src, "courses").rows.push(vec![i(41), i(4), t("Math"), i(50)]);
+    table(&mut src, "courses")
+        .rows
+        .push(vec![i(41), i(4), t("Math"), i(50)]);
     let mut rel = release_db();
-    table(&mut rel, "courses").rows.push(vec![i(41), i(4), t("Science"), i(50)]);
+    table(&mut rel, "courses")
+        .rows
+        .push(vec![i(41), i(4), t("Science"), i(50)]);
     let v = run(&src, &rel, None).await;
     assert_eq!(failing(&v), vec!["k-anonymity"], "{}", v.summary());
     assert_caught(&v, "k-anonymity", &["students key 4"]);
@@ -485,9 +647,15 @@ async fn extra_child_row_singles_an_entity_out() {
 
     // A row the source never had is also untruthful.
     let mut rel = release_db();
-    table(&mut rel, "books").rows.push(vec![i(40), t("*"), f(30.0)]);
+    table(&mut rel, "books")
+        .rows
+        .push(vec![i(40), t("*"), f(30.0)]);
     let v = run(&source_db(), &rel, None).await;
-    assert_caught(&v, "truthfulness", &["books row 7", "more released rows than source rows"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["books row 7", "more released rows than source rows"],
+    );
     assert_caught(&v, "k-anonymity", &["students key 4"]);
 }
 
@@ -498,7 +666,11 @@ async fn wrong_report_counts_are_caught() {
     let v = run(&source_db(), &release_db(), Some(&r)).await;
     assert_eq!(failing(&v), vec!["counts"], "{}", v.summary());
     assert_caught(&v, "counts", &["books released 7", "release has 6"]);
-    assert_caught(&v, "counts", &["released 7 + suppressed 1 + orphans dropped 0 = 8, not rows in 7"]);
+    assert_caught(
+        &v,
+        "counts",
+        &["released 7 + suppressed 1 + orphans dropped 0 = 8, not rows in 7"],
+    );
 
     let mut r = report();
     r["tables"][0]["rows_in"] = json!(5);
@@ -528,17 +700,26 @@ fn pseudonymized() -> (Vec<Table>, KeyMap) {
     remap(&mut rel, "books", "cid", &cid);
     let pairs = |keys: &[i64], g: &dyn Fn(i64) -> i64| -> Vec<KeyPair> {
         keys.iter()
-            .map(|&k| KeyPair { source: vec![KeyValue::Int(k)], released: vec![KeyValue::Int(g(k))] })
+            .map(|&k| KeyPair {
+                source: vec![KeyValue::Int(k)],
+                released: vec![KeyValue::Int(g(k))],
+            })
             .collect()
     };
     let mut map = KeyMap::default();
     map.tables.insert(
         "students".to_string(),
-        TableKeys { columns: vec!["sid".to_string()], pairs: pairs(&[1, 2, 3, 4], &sid) },
+        TableKeys {
+            columns: vec!["sid".to_string()],
+            pairs: pairs(&[1, 2, 3, 4], &sid),
+        },
     );
     map.tables.insert(
         "courses".to_string(),
-        TableKeys { columns: vec!["cid".to_string()], pairs: pairs(&[10, 11, 20, 21, 30, 40], &cid) },
+        TableKeys {
+            columns: vec!["cid".to_string()],
+            pairs: pairs(&[10, 11, 20, 21, 30, 40], &cid),
+        },
     );
     (rel, map)
 }
@@ -546,13 +727,27 @@ fn pseudonymized() -> (Vec<Table>, KeyMap) {
 #[tokio::test]
 async fn pseudonymized_keys_are_traced_through_the_key_map() {
     let (rel, map) = pseudonymized();
-    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&map), Some(&report())).await.expect("verify runs");
+    let v = run_with(
+        &plan(2),
+        &source_db(),
+        &rel,
+        Keys::Map(&map),
+        Some(&report()),
+    )
+    .await
+    .expect("verify runs");
     assert!(v.passed(), "{}", v.summary());
     assert_eq!((v.equivalence_classes, v.smallest_ec), (2, Some(2)));
 
     // Without the map the pseudonyms name no source row.
-    let v = run_with(&plan(2), &source_db(), &rel, Keys::Preserved, None).await.expect("verify runs");
-    assert_caught(&v, "truthfulness", &["students key 7013: the key", "is not in the source"]);
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Preserved, None)
+        .await
+        .expect("verify runs");
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["students key 7013: the key", "is not in the source"],
+    );
 
     // A map that sends course 10's pseudonym to course 20 moves it to another student.
     let mut bad = map.clone();
@@ -560,20 +755,42 @@ async fn pseudonymized_keys_are_traced_through_the_key_map() {
         courses.pairs[0].source = vec![KeyValue::Int(20)];
         courses.pairs[2].source = vec![KeyValue::Int(10)];
     }
-    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&bad), None).await.expect("verify runs");
-    assert_caught(&v, "truthfulness", &["courses key 530", "belongs to students key 1"]);
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&bad), None)
+        .await
+        .expect("verify runs");
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["courses key 530", "belongs to students key 2"],
+    );
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["courses key 560", "belongs to students key 1"],
+    );
 
     let mut missing = map.clone();
     if let Some(students) = missing.tables.get_mut("students") {
         students.pairs.remove(0);
     }
-    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&missing), None).await.expect("verify runs");
-    assert_caught(&v, "truthfulness", &["students key 7013: the key map has no source key for it"]);
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&missing), None)
+        .await
+        .expect("verify runs");
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["students key 7013: the key map has no source key for it"],
+    );
 
     let mut no_table = map.clone();
     no_table.tables.remove("courses");
-    let err = run_with(&plan(2), &source_db(), &rel, Keys::Map(&no_table), None).await.expect_err("cannot trace");
-    assert!(matches!(err, VerifyError::KeyMapMissingTable { ref table } if table == "courses"), "{err}");
+    let err = run_with(&plan(2), &source_db(), &rel, Keys::Map(&no_table), None)
+        .await
+        .expect_err("cannot trace");
+    assert!(
+        matches!(err, VerifyError::KeyMapMissingTable { ref table } if table == "courses"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -585,7 +802,15 @@ async fn parquet_release_passes() {
     write_parquet(&rp, &release_db());
     let source = Warehouse::open(&sp).await.expect("open source");
     let release = Warehouse::open(&rp).await.expect("open release");
-    let v = verify(&plan(2), &source, &release, Keys::Preserved, Some(&report())).await.expect("verify runs");
+    let v = verify(
+        &plan(2),
+        &source,
+        &release,
+        Keys::Preserved,
+        Some(&report()),
+    )
+    .await
+    .expect("verify runs");
     assert!(v.passed(), "{}", v.summary());
 }
 
@@ -593,10 +818,21 @@ async fn parquet_release_passes() {
 async fn dimension_and_extra_tables_are_checked() {
     let mut rel = release_db();
     set(&mut rel, "catalog", t("CS"), "dept", t("Eng"));
-    rel.push(Table::new("names", &[("sid", "INTEGER"), ("name", "TEXT")], vec![vec![i(1), t("Ann")]]));
+    rel.push(Table::new(
+        "names",
+        &[("sid", "INTEGER"), ("name", "TEXT")],
+        vec![vec![i(1), t("Ann")]],
+    ));
     let v = run(&source_db(), &rel, None).await;
     assert_eq!(failing(&v), vec!["schema"], "{}", v.summary());
-    assert_caught(&v, "schema", &["dimension table 'catalog' is not an exact copy", "1 source row(s) missing"]);
+    assert_caught(
+        &v,
+        "schema",
+        &[
+            "dimension table 'catalog' is not an exact copy",
+            "1 source row(s) missing",
+        ],
+    );
     assert_caught(&v, "schema", &["release table 'names'", "remove it"]);
 }
 
@@ -612,14 +848,34 @@ async fn qi_columns_must_be_text_and_in_source_order() {
     let v = run(&source_db(), &rel, None).await;
     assert_caught(&v, "schema", &["students: columns are not in source order"]);
     assert_passes(&v, "truthfulness");
+
+    // Ungeneralized years left as integers: truthful, but the column is no longer text.
+    let mut rel = release_db();
+    let students = table(&mut rel, "students");
+    students.columns[1].1 = "INTEGER";
+    for (row, year) in students.rows.iter_mut().zip([1990, 1993, 1981, 1984]) {
+        row[1] = i(year);
+    }
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(
+        &v,
+        "schema",
+        &["students.yob is a QI column but is released as Int64"],
+    );
+    assert_passes(&v, "truthfulness");
 }
 
 #[tokio::test]
 async fn missing_table_is_an_error_not_a_verdict() {
     let mut rel = release_db();
     rel.retain(|t| t.name != "books");
-    let err = run_with(&plan(2), &source_db(), &rel, Keys::Preserved, None).await.expect_err("cannot verify");
-    assert!(matches!(err, VerifyError::MissingTable { side: "release", ref table } if table == "books"), "{err}");
+    let err = run_with(&plan(2), &source_db(), &rel, Keys::Preserved, None)
+        .await
+        .expect_err("cannot verify");
+    assert!(
+        matches!(err, VerifyError::MissingTable { side: "release", ref table } if table == "books"),
+        "{err}"
+    );
     assert!(!err.to_string().contains('\n'));
 }
 
@@ -635,8 +891,15 @@ async fn summary_lists_at_most_five_violations_per_check() {
     let check = v.check("truthfulness").expect("check ran");
     assert_eq!(check.violation_count, 6);
     let summary = v.summary();
-    assert!(summary.contains("FAIL truthfulness: 6 violations\n"), "{summary}");
-    assert_eq!(summary.lines().filter(|l| l.starts_with("  - ")).count(), 5, "{summary}");
+    assert!(
+        summary.contains("FAIL truthfulness: 6 violations\n"),
+        "{summary}"
+    );
+    assert_eq!(
+        summary.lines().filter(|l| l.starts_with("  - ")).count(),
+        5,
+        "{summary}"
+    );
     assert!(summary.contains("  ... and 1 more\n"), "{summary}");
 }
 
@@ -655,5 +918,9 @@ async fn null_qi_source_values_are_their_own_leaf() {
 
     set(&mut rel, "students", i(3), "enrolled", t("2020"));
     let v = run(&src, &rel, None).await;
-    assert_caught(&v, "truthfulness", &["students key 3", "enrolled = '2020'", "NULL"]);
+    assert_caught(
+        &v,
+        "truthfulness",
+        &["students key 3", "enrolled = '2020'", "NULL"],
+    );
 }

@@ -24,7 +24,10 @@ pub(super) fn check(
     for ti in 0..tables.len() {
         let keyed = !tables[ti].rel_pk.is_empty();
         let mapped = if keyed {
-            let ft = plan.tables.get(ti).ok_or_else(|| VerifyError::Plan(format!("no plan entry for table #{ti}")))?;
+            let ft = plan
+                .tables
+                .get(ti)
+                .ok_or_else(|| VerifyError::Plan(format!("no plan entry for table #{ti}")))?;
             by_key(ft, tables, ti, keys, out)?
         } else {
             by_content(tables, ti, hiers, out)
@@ -51,15 +54,19 @@ fn translation(
     released_rows: usize,
     out: &mut Check,
 ) -> Result<HashMap<Vec<String>, Vec<String>>, VerifyError> {
-    let entry = map
-        .tables
-        .get(&ft.name)
-        .or_else(|| map.tables.iter().find(|(n, _)| n.eq_ignore_ascii_case(&ft.name)).map(|(_, t)| t));
+    let entry = map.tables.get(&ft.name).or_else(|| {
+        map.tables
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(&ft.name))
+            .map(|(_, t)| t)
+    });
     let Some(tk) = entry else {
         if released_rows == 0 {
             return Ok(HashMap::new());
         }
-        return Err(VerifyError::KeyMapMissingTable { table: ft.name.clone() });
+        return Err(VerifyError::KeyMapMissingTable {
+            table: ft.name.clone(),
+        });
     };
     let perm: Option<Vec<usize>> = ft
         .primary_key
@@ -86,11 +93,21 @@ fn translation(
     for pair in &tk.pairs {
         for found in [pair.released.len(), pair.source.len()] {
             if found != n {
-                return Err(VerifyError::KeyMapArity { table: ft.name.clone(), expected: n, found });
+                return Err(VerifyError::KeyMapArity {
+                    table: ft.name.clone(),
+                    expected: n,
+                    found,
+                });
             }
         }
-        let released: Vec<String> = perm.iter().map(|&i| render_key_value(&pair.released[i])).collect();
-        let source: Vec<String> = perm.iter().map(|&i| render_key_value(&pair.source[i])).collect();
+        let released: Vec<String> = perm
+            .iter()
+            .map(|&i| render_key_value(&pair.released[i]))
+            .collect();
+        let source: Vec<String> = perm
+            .iter()
+            .map(|&i| render_key_value(&pair.source[i]))
+            .collect();
         match m.entry(released) {
             Entry::Occupied(e) => {
                 if *e.get() != source {
@@ -133,19 +150,29 @@ fn by_key(
     let mut mapped = vec![None; t.rel.rows()];
     for r in 0..t.rel.rows() {
         // A NULL key is the key-atomicity check's to report; it names no source row.
-        let Some(rk) = t.rel.key(&t.rel_pk, r) else { continue };
+        let Some(rk) = t.rel.key(&t.rel_pk, r) else {
+            continue;
+        };
         let sk = match &translate {
             None => &rk,
             Some(m) => match m.get(&rk) {
                 Some(sk) => sk,
                 None => {
-                    out.record(format!("{} key {}: the key map has no source key for it", t.name, show_key(Some(&rk))));
+                    out.record(format!(
+                        "{} key {}: the key map has no source key for it",
+                        t.name,
+                        show_key(Some(&rk))
+                    ));
                     continue;
                 }
             },
         };
         let Some(&s) = src_index.get(sk) else {
-            let how = if translate.is_some() { "its source key" } else { "the key" };
+            let how = if translate.is_some() {
+                "its source key"
+            } else {
+                "the key"
+            };
             out.record(format!(
                 "{} key {}: {how} {} is not in the source",
                 t.name,
@@ -174,7 +201,11 @@ fn source_name(t: &TableData, s: usize) -> String {
     if t.src_pk.is_empty() {
         format!("{} source row {}", t.name, s + 1)
     } else {
-        format!("{} key {}", t.name, show_key(t.src.key(&t.src_pk, s).as_deref()))
+        format!(
+            "{} key {}",
+            t.name,
+            show_key(t.src.key(&t.src_pk, s).as_deref())
+        )
     }
 }
 
@@ -188,7 +219,10 @@ fn check_pairs(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, o
             // An unresolved FK or an untraced parent is already reported elsewhere.
             if let Some(ps) = t.rel_parent[r].and_then(|pr| parent.rel_to_src[pr]) {
                 if t.src_parent[s] != Some(ps) {
-                    let actual = t.src_parent[s].map_or_else(|| "no source parent".to_string(), |a| source_name(parent, a));
+                    let actual = t.src_parent[s].map_or_else(
+                        || "no source parent".to_string(),
+                        |a| source_name(parent, a),
+                    );
                     out.record(format!(
                         "{}: released under a parent standing for source {}, but its source row belongs to {}",
                         t.describe(tables, r),
@@ -203,10 +237,20 @@ fn check_pairs(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, o
             let sv = t.src.cell(c.src, s);
             if !cell_ok(c, rv.as_deref(), sv.as_deref(), hiers) {
                 let what = match &c.rule {
-                    Rule::Qi(h) => format!("is neither the source value {} nor an ancestor of it in hierarchy '{h}'", show_cell(sv.as_deref())),
-                    Rule::Exact { .. } => format!("differs from the source value {}", show_cell(sv.as_deref())),
+                    Rule::Qi(h) => format!(
+                        "is neither the source value {} nor an ancestor of it in hierarchy '{h}'",
+                        show_cell(sv.as_deref())
+                    ),
+                    Rule::Exact { .. } => {
+                        format!("differs from the source value {}", show_cell(sv.as_deref()))
+                    }
                 };
-                out.record(format!("{}: {} = {} {what}", t.describe(tables, r), c.name, show_cell(rv.as_deref())));
+                out.record(format!(
+                    "{}: {} = {} {what}",
+                    t.describe(tables, r),
+                    c.name,
+                    show_cell(rv.as_deref())
+                ));
             }
         }
     }
@@ -237,18 +281,30 @@ fn qi_ok(hier: Option<&Hier>, label: Option<&str>, value: Option<&str>) -> bool 
     }
 }
 
-fn cell_ok(c: &Content, rel: Option<&str>, src: Option<&str>, hiers: &HashMap<String, Hier>) -> bool {
+fn cell_ok(
+    c: &Content,
+    rel: Option<&str>,
+    src: Option<&str>,
+    hiers: &HashMap<String, Hier>,
+) -> bool {
     match &c.rule {
         Rule::Qi(h) => qi_ok(hiers.get(h), rel, src),
         Rule::Exact { numeric } => {
-            rel == src || normalize(*numeric, rel.map(str::to_string)) == normalize(*numeric, src.map(str::to_string))
+            rel == src
+                || normalize(*numeric, rel.map(str::to_string))
+                    == normalize(*numeric, src.map(str::to_string))
         }
     }
 }
 
 /// A key-less table: within each traced parent, pair released children with source
 /// children by a maximum bipartite matching over "may stand for" edges.
-fn by_content(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, out: &mut Check) -> Vec<Option<usize>> {
+fn by_content(
+    tables: &[TableData],
+    ti: usize,
+    hiers: &HashMap<String, Hier>,
+    out: &mut Check,
+) -> Vec<Option<usize>> {
     // Group id: the traced source parent row; a parent-less table is one group.
     const ROOT_GROUP: usize = usize::MAX;
     let t = &tables[ti];
@@ -285,8 +341,16 @@ fn by_content(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, ou
         }
     }
 
-    let exact: Vec<&Content> = t.content.iter().filter(|c| matches!(c.rule, Rule::Exact { .. })).collect();
-    let qi: Vec<&Content> = t.content.iter().filter(|c| matches!(c.rule, Rule::Qi(_))).collect();
+    let exact: Vec<&Content> = t
+        .content
+        .iter()
+        .filter(|c| matches!(c.rule, Rule::Exact { .. }))
+        .collect();
+    let qi: Vec<&Content> = t
+        .content
+        .iter()
+        .filter(|c| matches!(c.rule, Rule::Qi(_)))
+        .collect();
     let exact_key = |side: &super::data::Side, is_src: bool, row: usize| -> Vec<Option<String>> {
         exact
             .iter()
@@ -296,18 +360,29 @@ fn by_content(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, ou
             })
             .collect()
     };
-    let scope = if t.parent.is_some() { "no source row under the same parent" } else { "no source row" };
+    let scope = if t.parent.is_some() {
+        "no source row under the same parent"
+    } else {
+        "no source row"
+    };
 
     for g in order {
-        let Some((rels, srcs)) = groups.get(&g) else { continue };
+        let Some((rels, srcs)) = groups.get(&g) else {
+            continue;
+        };
         // Exact columns must agree outright, so they bucket the candidates; only the QI
         // columns need a pairwise test.
         let mut buckets: HashMap<Vec<Option<String>>, Vec<usize>> = HashMap::new();
         for (j, &s) in srcs.iter().enumerate() {
-            buckets.entry(exact_key(&t.src, true, s)).or_default().push(j);
+            buckets
+                .entry(exact_key(&t.src, true, s))
+                .or_default()
+                .push(j);
         }
-        let src_qi: Vec<Vec<Option<String>>> =
-            srcs.iter().map(|&s| qi.iter().map(|c| t.src.cell(c.src, s)).collect()).collect();
+        let src_qi: Vec<Vec<Option<String>>> = srcs
+            .iter()
+            .map(|&s| qi.iter().map(|c| t.src.cell(c.src, s)).collect())
+            .collect();
         let adj: Vec<Vec<usize>> = rels
             .iter()
             .map(|&r| {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::csv::reader::{Format, ReaderBuilder};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -35,20 +35,32 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
     for entry in std::fs::read_dir(dir).map_err(|e| io("list", dir, e))? {
         let entry = entry.map_err(|e| io("list", dir, e))?;
         let path = entry.path();
-        let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         // Hidden files are editor backups, OS metadata or a release still being staged.
         if file_name.starts_with('.') {
             continue;
         }
-        let kind = match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        let kind = match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("parquet") => FileKind::Parquet,
             Some("csv") => FileKind::Csv,
             _ => continue,
         };
-        if !std::fs::metadata(&path).map_err(|e| io("read", &path, e))?.is_file() {
+        if !std::fs::metadata(&path)
+            .map_err(|e| io("read", &path, e))?
+            .is_file()
+        {
             continue;
         }
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else { continue };
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
         found.push((stem.to_string(), path.clone(), kind));
     }
     // read_dir order is arbitrary; a stable table order keeps runs reproducible.
@@ -59,10 +71,18 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
     let mut seen: HashMap<&str, &Path> = HashMap::new();
     for (stem, path, _) in &found {
         if let Some(first) = seen.insert(stem.as_str(), path.as_path()) {
-            return Err(WarehouseError::DuplicateTable { table: stem.clone(), first: show(first), second: show(path) });
+            return Err(WarehouseError::DuplicateTable {
+                table: stem.clone(),
+                first: show(first),
+                second: show(path),
+            });
         }
     }
-    let kind = if found.iter().any(|f| f.2 == FileKind::Parquet) { SourceKind::Parquet } else { SourceKind::Csv };
+    let kind = if found.iter().any(|f| f.2 == FileKind::Parquet) {
+        SourceKind::Parquet
+    } else {
+        SourceKind::Csv
+    };
     let mut tables = Vec::with_capacity(found.len());
     for (stem, path, kind) in &found {
         let (schema, batches) = match kind {
@@ -74,42 +94,117 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
             columns: schema
                 .fields()
                 .iter()
-                .map(|f| ColumnMeta { name: f.name().clone(), data_type: f.data_type().clone() })
+                .map(|f| ColumnMeta {
+                    name: f.name().clone(),
+                    data_type: f.data_type().clone(),
+                })
                 .collect(),
             primary_key: Vec::new(),
             foreign_keys: Vec::new(),
         };
-        tables.push(LoadedTable { meta, schema, batches, catalog_pk: false });
+        tables.push(LoadedTable {
+            meta,
+            schema,
+            batches,
+            catalog_pk: false,
+        });
     }
     Ok((kind, tables))
 }
 
 fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
-    let err = |msg: String| WarehouseError::Parquet { path: show(path), msg };
+    let err = |msg: String| WarehouseError::Parquet {
+        path: show(path),
+        msg,
+    };
     let file = File::open(path).map_err(|e| err(one_line(e)))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(one_line(e)))?;
     let schema = Arc::clone(builder.schema());
     let reader = builder.build().map_err(|e| err(one_line(e)))?;
-    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(one_line(e)))?;
-    check_unique_columns(&schema, |msg| err(msg))?;
-    Ok((schema, batches))
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(one_line(e)))?;
+    check_unique_columns(&schema, err)?;
+    plain_types(schema, batches).map_err(|e| err(one_line(e)))
+}
+
+/// The plain Arrow type a column is held as: one string type and one binary type whatever
+/// the writer chose (views, large offsets or dictionaries), so every module sees the same
+/// types from Parquet, CSV and SQLite alike.
+fn plain_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,
+        DataType::BinaryView | DataType::LargeBinary => DataType::Binary,
+        DataType::Dictionary(_, values) => plain_type(values),
+        other => other.clone(),
+    }
+}
+
+fn plain_types(
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> Result<(SchemaRef, Vec<RecordBatch>), arrow::error::ArrowError> {
+    if schema
+        .fields()
+        .iter()
+        .all(|f| &plain_type(f.data_type()) == f.data_type())
+    {
+        return Ok((schema, batches));
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_data_type(plain_type(f.data_type())))
+        .collect();
+    let plain = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let batches = batches
+        .iter()
+        .map(|b| {
+            let columns = b
+                .columns()
+                .iter()
+                .zip(plain.fields())
+                .map(|(c, f)| arrow::compute::cast(c, f.data_type()))
+                .collect::<Result<Vec<_>, _>>()?;
+            RecordBatch::try_new(Arc::clone(&plain), columns)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((plain, batches))
 }
 
 fn read_csv(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
-    let err = |msg: String| WarehouseError::Csv { path: show(path), msg };
+    let err = |msg: String| WarehouseError::Csv {
+        path: show(path),
+        msg,
+    };
     let mut file = File::open(path).map_err(|e| err(one_line(e)))?;
     // Inferring from every record, not a sample: a text value in row 100 000 of a column
     // that looked numeric would otherwise fail the load (or a query) much later.
     let format = Format::default().with_header(true);
-    let (schema, _) = format.infer_schema(BufReader::new(&mut file), None).map_err(|e| err(one_line(e)))?;
-    let schema = Arc::new(schema);
-    check_unique_columns(&schema, |msg| err(msg))?;
-    file.seek(SeekFrom::Start(0)).map_err(|e| err(one_line(e)))?;
+    let (schema, _) = format
+        .infer_schema(BufReader::new(&mut file), None)
+        .map_err(|e| err(one_line(e)))?;
+    // A column with no value at all is inferred as Null, a type few SQL operations accept;
+    // text is what SQLite's affinity would give an undeclared column.
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Null => f.as_ref().clone().with_data_type(DataType::Utf8),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    check_unique_columns(&schema, err)?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| err(one_line(e)))?;
     let reader = ReaderBuilder::new(Arc::clone(&schema))
         .with_format(format)
         .build(BufReader::new(file))
         .map_err(|e| err(one_line(e)))?;
-    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(one_line(e)))?;
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(one_line(e)))?;
     Ok((schema, batches))
 }
 
@@ -121,7 +216,10 @@ fn check_unique_columns(
     let fields = schema.fields();
     for (i, f) in fields.iter().enumerate() {
         if fields[..i].iter().any(|g| g.name() == f.name()) {
-            return Err(err(format!("column '{}' appears twice; rename one of them", f.name())));
+            return Err(err(format!(
+                "column '{}' appears twice; rename one of them",
+                f.name()
+            )));
         }
     }
     Ok(())

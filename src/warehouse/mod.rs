@@ -28,27 +28,48 @@ pub enum WarehouseError {
     #[error("'{path}' does not exist: check the source path")]
     NotFound { path: String },
     #[error("cannot {op} '{path}': {msg}; {hint}")]
-    Io { op: &'static str, path: String, msg: String, hint: &'static str },
+    Io {
+        op: &'static str,
+        path: String,
+        msg: String,
+        hint: &'static str,
+    },
     #[error("'{path}' is neither a SQLite file nor a directory: point the source at a .sqlite file or at a directory of .parquet / .csv files")]
     NotAWarehouse { path: String },
     #[error("cannot read SQLite file '{path}': {msg}; check that it is a complete, uncorrupted SQLite database")]
     Sqlite { path: String, msg: String },
-    #[error("cannot read Parquet file '{path}': {msg}; check that the file is complete and not corrupt")]
+    #[error(
+        "cannot read Parquet file '{path}': {msg}; check that the file is complete and not corrupt"
+    )]
     Parquet { path: String, msg: String },
     #[error("cannot read CSV file '{path}': {msg}; a CSV table needs a header row and comma-separated fields")]
     Csv { path: String, msg: String },
     #[error("directory '{path}' holds no .parquet or .csv files: point the source at a warehouse directory")]
     EmptyDirectory { path: String },
-    #[error("files '{first}' and '{second}' both define table '{table}': remove or rename one of them")]
-    DuplicateTable { table: String, first: String, second: String },
+    #[error(
+        "files '{first}' and '{second}' both define table '{table}': remove or rename one of them"
+    )]
+    DuplicateTable {
+        table: String,
+        first: String,
+        second: String,
+    },
     #[error("no table '{table}' in the warehouse (tables: {known}): check the name")]
     UnknownTable { table: String, known: String },
     #[error("table name '{table}' matches several tables that differ only in case ({matches}): write the exact name")]
     AmbiguousTable { table: String, matches: String },
     #[error("table '{table}' has no column '{column}' (columns: {known}): check the name")]
-    UnknownColumn { table: String, column: String, known: String },
+    UnknownColumn {
+        table: String,
+        column: String,
+        known: String,
+    },
     #[error("column name '{column}' matches several columns of table '{table}' that differ only in case ({matches}): write the exact name")]
-    AmbiguousColumn { table: String, column: String, matches: String },
+    AmbiguousColumn {
+        table: String,
+        column: String,
+        matches: String,
+    },
     #[error("{0}")]
     KeyConflict(String),
     #[error("query failed: {msg} (query: {sql})")]
@@ -148,7 +169,9 @@ fn resolve(names: &[&str], wanted: &str) -> Resolved {
         return Resolved::One(i);
     }
     let lower = wanted.to_lowercase();
-    let hits: Vec<usize> = (0..names.len()).filter(|&i| names[i].to_lowercase() == lower).collect();
+    let hits: Vec<usize> = (0..names.len())
+        .filter(|&i| names[i].to_lowercase() == lower)
+        .collect();
     match hits.as_slice() {
         [] => Resolved::None,
         [i] => Resolved::One(*i),
@@ -270,19 +293,29 @@ impl Warehouse {
                     one_line(e)
                 ))
             })?;
-            ctx.register_table(TableReference::bare(t.meta.name.as_str()), Arc::new(provider))
-                .map_err(|e| {
-                    WarehouseError::Message(format!(
-                        "cannot register table '{}' from '{}': {}",
-                        t.meta.name,
-                        show(path),
-                        one_line(e)
-                    ))
-                })?;
+            ctx.register_table(
+                TableReference::bare(t.meta.name.as_str()),
+                Arc::new(provider),
+            )
+            .map_err(|e| {
+                WarehouseError::Message(format!(
+                    "cannot register table '{}' from '{}': {}",
+                    t.meta.name,
+                    show(path),
+                    one_line(e)
+                ))
+            })?;
             tables.push(t.meta);
             catalog_pk.push(t.catalog_pk);
         }
-        Ok(Warehouse { path: path.to_path_buf(), kind, tables, ctx, catalog_pk, warnings })
+        Ok(Warehouse {
+            path: path.to_path_buf(),
+            kind,
+            tables,
+            ctx,
+            catalog_pk,
+            warnings,
+        })
     }
 
     /// Catalog entries that could not be used (a SQLite foreign key to a missing table, ...),
@@ -304,16 +337,21 @@ impl Warehouse {
                 table: name.to_string(),
                 known: names.join(", "),
             }),
-            Resolved::Many(m) => {
-                Err(WarehouseError::AmbiguousTable { table: name.to_string(), matches: m.join(", ") })
-            }
+            Resolved::Many(m) => Err(WarehouseError::AmbiguousTable {
+                table: name.to_string(),
+                matches: m.join(", "),
+            }),
         }
     }
 
     /// Declares a table's primary key. Repeating the key already known (in any column
     /// order) is fine; a different key is refused, since SQLite's catalog or an earlier
     /// declaration already says otherwise.
-    pub fn declare_primary_key(&mut self, table: &str, columns: &[String]) -> Result<(), WarehouseError> {
+    pub fn declare_primary_key(
+        &mut self,
+        table: &str,
+        columns: &[String],
+    ) -> Result<(), WarehouseError> {
         let ti = self.resolve_table(table)?;
         let t = &self.tables[ti];
         if columns.is_empty() {
@@ -323,7 +361,11 @@ impl Warehouse {
             )));
         }
         let cols = t.resolve_columns(columns)?;
-        if let Some(dup) = cols.iter().enumerate().find(|(i, c)| cols[..*i].contains(c)) {
+        if let Some(dup) = cols
+            .iter()
+            .enumerate()
+            .find(|(i, c)| cols[..*i].contains(c))
+        {
             return Err(WarehouseError::KeyConflict(format!(
                 "primary key for table '{}' lists column '{}' twice: list each column once",
                 t.name, dup.1
@@ -340,7 +382,11 @@ impl Warehouse {
         if have == want {
             return Ok(());
         }
-        let origin = if self.catalog_pk[ti] { "the SQLite catalog declares" } else { "it was already declared with" };
+        let origin = if self.catalog_pk[ti] {
+            "the SQLite catalog declares"
+        } else {
+            "it was already declared with"
+        };
         Err(WarehouseError::KeyConflict(format!(
             "primary key ({}) for table '{}' conflicts: {} PRIMARY KEY ({}); declare that key or drop the declaration",
             cols.join(", "),
@@ -352,7 +398,11 @@ impl Warehouse {
 
     /// Declares a foreign key. Names are resolved to the catalog's exact case; empty
     /// `ref_columns` means the parent's primary key; a key already known is ignored.
-    pub fn declare_foreign_key(&mut self, table: &str, fk: ForeignKey) -> Result<(), WarehouseError> {
+    pub fn declare_foreign_key(
+        &mut self,
+        table: &str,
+        fk: ForeignKey,
+    ) -> Result<(), WarehouseError> {
         let ti = self.resolve_table(table)?;
         let pi = self.resolve_table(&fk.ref_table)?;
         let child = &self.tables[ti];
@@ -388,7 +438,11 @@ impl Warehouse {
                 ref_columns.join(", ")
             )));
         }
-        let resolved = ForeignKey { columns, ref_table: parent.name.clone(), ref_columns };
+        let resolved = ForeignKey {
+            columns,
+            ref_table: parent.name.clone(),
+            ref_columns,
+        };
         if !self.tables[ti].foreign_keys.contains(&resolved) {
             self.tables[ti].foreign_keys.push(resolved);
         }
@@ -433,13 +487,21 @@ impl Warehouse {
                 .map_or(0, |n| n as usize);
             let schema = Arc::new(arrow::datatypes::Schema::empty());
             let options = RecordBatchOptions::new().with_row_count(Some(rows));
-            return RecordBatch::try_new_with_options(schema, vec![], &options)
-                .map_err(|e| WarehouseError::Message(format!("cannot build an empty batch: {}", one_line(e))));
+            return RecordBatch::try_new_with_options(schema, vec![], &options).map_err(|e| {
+                WarehouseError::Message(format!("cannot build an empty batch: {}", one_line(e)))
+            });
         }
-        let list = cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ");
+        let list = cols
+            .iter()
+            .map(|c| quote_ident(c))
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut query = format!("SELECT {list} FROM {from}");
         if !order.is_empty() {
-            let keys = order.iter().map(|c| format!("{} ASC NULLS LAST", quote_ident(c))).collect::<Vec<_>>();
+            let keys = order
+                .iter()
+                .map(|c| format!("{} ASC NULLS LAST", quote_ident(c)))
+                .collect::<Vec<_>>();
             query.push_str(" ORDER BY ");
             query.push_str(&keys.join(", "));
         }

@@ -90,9 +90,10 @@ pub fn numeric_value(array: &dyn Array, row: usize) -> Option<f64> {
         DataType::Float16 => short_float(prim::<Float16Type>(array, row).to_f32()),
         DataType::Float32 => short_float(prim::<Float32Type>(array, row)),
         DataType::Float64 => Some(prim::<Float64Type>(array, row)),
-        DataType::Decimal32(_, scale) => {
-            Some(decimal(f64::from(prim::<Decimal32Type>(array, row)), *scale))
-        }
+        DataType::Decimal32(_, scale) => Some(decimal(
+            f64::from(prim::<Decimal32Type>(array, row)),
+            *scale,
+        )),
         DataType::Decimal64(_, scale) => {
             Some(decimal(prim::<Decimal64Type>(array, row) as f64, *scale))
         }
@@ -172,8 +173,8 @@ mod tests {
     use arrow::array::{
         ArrayRef, BinaryArray, BooleanArray, Date32Array, Date64Array, Decimal128Array,
         DictionaryArray, Float32Array, Float64Array, Int32Array, Int64Array, LargeStringArray,
-        NullArray, StringArray, StringViewArray, TimestampMicrosecondArray,
-        TimestampSecondArray, UInt64Array,
+        NullArray, StringArray, StringViewArray, TimestampMicrosecondArray, TimestampSecondArray,
+        UInt64Array,
     };
     use arrow::datatypes::Int8Type;
 
@@ -190,18 +191,37 @@ mod tests {
         assert_eq!(r(&ints, 1), None);
         assert_eq!(r(&ints, 2).as_deref(), Some("-7"));
         assert_eq!(r(&Int32Array::from(vec![5]), 0).as_deref(), Some("5"));
-        assert_eq!(r(&UInt64Array::from(vec![u64::MAX]), 0).as_deref(), Some("18446744073709551615"));
+        assert_eq!(
+            r(&UInt64Array::from(vec![u64::MAX]), 0).as_deref(),
+            Some("18446744073709551615")
+        );
 
         let floats = Float64Array::from(vec![4.0, 3.72, -0.5, 1e21]);
         assert_eq!(r(&floats, 0).as_deref(), Some("4"));
         assert_eq!(r(&floats, 1).as_deref(), Some("3.72"));
         assert_eq!(r(&floats, 2).as_deref(), Some("-0.5"));
         assert_eq!(r(&floats, 3).as_deref(), Some("1000000000000000000000"));
-        assert_eq!(r(&Float32Array::from(vec![3.72f32]), 0).as_deref(), Some("3.72"));
+        assert_eq!(
+            r(&Float32Array::from(vec![3.72f32]), 0).as_deref(),
+            Some("3.72")
+        );
 
-        assert_eq!(r(&StringArray::from(vec!["Science"]), 0).as_deref(), Some("Science"));
-        assert_eq!(r(&LargeStringArray::from(vec!["x"]), 0).as_deref(), Some("x"));
-        assert_eq!(r(&StringViewArray::from(vec!["a longer string than twelve"]), 0).as_deref(), Some("a longer string than twelve"));
+        assert_eq!(
+            r(&StringArray::from(vec!["Science"]), 0).as_deref(),
+            Some("Science")
+        );
+        assert_eq!(
+            r(&LargeStringArray::from(vec!["x"]), 0).as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            r(
+                &StringViewArray::from(vec!["a longer string than twelve"]),
+                0
+            )
+            .as_deref(),
+            Some("a longer string than twelve")
+        );
         let bools = BooleanArray::from(vec![Some(true), Some(false), None]);
         assert_eq!(r(&bools, 0).as_deref(), Some("true"));
         assert_eq!(r(&bools, 1).as_deref(), Some("false"));
@@ -214,8 +234,14 @@ mod tests {
     #[test]
     fn renders_dates_and_timestamps() {
         // 2021-03-04 is day 18690 since the epoch.
-        assert_eq!(r(&Date32Array::from(vec![18690]), 0).as_deref(), Some("2021-03-04"));
-        assert_eq!(r(&Date64Array::from(vec![18690 * 86_400_000]), 0).as_deref(), Some("2021-03-04"));
+        assert_eq!(
+            r(&Date32Array::from(vec![18690]), 0).as_deref(),
+            Some("2021-03-04")
+        );
+        assert_eq!(
+            r(&Date64Array::from(vec![18690 * 86_400_000]), 0).as_deref(),
+            Some("2021-03-04")
+        );
         let ts = TimestampSecondArray::from(vec![18690 * 86_400 + 3_723]);
         assert_eq!(r(&ts, 0).as_deref(), Some("2021-03-04 01:02:03"));
         let zoned = TimestampSecondArray::from(vec![18690 * 86_400]).with_timezone("+02:00");
@@ -244,7 +270,10 @@ mod tests {
         let ints = Int32Array::from(vec![Some(3), None]);
         assert_eq!(numeric_value(&ints, 0), Some(3.0));
         assert_eq!(numeric_value(&ints, 1), None);
-        assert_eq!(numeric_value(&Float32Array::from(vec![3.72f32]), 0), Some(3.72));
+        assert_eq!(
+            numeric_value(&Float32Array::from(vec![3.72f32]), 0),
+            Some(3.72)
+        );
         assert_eq!(numeric_value(&Float64Array::from(vec![2.5]), 0), Some(2.5));
         assert_eq!(numeric_value(&StringArray::from(vec!["12"]), 0), None);
         assert_eq!(numeric_value(&BooleanArray::from(vec![true]), 0), None);

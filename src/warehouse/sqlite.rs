@@ -6,13 +6,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayBuilder, ArrayRef, BinaryBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow::array::{
+    ArrayBuilder, ArrayRef, BinaryBuilder, Float64Builder, Int64Builder, StringBuilder,
+};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use super::{one_line, quote_ident, show, ColumnMeta, ForeignKey, LoadedTable, TableMeta, WarehouseError};
+use super::{
+    one_line, quote_ident, show, ColumnMeta, ForeignKey, LoadedTable, TableMeta, WarehouseError,
+};
 
 /// Rows per RecordBatch, DataFusion's own default batch size.
 const BATCH_ROWS: usize = 8192;
@@ -25,10 +29,16 @@ const SEEN_BLOB: u8 = 8;
 /// Loads every table (not views, not sqlite_* internals). Returns the tables and warnings
 /// about catalog entries that could not be used.
 pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), WarehouseError> {
-    let err = |e: rusqlite::Error| WarehouseError::Sqlite { path: show(path), msg: one_line(e) };
+    let err = |e: rusqlite::Error| WarehouseError::Sqlite {
+        path: show(path),
+        msg: one_line(e),
+    };
     // Read-only: the source is never modified, not even by a journal.
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(err)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err)?;
     // One snapshot for the type scan and the row scan, so they agree.
     conn.execute_batch("BEGIN").map_err(err)?;
     let names = table_names(&conn).map_err(err)?;
@@ -38,24 +48,38 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
         let columns = table_columns(&conn, name).map_err(err)?;
         let (schema, batches) = read_rows(&conn, name, &columns).map_err(|e| match e {
             ReadError::Sqlite(e) => err(e),
-            ReadError::Other(msg) => WarehouseError::Sqlite { path: show(path), msg },
+            ReadError::Other(msg) => WarehouseError::Sqlite {
+                path: show(path),
+                msg,
+            },
         })?;
-        let mut pk: Vec<(i64, String)> =
-            columns.iter().filter(|c| c.pk > 0).map(|c| (c.pk, c.name.clone())).collect();
+        let mut pk: Vec<(i64, String)> = columns
+            .iter()
+            .filter(|c| c.pk > 0)
+            .map(|c| (c.pk, c.name.clone()))
+            .collect();
         pk.sort();
         let meta = TableMeta {
             name: name.clone(),
             columns: schema
                 .fields()
                 .iter()
-                .map(|f| ColumnMeta { name: f.name().clone(), data_type: f.data_type().clone() })
+                .map(|f| ColumnMeta {
+                    name: f.name().clone(),
+                    data_type: f.data_type().clone(),
+                })
                 .collect(),
             primary_key: pk.into_iter().map(|(_, c)| c).collect(),
             foreign_keys: Vec::new(),
         };
         let catalog_pk = !meta.primary_key.is_empty();
         raw_fks.push(foreign_keys(&conn, name).map_err(err)?);
-        tables.push(LoadedTable { meta, schema, batches, catalog_pk });
+        tables.push(LoadedTable {
+            meta,
+            schema,
+            batches,
+            catalog_pk,
+        });
     }
     conn.execute_batch("COMMIT").map_err(err)?;
     let warnings = resolve_foreign_keys(&mut tables, raw_fks);
@@ -63,10 +87,16 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
 }
 
 fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")?;
-    let names = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut stmt =
+        conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     // SQLite reserves every name starting with sqlite_, in any case, for itself.
-    Ok(names.into_iter().filter(|n| !n.to_ascii_lowercase().starts_with("sqlite_")).collect())
+    Ok(names
+        .into_iter()
+        .filter(|n| !n.to_ascii_lowercase().starts_with("sqlite_"))
+        .collect())
 }
 
 struct SqliteColumn {
@@ -78,8 +108,9 @@ struct SqliteColumn {
 fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<SqliteColumn>> {
     // table_xinfo also lists generated columns, which SELECT returns; hidden = 1 marks
     // virtual-table internals that SELECT * does not.
-    let mut stmt =
-        conn.prepare("SELECT name, type, pk FROM pragma_table_xinfo(?1) WHERE hidden <> 1 ORDER BY cid")?;
+    let mut stmt = conn.prepare(
+        "SELECT name, type, pk FROM pragma_table_xinfo(?1) WHERE hidden <> 1 ORDER BY cid",
+    )?;
     let rows = stmt.query_map([table], |r| {
         Ok(SqliteColumn {
             name: r.get(0)?,
@@ -154,7 +185,9 @@ impl ColumnBuilder {
             // Numbers in a text column are rendered as render_value would render them.
             (ColumnBuilder::Text(b), ValueRef::Integer(i)) => b.append_value(i.to_string()),
             (ColumnBuilder::Text(b), ValueRef::Real(f)) => b.append_value(f.to_string()),
-            (ColumnBuilder::Text(b), ValueRef::Text(t)) => b.append_value(String::from_utf8_lossy(t)),
+            (ColumnBuilder::Text(b), ValueRef::Text(t)) => {
+                b.append_value(String::from_utf8_lossy(t))
+            }
             (ColumnBuilder::Blob(b), ValueRef::Null) => b.append_null(),
             (ColumnBuilder::Blob(b), ValueRef::Integer(i)) => b.append_value(i.to_string()),
             (ColumnBuilder::Blob(b), ValueRef::Real(f)) => b.append_value(f.to_string()),
@@ -205,7 +238,9 @@ fn read_rows(
             .collect::<Vec<_>>()
             .join(", ");
         conn.query_row(&format!("SELECT {probes} FROM {from}"), [], |r| {
-            (0..columns.len()).map(|i| r.get::<_, i64>(i).map(|v| v as u8)).collect()
+            (0..columns.len())
+                .map(|i| r.get::<_, i64>(i).map(|v| v as u8))
+                .collect()
         })?
     };
     let fields: Vec<Field> = columns
@@ -218,9 +253,17 @@ fn read_rows(
     if columns.is_empty() {
         return Ok((schema, batches));
     }
-    let list = columns.iter().map(|c| quote_ident(&c.name)).collect::<Vec<_>>().join(", ");
+    let list = columns
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut stmt = conn.prepare(&format!("SELECT {list} FROM {from}"))?;
-    let mut builders: Vec<ColumnBuilder> = schema.fields().iter().map(|f| ColumnBuilder::new(f.data_type())).collect();
+    let mut builders: Vec<ColumnBuilder> = schema
+        .fields()
+        .iter()
+        .map(|f| ColumnBuilder::new(f.data_type()))
+        .collect();
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         for (i, b) in builders.iter_mut().enumerate() {
@@ -241,7 +284,10 @@ fn read_rows(
     Ok((schema, batches))
 }
 
-fn finish_batch(schema: &SchemaRef, builders: &mut [ColumnBuilder]) -> Result<RecordBatch, ReadError> {
+fn finish_batch(
+    schema: &SchemaRef,
+    builders: &mut [ColumnBuilder],
+) -> Result<RecordBatch, ReadError> {
     let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect();
     RecordBatch::try_new(Arc::clone(schema), arrays).map_err(|e| ReadError::Other(one_line(e)))
 }
@@ -255,10 +301,16 @@ struct RawForeignKey {
 }
 
 fn foreign_keys(conn: &Connection, table: &str) -> rusqlite::Result<Vec<RawForeignKey>> {
-    let mut stmt = conn
-        .prepare("SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?1) ORDER BY id, seq")?;
+    let mut stmt = conn.prepare(
+        "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?1) ORDER BY id, seq",
+    )?;
     let rows = stmt.query_map([table], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?))
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ))
     })?;
     let mut out: Vec<(i64, RawForeignKey)> = Vec::new();
     for row in rows {
@@ -268,7 +320,14 @@ fn foreign_keys(conn: &Connection, table: &str) -> rusqlite::Result<Vec<RawForei
                 fk.columns.push(from);
                 fk.ref_columns.push(to);
             }
-            _ => out.push((id, RawForeignKey { columns: vec![from], ref_table, ref_columns: vec![to] })),
+            _ => out.push((
+                id,
+                RawForeignKey {
+                    columns: vec![from],
+                    ref_table,
+                    ref_columns: vec![to],
+                },
+            )),
         }
     }
     // SQLite numbers constraints from the last declared; restore declaration order.
@@ -293,7 +352,10 @@ fn resolve_foreign_keys(tables: &mut [LoadedTable], raw: Vec<Vec<RawForeignKey>>
     for (ti, fks) in raw.into_iter().enumerate() {
         for fk in fks {
             let child = &tables[ti].meta;
-            let Some(pi) = tables.iter().position(|t| t.meta.name.eq_ignore_ascii_case(&fk.ref_table)) else {
+            let Some(pi) = tables
+                .iter()
+                .position(|t| t.meta.name.eq_ignore_ascii_case(&fk.ref_table))
+            else {
                 warnings.push(format!(
                     "foreign key ({}) of table '{}' references table '{}', which is not in the file: the key is ignored",
                     fk.columns.join(", "),
@@ -303,14 +365,20 @@ fn resolve_foreign_keys(tables: &mut [LoadedTable], raw: Vec<Vec<RawForeignKey>>
                 continue;
             };
             let parent = &tables[pi].meta;
-            let columns: Option<Vec<String>> =
-                fk.columns.iter().map(|c| lookup(&mut child.columns.iter().map(|c| &c.name), c)).collect();
+            let columns: Option<Vec<String>> = fk
+                .columns
+                .iter()
+                .map(|c| lookup(&mut child.columns.iter().map(|c| &c.name), c))
+                .collect();
             let ref_columns: Option<Vec<String>> = if fk.ref_columns.iter().all(Option::is_none) {
                 (parent.primary_key.len() == fk.columns.len()).then(|| parent.primary_key.clone())
             } else {
                 fk.ref_columns
                     .iter()
-                    .map(|c| c.as_deref().and_then(|c| lookup(&mut parent.columns.iter().map(|c| &c.name), c)))
+                    .map(|c| {
+                        c.as_deref()
+                            .and_then(|c| lookup(&mut parent.columns.iter().map(|c| &c.name), c))
+                    })
                     .collect()
             };
             match (columns, ref_columns) {

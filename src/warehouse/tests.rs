@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Float64Array, Int64Array, StringArray};
+use arrow::array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Float64Array, Int64Array, StringArray,
+};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use rusqlite::Connection;
@@ -16,7 +18,9 @@ fn s(v: &[&str]) -> Vec<String> {
 
 fn column_texts(batch: &RecordBatch, name: &str) -> Vec<Option<String>> {
     let col = batch.column_by_name(name).expect("test column exists");
-    (0..col.len()).map(|r| render_value(col.as_ref(), r)).collect()
+    (0..col.len())
+        .map(|r| render_value(col.as_ref(), r))
+        .collect()
 }
 
 fn texts(v: &[Option<&str>]) -> Vec<Option<String>> {
@@ -28,6 +32,7 @@ fn university(dir: &Path) -> PathBuf {
     let conn = Connection::open(&path).expect("create test db");
     conn.execute_batch(
         r#"
+        PRAGMA foreign_keys = OFF;
         CREATE TABLE students (
             sid INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, yob INTEGER, gpa REAL,
             mixed, num, blobby BLOB, none_int INT, none_real DOUBLE, none_text VARCHAR(10));
@@ -42,7 +47,8 @@ fn university(dir: &Path) -> PathBuf {
         CREATE TABLE books (
             bid INTEGER PRIMARY KEY, SID INT, CID INT, title TEXT,
             FOREIGN KEY (sid, cid) REFERENCES Courses (SID, CID),
-            FOREIGN KEY (bid) REFERENCES nowhere (id));
+            FOREIGN KEY (bid) REFERENCES nowhere (id),
+            FOREIGN KEY (sid) REFERENCES students);
         INSERT INTO books VALUES (100, 1, 10, 'Algebra');
         CREATE VIEW student_names AS SELECT name FROM students;
         "#,
@@ -54,14 +60,20 @@ fn university(dir: &Path) -> PathBuf {
 #[tokio::test]
 async fn opens_sqlite_with_keys_and_value_types() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let wh = Warehouse::open(&university(dir.path())).await.expect("open sqlite");
+    let wh = Warehouse::open(&university(dir.path()))
+        .await
+        .expect("open sqlite");
     assert_eq!(wh.kind, SourceKind::Sqlite);
     let names: Vec<&str> = wh.tables.iter().map(|t| t.name.as_str()).collect();
     // sqlite_sequence (from AUTOINCREMENT) and the view are not tables.
     assert_eq!(names, ["students", "courses", "books"]);
 
     let students = wh.table("students").expect("students");
-    let types: Vec<(&str, &DataType)> = students.columns.iter().map(|c| (c.name.as_str(), &c.data_type)).collect();
+    let types: Vec<(&str, &DataType)> = students
+        .columns
+        .iter()
+        .map(|c| (c.name.as_str(), &c.data_type))
+        .collect();
     assert_eq!(
         types,
         [
@@ -84,32 +96,85 @@ async fn opens_sqlite_with_keys_and_value_types() {
     // Implicit parent columns resolve to the parent's primary key.
     assert_eq!(
         courses.foreign_keys,
-        vec![ForeignKey { columns: s(&["sid"]), ref_table: "students".into(), ref_columns: s(&["sid"]) }]
+        vec![ForeignKey {
+            columns: s(&["sid"]),
+            ref_table: "students".into(),
+            ref_columns: s(&["sid"])
+        }]
     );
     let books = wh.table("books").expect("books");
     // Names keep the case of the catalog, not of the constraint.
     assert_eq!(
         books.foreign_keys,
-        vec![ForeignKey { columns: s(&["SID", "CID"]), ref_table: "courses".into(), ref_columns: s(&["sid", "cid"]) }]
+        vec![
+            ForeignKey {
+                columns: s(&["SID", "CID"]),
+                ref_table: "courses".into(),
+                ref_columns: s(&["sid", "cid"])
+            },
+            ForeignKey {
+                columns: s(&["SID"]),
+                ref_table: "students".into(),
+                ref_columns: s(&["sid"])
+            },
+        ]
     );
     assert_eq!(wh.warnings().len(), 1, "{:?}", wh.warnings());
     assert!(wh.warnings()[0].contains("nowhere"));
 
-    let batch = wh.read_table("students", None, &s(&["sid"])).await.expect("read students");
-    assert_eq!(column_texts(&batch, "sid"), texts(&[Some("1"), Some("2"), Some("3")]));
-    assert_eq!(column_texts(&batch, "gpa"), texts(&[Some("4"), None, Some("3.72")]));
-    assert_eq!(column_texts(&batch, "mixed"), texts(&[Some("x"), Some("2.5"), Some("4")]));
-    assert_eq!(column_texts(&batch, "num"), texts(&[Some("2.5"), None, Some("1")]));
-    assert_eq!(column_texts(&batch, "blobby"), texts(&[Some("0102"), None, None]));
+    let batch = wh
+        .read_table("students", None, &s(&["sid"]))
+        .await
+        .expect("read students");
+    assert_eq!(
+        column_texts(&batch, "sid"),
+        texts(&[Some("1"), Some("2"), Some("3")])
+    );
+    assert_eq!(
+        column_texts(&batch, "gpa"),
+        texts(&[Some("4"), None, Some("3.72")])
+    );
+    assert_eq!(
+        column_texts(&batch, "mixed"),
+        texts(&[Some("x"), Some("2.5"), Some("4")])
+    );
+    assert_eq!(
+        column_texts(&batch, "num"),
+        texts(&[Some("2.5"), None, Some("1")])
+    );
+    assert_eq!(
+        column_texts(&batch, "blobby"),
+        texts(&[Some("0102"), None, None])
+    );
     assert_eq!(column_texts(&batch, "none_int"), texts(&[None, None, None]));
 
     // NULLs sort last; a projection keeps the requested order.
-    let batch = wh.read_table("students", Some(&s(&["name", "yob"])), &s(&["yob"])).await.expect("read");
-    assert_eq!(batch.schema().fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), ["name", "yob"]);
-    assert_eq!(column_texts(&batch, "yob"), texts(&[Some("1985"), Some("1990"), None]));
+    let batch = wh
+        .read_table("students", Some(&s(&["name", "yob"])), &s(&["yob"]))
+        .await
+        .expect("read");
+    assert_eq!(
+        batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>(),
+        ["name", "yob"]
+    );
+    assert_eq!(
+        column_texts(&batch, "yob"),
+        texts(&[Some("1985"), Some("1990"), None])
+    );
 
-    let rows = wh.sql("SELECT COUNT(*) AS n FROM courses c JOIN students s ON c.sid = s.sid").await.expect("join");
-    assert_eq!(render_value(rows[0].column(0).as_ref(), 0).as_deref(), Some("3"));
+    let rows = wh
+        .sql("SELECT COUNT(*) AS n FROM courses c JOIN students s ON c.sid = s.sid")
+        .await
+        .expect("join");
+    assert_eq!(
+        render_value(rows[0].column(0).as_ref(), 0).as_deref(),
+        Some("3")
+    );
 }
 
 #[tokio::test]
@@ -126,16 +191,32 @@ async fn keeps_mixed_case_and_spaced_names() {
     .expect("fill");
     drop(conn);
     let wh = Warehouse::open(&path).await.expect("open");
-    assert_eq!(wh.table("invoice line").map(|t| t.name.as_str()), Some("Invoice Line"));
-    let batch = wh.read_table("Invoice Line", Some(&s(&["unitprice"])), &s(&["InvoiceLineId"])).await.expect("read");
-    assert_eq!(column_texts(&batch, "UnitPrice"), texts(&[Some("1.99"), Some("0.99")]));
+    assert_eq!(
+        wh.table("invoice line").map(|t| t.name.as_str()),
+        Some("Invoice Line")
+    );
+    let batch = wh
+        .read_table(
+            "Invoice Line",
+            Some(&s(&["unitprice"])),
+            &s(&["InvoiceLineId"]),
+        )
+        .await
+        .expect("read");
+    assert_eq!(
+        column_texts(&batch, "UnitPrice"),
+        texts(&[Some("1.99"), Some("0.99")])
+    );
     let rows = wh
         .sql(r#"SELECT t.Name, l."UnitPrice" FROM "Invoice Line" l JOIN Track t ON l."Track Id" = t.TrackId"#)
         .await
         .expect("unquoted mixed-case identifiers keep their case");
     assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
     assert!(wh.table("nope").is_none());
-    assert!(matches!(wh.read_table("nope", None, &[]).await, Err(WarehouseError::UnknownTable { .. })));
+    assert!(matches!(
+        wh.read_table("nope", None, &[]).await,
+        Err(WarehouseError::UnknownTable { .. })
+    ));
     assert!(matches!(
         wh.read_table("Track", Some(&s(&["nope"])), &[]).await,
         Err(WarehouseError::UnknownColumn { .. })
@@ -156,7 +237,10 @@ fn people() -> RecordBatch {
     ]));
     RecordBatch::try_new(
         schema,
-        vec![Arc::new(Int64Array::from(vec![2, 1])), Arc::new(StringArray::from(vec![Some("Bo"), None]))],
+        vec![
+            Arc::new(Int64Array::from(vec![2, 1])),
+            Arc::new(StringArray::from(vec![Some("Bo"), None])),
+        ],
     )
     .expect("batch")
 }
@@ -165,39 +249,109 @@ fn people() -> RecordBatch {
 async fn opens_directory_of_parquet_and_csv() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_parquet_file(&dir.path().join("people.parquet"), &people());
-    std::fs::write(dir.path().join("visits.csv"), "vid,pid,score,day\n1,2,2.5,2021-03-04\n2,1,,2021-03-05\n3,2,1,\n")
-        .expect("csv");
+    let tags = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("big", DataType::LargeUtf8, true),
+            Field::new(
+                "dict",
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                true,
+            ),
+        ])),
+        vec![
+            Arc::new(arrow::array::LargeStringArray::from(vec!["x"])) as ArrayRef,
+            Arc::new(
+                vec!["y"]
+                    .into_iter()
+                    .collect::<arrow::array::DictionaryArray<arrow::datatypes::Int32Type>>(),
+            ),
+        ],
+    )
+    .expect("tags batch");
+    write_parquet_file(&dir.path().join("tags.parquet"), &tags);
+    std::fs::write(
+        dir.path().join("visits.csv"),
+        "vid,pid,score,day,note\n1,2,2.5,2021-03-04,\n2,1,,2021-03-05,\n3,2,1,,\n",
+    )
+    .expect("csv");
     std::fs::write(dir.path().join("views.sql"), "CREATE VIEW v AS SELECT 1;").expect("views");
     std::fs::write(dir.path().join("README.txt"), "not a table").expect("readme");
+    std::fs::write(dir.path().join(".hidden.csv"), "a\n1\n").expect("hidden");
     let wh = Warehouse::open(dir.path()).await.expect("open dir");
     assert_eq!(wh.kind, SourceKind::Parquet);
-    assert_eq!(wh.tables.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["people", "visits"]);
+    let names: Vec<&str> = wh.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["people", "tags", "visits"]);
     let visits = wh.table("visits").expect("visits");
     assert!(visits.primary_key.is_empty() && visits.foreign_keys.is_empty());
     let types: Vec<&DataType> = visits.columns.iter().map(|c| &c.data_type).collect();
-    assert_eq!(types, [&DataType::Int64, &DataType::Int64, &DataType::Float64, &DataType::Date32]);
-    assert_eq!(wh.table("people").expect("people").columns[1].data_type, DataType::Utf8);
+    // A column with no values at all is text, not Arrow's Null type.
+    assert_eq!(
+        types,
+        [
+            &DataType::Int64,
+            &DataType::Int64,
+            &DataType::Float64,
+            &DataType::Date32,
+            &DataType::Utf8
+        ]
+    );
+    assert_eq!(
+        wh.table("people").expect("people").columns[1].data_type,
+        DataType::Utf8
+    );
+    // Large and dictionary strings are held as plain Utf8.
+    let tags = wh.table("tags").expect("tags");
+    assert!(
+        tags.columns.iter().all(|c| c.data_type == DataType::Utf8),
+        "{:?}",
+        tags.columns
+    );
+    let batch = wh.read_table("tags", None, &[]).await.expect("read tags");
+    assert_eq!(column_texts(&batch, "dict"), texts(&[Some("y")]));
 
-    let batch = wh.read_table("visits", None, &s(&["score"])).await.expect("read");
-    assert_eq!(column_texts(&batch, "vid"), texts(&[Some("3"), Some("1"), Some("2")]));
-    assert_eq!(column_texts(&batch, "day"), texts(&[None, Some("2021-03-04"), Some("2021-03-05")]));
-    let batch = wh.read_table("people", None, &s(&["name"])).await.expect("case-insensitive column");
+    let batch = wh
+        .read_table("visits", None, &s(&["score"]))
+        .await
+        .expect("read");
+    assert_eq!(
+        column_texts(&batch, "vid"),
+        texts(&[Some("3"), Some("1"), Some("2")])
+    );
+    assert_eq!(
+        column_texts(&batch, "day"),
+        texts(&[None, Some("2021-03-04"), Some("2021-03-05")])
+    );
+    let batch = wh
+        .read_table("people", None, &s(&["name"]))
+        .await
+        .expect("case-insensitive column");
     assert_eq!(column_texts(&batch, "pid"), texts(&[Some("2"), Some("1")]));
-    let rows = wh.sql("SELECT p.Name FROM visits v JOIN people p ON v.pid = p.pid WHERE v.vid = 1").await.expect("join");
-    assert_eq!(render_value(rows[0].column(0).as_ref(), 0).as_deref(), Some("Bo"));
+    let rows = wh
+        .sql("SELECT p.Name FROM visits v JOIN people p ON v.pid = p.pid WHERE v.vid = 1")
+        .await
+        .expect("join");
+    assert_eq!(
+        render_value(rows[0].column(0).as_ref(), 0).as_deref(),
+        Some("Bo")
+    );
 }
 
 #[tokio::test]
 async fn empty_table_keeps_its_schema() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("e.sqlite");
-    Connection::open(&path).and_then(|c| c.execute_batch("CREATE TABLE t (a INTEGER, b TEXT)")).expect("create");
+    Connection::open(&path)
+        .and_then(|c| c.execute_batch("CREATE TABLE t (a INTEGER, b TEXT)"))
+        .expect("create");
     let wh = Warehouse::open(&path).await.expect("open");
     let batch = wh.read_table("t", None, &s(&["a"])).await.expect("read");
     assert_eq!(batch.num_rows(), 0);
     assert_eq!(batch.schema().field(0).data_type(), &DataType::Int64);
     assert_eq!(batch.schema().field(1).data_type(), &DataType::Utf8);
-    let batch = wh.read_table("t", Some(&[]), &[]).await.expect("no columns");
+    let batch = wh
+        .read_table("t", Some(&[]), &[])
+        .await
+        .expect("no columns");
     assert_eq!((batch.num_columns(), batch.num_rows()), (0, 0));
 }
 
@@ -207,26 +361,57 @@ async fn declares_keys() {
     write_parquet_file(&dir.path().join("people.parquet"), &people());
     std::fs::write(dir.path().join("visits.csv"), "vid,pid\n1,2\n").expect("csv");
     let mut wh = Warehouse::open(dir.path()).await.expect("open");
-    let fk = |ref_columns: &[&str]| ForeignKey { columns: s(&["PID"]), ref_table: "People".into(), ref_columns: s(ref_columns) };
-    let err = wh.declare_foreign_key("visits", fk(&[])).expect_err("parent has no key yet");
+    let fk = |ref_columns: &[&str]| ForeignKey {
+        columns: s(&["PID"]),
+        ref_table: "People".into(),
+        ref_columns: s(ref_columns),
+    };
+    let err = wh
+        .declare_foreign_key("visits", fk(&[]))
+        .expect_err("parent has no key yet");
     assert!(err.to_string().contains("no primary key"), "{err}");
-    assert!(matches!(wh.declare_primary_key("people", &s(&["nope"])), Err(WarehouseError::UnknownColumn { .. })));
-    assert!(matches!(wh.declare_primary_key("nope", &s(&["pid"])), Err(WarehouseError::UnknownTable { .. })));
-    wh.declare_primary_key("people", &s(&["PID"])).expect("declare pk");
-    wh.declare_primary_key("people", &s(&["pid"])).expect("same key again");
-    assert!(matches!(wh.declare_primary_key("people", &s(&["Name"])), Err(WarehouseError::KeyConflict(_))));
-    wh.declare_foreign_key("visits", fk(&[])).expect("implicit parent columns");
-    wh.declare_foreign_key("visits", fk(&["pid"])).expect("duplicate is ignored");
-    assert!(matches!(wh.declare_foreign_key("visits", fk(&["pid", "Name"])), Err(WarehouseError::KeyConflict(_))));
+    assert!(matches!(
+        wh.declare_primary_key("people", &s(&["nope"])),
+        Err(WarehouseError::UnknownColumn { .. })
+    ));
+    assert!(matches!(
+        wh.declare_primary_key("nope", &s(&["pid"])),
+        Err(WarehouseError::UnknownTable { .. })
+    ));
+    wh.declare_primary_key("people", &s(&["PID"]))
+        .expect("declare pk");
+    wh.declare_primary_key("people", &s(&["pid"]))
+        .expect("same key again");
+    assert!(matches!(
+        wh.declare_primary_key("people", &s(&["Name"])),
+        Err(WarehouseError::KeyConflict(_))
+    ));
+    wh.declare_foreign_key("visits", fk(&[]))
+        .expect("implicit parent columns");
+    wh.declare_foreign_key("visits", fk(&["pid"]))
+        .expect("duplicate is ignored");
+    assert!(matches!(
+        wh.declare_foreign_key("visits", fk(&["pid", "Name"])),
+        Err(WarehouseError::KeyConflict(_))
+    ));
     assert_eq!(
         wh.table("visits").expect("visits").foreign_keys,
-        vec![ForeignKey { columns: s(&["pid"]), ref_table: "people".into(), ref_columns: s(&["pid"]) }]
+        vec![ForeignKey {
+            columns: s(&["pid"]),
+            ref_table: "people".into(),
+            ref_columns: s(&["pid"])
+        }]
     );
     assert_eq!(wh.table("people").expect("people").primary_key, s(&["pid"]));
 
-    let mut sq = Warehouse::open(&university(dir.path())).await.expect("open sqlite");
-    sq.declare_primary_key("courses", &s(&["cid", "sid"])).expect("catalog key in another order");
-    let err = sq.declare_primary_key("courses", &s(&["cid"])).expect_err("differs from the catalog");
+    let mut sq = Warehouse::open(&university(dir.path()))
+        .await
+        .expect("open sqlite");
+    sq.declare_primary_key("courses", &s(&["cid", "sid"]))
+        .expect("catalog key in another order");
+    let err = sq
+        .declare_primary_key("courses", &s(&["cid"]))
+        .expect_err("differs from the catalog");
     assert!(err.to_string().contains("SQLite catalog"), "{err}");
 }
 
@@ -238,7 +423,10 @@ async fn bad_sources_are_errors() {
 
     let garbage = dir.path().join("garbage.sqlite");
     std::fs::write(&garbage, b"this is not a database at all, just bytes").expect("write");
-    assert!(matches!(Warehouse::open(&garbage).await, Err(WarehouseError::NotAWarehouse { .. })));
+    assert!(matches!(
+        Warehouse::open(&garbage).await,
+        Err(WarehouseError::NotAWarehouse { .. })
+    ));
 
     // A real database with enough rows to span many pages, cut short at two points.
     let full = dir.path().join("full.sqlite");
@@ -254,7 +442,10 @@ async fn bad_sources_are_errors() {
     for cut in [100, 2048, bytes.len() / 2] {
         let truncated = dir.path().join(format!("cut{cut}.sqlite"));
         std::fs::write(&truncated, &bytes[..cut]).expect("write");
-        let err = Warehouse::open(&truncated).await.err().unwrap_or_else(|| panic!("cut at {cut} opened"));
+        let err = Warehouse::open(&truncated)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("cut at {cut} opened"));
         assert!(!err.to_string().contains('\n'));
     }
     // A corrupt page in the middle, header intact.
@@ -264,23 +455,38 @@ async fn bad_sources_are_errors() {
     }
     let path = dir.path().join("damaged.sqlite");
     std::fs::write(&path, &damaged).expect("write");
-    assert!(matches!(Warehouse::open(&path).await, Err(WarehouseError::Sqlite { .. })));
+    assert!(matches!(
+        Warehouse::open(&path).await,
+        Err(WarehouseError::Sqlite { .. })
+    ));
 
     let pq = dir.path().join("pq");
     std::fs::create_dir(&pq).expect("mkdir");
     std::fs::write(pq.join("t.parquet"), b"PAR1 garbage that is not parquet").expect("write");
-    assert!(matches!(Warehouse::open(&pq).await, Err(WarehouseError::Parquet { .. })));
+    assert!(matches!(
+        Warehouse::open(&pq).await,
+        Err(WarehouseError::Parquet { .. })
+    ));
     write_parquet_file(&pq.join("t.parquet"), &people());
     let good = std::fs::read(pq.join("t.parquet")).expect("read");
     std::fs::write(pq.join("t.parquet"), &good[..good.len() - 10]).expect("truncate");
-    assert!(matches!(Warehouse::open(&pq).await, Err(WarehouseError::Parquet { .. })));
+    assert!(matches!(
+        Warehouse::open(&pq).await,
+        Err(WarehouseError::Parquet { .. })
+    ));
     std::fs::write(pq.join("t.parquet"), &good).expect("restore");
     std::fs::write(pq.join("t.csv"), "a\n1\n").expect("write");
-    assert!(matches!(Warehouse::open(&pq).await, Err(WarehouseError::DuplicateTable { .. })));
+    assert!(matches!(
+        Warehouse::open(&pq).await,
+        Err(WarehouseError::DuplicateTable { .. })
+    ));
 
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
-    assert!(matches!(Warehouse::open(&empty).await, Err(WarehouseError::EmptyDirectory { .. })));
+    assert!(matches!(
+        Warehouse::open(&empty).await,
+        Err(WarehouseError::EmptyDirectory { .. })
+    ));
 }
 
 fn release() -> ReleaseSet {
@@ -295,10 +501,18 @@ fn release() -> ReleaseSet {
         ])),
         vec![
             Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef,
-            Arc::new(StringArray::from(vec![Some("[1990,1999]"), Some("*"), None])),
+            Arc::new(StringArray::from(vec![
+                Some("[1990,1999]"),
+                Some("*"),
+                None,
+            ])),
             Arc::new(Float64Array::from(vec![Some(4.0), Some(3.72), None])),
             Arc::new(Date32Array::from(vec![Some(18690), None, Some(0)])),
-            Arc::new(BinaryArray::from(vec![Some(&b"\x00\x01"[..]), None, Some(&b""[..])])),
+            Arc::new(BinaryArray::from(vec![
+                Some(&b"\x00\x01"[..]),
+                None,
+                Some(&b""[..]),
+            ])),
             Arc::new(BooleanArray::from(vec![Some(true), Some(false), None])),
         ],
     )
@@ -344,7 +558,10 @@ fn listing(dir: &Path) -> Vec<String> {
 
 async fn assert_same_values(wh: &Warehouse, release: &ReleaseSet) {
     for t in &release.tables {
-        let back = wh.read_table(&t.name, None, &t.primary_key).await.expect("read back");
+        let back = wh
+            .read_table(&t.name, None, &t.primary_key)
+            .await
+            .expect("read back");
         assert_eq!(back.num_rows(), t.batch.num_rows(), "{}", t.name);
         for f in t.batch.schema().fields() {
             let want: Vec<Option<String>> = column_texts(&t.batch, f.name());
@@ -367,22 +584,42 @@ async fn sqlite_release_round_trip() {
     let staged = write_staged(&target, &rel, false).expect("stage");
     assert_eq!(staged.kind(), TargetKind::Sqlite);
     assert!(staged.path().exists() && !target.exists());
-    assert!(staged.path().file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')));
+    assert!(staged
+        .path()
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.')));
     assert_eq!(staged.commit().expect("commit"), target);
     assert_eq!(listing(&dir.path().join("out")), ["release.sqlite"]);
 
     let wh = Warehouse::open(&target).await.expect("reopen");
-    assert_eq!(wh.tables.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["Student Table", "courses"]);
+    assert_eq!(
+        wh.tables
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["Student Table", "courses"]
+    );
     let st = wh.table("Student Table").expect("students");
     assert_eq!(st.primary_key, s(&["sid"]));
     let types: Vec<&DataType> = st.columns.iter().map(|c| &c.data_type).collect();
     assert_eq!(
         types,
-        [&DataType::Int64, &DataType::Utf8, &DataType::Float64, &DataType::Utf8, &DataType::Binary, &DataType::Int64]
+        [
+            &DataType::Int64,
+            &DataType::Utf8,
+            &DataType::Float64,
+            &DataType::Utf8,
+            &DataType::Binary,
+            &DataType::Int64
+        ]
     );
     assert_eq!(
         wh.table("courses").expect("courses").foreign_keys,
-        vec![ForeignKey { columns: s(&["sid"]), ref_table: "Student Table".into(), ref_columns: s(&["sid"]) }]
+        vec![ForeignKey {
+            columns: s(&["sid"]),
+            ref_table: "Student Table".into(),
+            ref_columns: s(&["sid"])
+        }]
     );
     assert_same_values(&wh, &rel).await;
     let conn = Connection::open(&target).expect("open");
@@ -400,9 +637,15 @@ async fn parquet_release_round_trip() {
     let staged = write_staged(&target, &rel, false).expect("stage");
     assert_eq!(staged.kind(), TargetKind::Parquet);
     staged.commit().expect("commit");
-    assert_eq!(listing(&target), ["Student Table.parquet", "courses.parquet", "views.sql"]);
+    assert_eq!(
+        listing(&target),
+        ["Student Table.parquet", "courses.parquet", "views.sql"]
+    );
     let views = std::fs::read_to_string(target.join("views.sql")).expect("views.sql");
-    assert!(views.starts_with("CREATE VIEW \"course load\" AS SELECT"), "{views}");
+    assert!(
+        views.starts_with("CREATE VIEW \"course load\" AS SELECT"),
+        "{views}"
+    );
     assert!(views.trim_end().ends_with("-- per course\n;"), "{views}");
 
     let wh = Warehouse::open(&target).await.expect("reopen");
@@ -419,8 +662,14 @@ async fn parquet_release_round_trip() {
     let plain = dir.path().join("plain");
     let mut rel = release();
     rel.views.clear();
-    write_staged(&plain, &rel, false).expect("stage").commit().expect("commit");
-    assert_eq!(listing(&plain), ["Student Table.parquet", "courses.parquet"]);
+    write_staged(&plain, &rel, false)
+        .expect("stage")
+        .commit()
+        .expect("commit");
+    assert_eq!(
+        listing(&plain),
+        ["Student Table.parquet", "courses.parquet"]
+    );
 }
 
 #[tokio::test]
@@ -428,28 +677,52 @@ async fn existing_targets_need_overwrite() {
     let dir = tempfile::tempdir().expect("tempdir");
     for name in ["r.sqlite", "r_dir"] {
         let target = dir.path().join(name);
-        write_staged(&target, &release(), false).expect("stage").commit().expect("first commit");
+        write_staged(&target, &release(), false)
+            .expect("stage")
+            .commit()
+            .expect("first commit");
         let err = write_staged(&target, &release(), false).expect_err("exists");
-        assert_eq!(err.to_string(), format!("target '{}' exists: pass --overwrite to replace it", target.display()));
-        write_staged(&target, &release(), true).expect("stage").commit().expect("overwrite");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "target '{}' exists: pass --overwrite to replace it",
+                target.display()
+            )
+        );
+        write_staged(&target, &release(), true)
+            .expect("stage")
+            .commit()
+            .expect("overwrite");
         assert!(Warehouse::open(&target).await.is_ok());
     }
     // The target appearing while staging is refused at commit too, and cleaned up.
     let late = dir.path().join("late.sqlite");
     let staged = write_staged(&late, &release(), false).expect("stage");
     std::fs::write(&late, b"").expect("appears");
-    assert!(matches!(staged.commit(), Err(WarehouseError::TargetExists { .. })));
+    assert!(matches!(
+        staged.commit(),
+        Err(WarehouseError::TargetExists { .. })
+    ));
     std::fs::remove_file(&late).expect("remove");
 
     // --overwrite does not wipe something that is not a warehouse.
     let docs = dir.path().join("docs");
     std::fs::create_dir(&docs).expect("mkdir");
     std::fs::write(docs.join("notes.txt"), "keep me").expect("write");
-    assert!(matches!(write_staged(&docs, &release(), true), Err(WarehouseError::TargetNotReplaceable { .. })));
+    assert!(matches!(
+        write_staged(&docs, &release(), true),
+        Err(WarehouseError::TargetNotReplaceable { .. })
+    ));
     let text = dir.path().join("notes.db");
     std::fs::write(&text, "keep me").expect("write");
-    assert!(matches!(write_staged(&text, &release(), true), Err(WarehouseError::TargetNotReplaceable { .. })));
-    assert_eq!(listing(dir.path()), ["docs", "notes.db", "r.sqlite", "r_dir"]);
+    assert!(matches!(
+        write_staged(&text, &release(), true),
+        Err(WarehouseError::TargetNotReplaceable { .. })
+    ));
+    assert_eq!(
+        listing(dir.path()),
+        ["docs", "notes.db", "r.sqlite", "r_dir"]
+    );
 }
 
 #[test]
@@ -462,22 +735,36 @@ fn dropped_or_failed_stages_leave_nothing() {
         assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
     }
     let mut bad_view = release();
-    bad_view.views.push(("broken".into(), "SELECT nope FROM missing_table".into()));
+    bad_view
+        .views
+        .push(("broken".into(), "SELECT nope FROM missing_table".into()));
     let err = write_staged(&dir.path().join("v.sqlite"), &bad_view, false).expect_err("bad view");
-    assert!(matches!(&err, WarehouseError::View { name, .. } if name == "broken"), "{err}");
+    assert!(
+        matches!(&err, WarehouseError::View { name, .. } if name == "broken"),
+        "{err}"
+    );
     let mut bad_key = release();
     bad_key.tables[1].foreign_keys[0].ref_table = "gone".into();
-    assert!(matches!(write_staged(&dir.path().join("k.sqlite"), &bad_key, false), Err(WarehouseError::InvalidRelease(_))));
+    assert!(matches!(
+        write_staged(&dir.path().join("k.sqlite"), &bad_key, false),
+        Err(WarehouseError::InvalidRelease(_))
+    ));
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
 
 #[test]
 fn target_kind_from_name() {
-    assert_eq!(TargetKind::of(Path::new("x/out.sqlite")), TargetKind::Sqlite);
+    assert_eq!(
+        TargetKind::of(Path::new("x/out.sqlite")),
+        TargetKind::Sqlite
+    );
     assert_eq!(TargetKind::of(Path::new("out.SQLITE3")), TargetKind::Sqlite);
     assert_eq!(TargetKind::of(Path::new("out.db")), TargetKind::Sqlite);
     assert_eq!(TargetKind::of(Path::new("out")), TargetKind::Parquet);
-    assert_eq!(TargetKind::of(Path::new("out.parquet")), TargetKind::Parquet);
+    assert_eq!(
+        TargetKind::of(Path::new("out.parquet")),
+        TargetKind::Parquet
+    );
 }
 
 #[test]

@@ -31,7 +31,12 @@ impl TargetKind {
     /// `.sqlite`, `.sqlite3` or `.db` (any case) is a SQLite file; anything else a
     /// directory of Parquet files.
     pub fn of(path: &Path) -> TargetKind {
-        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("sqlite" | "sqlite3" | "db") => TargetKind::Sqlite,
             _ => TargetKind::Parquet,
         }
@@ -86,20 +91,27 @@ impl Staged {
         };
         match fs::symlink_metadata(&self.target) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                fs::rename(&self.temp, &self.target).map_err(|e| io("rename onto", &self.target, e))?;
+                fs::rename(&self.temp, &self.target)
+                    .map_err(|e| io("rename onto", &self.target, e))?;
             }
             Err(e) => return Err(io("inspect", &self.target, e)),
-            Ok(_) if !self.overwrite => return Err(WarehouseError::TargetExists { path: show(&self.target) }),
+            Ok(_) if !self.overwrite => {
+                return Err(WarehouseError::TargetExists {
+                    path: show(&self.target),
+                })
+            }
             Ok(meta) => {
                 check_replaceable(&self.target, &meta)?;
                 if meta.is_file() && self.kind == TargetKind::Sqlite {
                     // A file renamed over a file replaces it atomically.
-                    fs::rename(&self.temp, &self.target).map_err(|e| io("rename onto", &self.target, e))?;
+                    fs::rename(&self.temp, &self.target)
+                        .map_err(|e| io("rename onto", &self.target, e))?;
                 } else {
                     // A directory cannot be renamed over; moving the old one aside keeps the
                     // window without a target to two renames and allows putting it back.
                     let aside = temp_sibling(&self.target, "old")?;
-                    fs::rename(&self.target, &aside).map_err(|e| io("move aside", &self.target, e))?;
+                    fs::rename(&self.target, &aside)
+                        .map_err(|e| io("move aside", &self.target, e))?;
                     if let Err(e) = fs::rename(&self.temp, &self.target) {
                         let _ = fs::rename(&aside, &self.target);
                         return Err(io("rename onto", &self.target, e));
@@ -128,7 +140,11 @@ impl Drop for Staged {
 /// commits it. An existing target is refused unless `overwrite`, and even then only when it
 /// looks like a warehouse (a SQLite or Parquet file, or a directory of Parquet / CSV files),
 /// so a mistyped target cannot wipe an unrelated directory.
-pub fn write_staged(target: &Path, release: &ReleaseSet, overwrite: bool) -> Result<Staged, WarehouseError> {
+pub fn write_staged(
+    target: &Path,
+    release: &ReleaseSet,
+    overwrite: bool,
+) -> Result<Staged, WarehouseError> {
     let kind = TargetKind::of(target);
     validate(release, kind)?;
     match fs::symlink_metadata(target) {
@@ -154,7 +170,13 @@ pub fn write_staged(target: &Path, release: &ReleaseSet, overwrite: bool) -> Res
         }
         TargetKind::Parquet => fs::create_dir(&temp).map_err(|e| write_err(&temp, e))?,
     }
-    let staged = Staged { temp, target: target.to_path_buf(), kind, overwrite, committed: false };
+    let staged = Staged {
+        temp,
+        target: target.to_path_buf(),
+        kind,
+        overwrite,
+        committed: false,
+    };
     match kind {
         TargetKind::Sqlite => write_sqlite(staged.path(), release)?,
         TargetKind::Parquet => write_parquet(staged.path(), release)?,
@@ -164,7 +186,11 @@ pub fn write_staged(target: &Path, release: &ReleaseSet, overwrite: bool) -> Res
 
 /// Writes `bytes` to `path` through a temporary sibling and a rename, so readers see the
 /// old file or the new one, never a partial one. On unix, `mode` is set before the rename.
-pub fn write_file_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<(), WarehouseError> {
+pub fn write_file_atomic(
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<(), WarehouseError> {
     let parent = parent_dir(path);
     fs::create_dir_all(&parent).map_err(|e| write_err(&parent, e))?;
     let temp = temp_sibling(path, "tmp")?;
@@ -194,7 +220,10 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result
 }
 
 fn write_err(path: &Path, e: impl std::fmt::Display) -> WarehouseError {
-    WarehouseError::Write { path: show(path), msg: one_line(e) }
+    WarehouseError::Write {
+        path: show(path),
+        msg: one_line(e),
+    }
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -233,27 +262,39 @@ fn sync_dir(dir: &Path) {
 
 /// Guards --overwrite: only something that looks like a warehouse may be replaced.
 fn check_replaceable(target: &Path, meta: &fs::Metadata) -> Result<(), WarehouseError> {
-    let refuse = |why: String| WarehouseError::TargetNotReplaceable { path: show(target), why };
+    let refuse = |why: String| WarehouseError::TargetNotReplaceable {
+        path: show(target),
+        why,
+    };
     if meta.file_type().is_symlink() {
         // Only the link itself is replaced, never what it points to.
         return Ok(());
     }
     if meta.is_file() {
-        return if meta.len() == 0 || file_starts_with(target, SQLITE_MAGIC) || file_starts_with(target, b"PAR1") {
+        return if meta.len() == 0
+            || file_starts_with(target, SQLITE_MAGIC)
+            || file_starts_with(target, b"PAR1")
+        {
             Ok(())
         } else {
             Err(refuse("is neither a SQLite nor a Parquet file".into()))
         };
     }
     if meta.is_dir() {
-        let entries = fs::read_dir(target).map_err(|e| refuse(format!("cannot be listed ({})", one_line(e))))?;
+        let entries = fs::read_dir(target)
+            .map_err(|e| refuse(format!("cannot be listed ({})", one_line(e))))?;
         for entry in entries {
             let entry = entry.map_err(|e| refuse(format!("cannot be listed ({})", one_line(e))))?;
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().to_string();
-            let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase);
             let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-            let known = name == "views.sql" || matches!(ext.as_deref(), Some("parquet" | "csv"));
+            let known = name == "views.sql"
+                || name == "report.json"
+                || matches!(ext.as_deref(), Some("parquet" | "csv"));
             if !(is_file && known) {
                 return Err(refuse(format!(
                     "holds '{name}', which is not part of a Parquet warehouse"
@@ -268,7 +309,10 @@ fn check_replaceable(target: &Path, meta: &fs::Metadata) -> Result<(), Warehouse
 fn file_starts_with(path: &Path, magic: &[u8]) -> bool {
     use std::io::Read;
     let mut head = vec![0u8; magic.len()];
-    File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == magic
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == magic
 }
 
 /// Catches what would otherwise surface as a confusing SQLite or file-system error, or
@@ -282,11 +326,16 @@ fn validate(release: &ReleaseSet, kind: TargetKind) -> Result<(), WarehouseError
         }
         // SQLite names and many file systems ignore case.
         if names.iter().any(|n| n.eq_ignore_ascii_case(&t.name)) {
-            return bad(format!("table '{}' appears twice (names are compared ignoring case)", t.name));
+            return bad(format!(
+                "table '{}' appears twice (names are compared ignoring case)",
+                t.name
+            ));
         }
         names.push(t.name.clone());
         if kind == TargetKind::Parquet
-            && (t.name.starts_with('.') || t.name.contains(['/', '\\', '\0']) || t.name.chars().any(char::is_control))
+            && (t.name.starts_with('.')
+                || t.name.contains(['/', '\\', '\0'])
+                || t.name.chars().any(char::is_control))
         {
             return bad(format!(
                 "table '{}' cannot be a Parquet file name (it starts with '.' or holds a path separator): rename the table",
@@ -299,22 +348,38 @@ fn validate(release: &ReleaseSet, kind: TargetKind) -> Result<(), WarehouseError
         }
         let fields = schema.fields();
         for (i, f) in fields.iter().enumerate() {
-            if fields[..i].iter().any(|g| g.name().eq_ignore_ascii_case(f.name())) {
-                return bad(format!("table '{}' has column '{}' twice (names are compared ignoring case)", t.name, f.name()));
+            if fields[..i]
+                .iter()
+                .any(|g| g.name().eq_ignore_ascii_case(f.name()))
+            {
+                return bad(format!(
+                    "table '{}' has column '{}' twice (names are compared ignoring case)",
+                    t.name,
+                    f.name()
+                ));
             }
         }
         for c in &t.primary_key {
             let Ok(i) = schema.index_of(c) else {
-                return bad(format!("primary key column '{c}' is not a column of table '{}'", t.name));
+                return bad(format!(
+                    "primary key column '{c}' is not a column of table '{}'",
+                    t.name
+                ));
             };
             if t.batch.column(i).null_count() > 0 {
-                return bad(format!("primary key column '{c}' of table '{}' holds NULL", t.name));
+                return bad(format!(
+                    "primary key column '{c}' of table '{}' holds NULL",
+                    t.name
+                ));
             }
         }
         for fk in &t.foreign_keys {
             for c in &fk.columns {
                 if schema.index_of(c).is_err() {
-                    return bad(format!("foreign key column '{c}' is not a column of table '{}'", t.name));
+                    return bad(format!(
+                        "foreign key column '{c}' is not a column of table '{}'",
+                        t.name
+                    ));
                 }
             }
             let Some(parent) = release.tables.iter().find(|p| p.name == fk.ref_table) else {
@@ -323,7 +388,11 @@ fn validate(release: &ReleaseSet, kind: TargetKind) -> Result<(), WarehouseError
                     t.name, fk.ref_table
                 ));
             };
-            let refs = if fk.ref_columns.is_empty() { &parent.primary_key } else { &fk.ref_columns };
+            let refs = if fk.ref_columns.is_empty() {
+                &parent.primary_key
+            } else {
+                &fk.ref_columns
+            };
             if refs.len() != fk.columns.len() {
                 return bad(format!(
                     "foreign key ({}) of table '{}' does not match the {} referenced column(s) of '{}'",
@@ -335,7 +404,10 @@ fn validate(release: &ReleaseSet, kind: TargetKind) -> Result<(), WarehouseError
             }
             for c in refs {
                 if parent.batch.schema().index_of(c).is_err() {
-                    return bad(format!("foreign key of table '{}' references '{}.{c}', which does not exist", t.name, parent.name));
+                    return bad(format!(
+                        "foreign key of table '{}' references '{}.{c}', which does not exist",
+                        t.name, parent.name
+                    ));
                 }
             }
         }
@@ -345,8 +417,12 @@ fn validate(release: &ReleaseSet, kind: TargetKind) -> Result<(), WarehouseError
         if name.is_empty() {
             return bad("a view has an empty name".into());
         }
-        if names.iter().any(|n| n.eq_ignore_ascii_case(name)) || view_names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return bad(format!("view '{name}' has the name of another table or view"));
+        if names.iter().any(|n| n.eq_ignore_ascii_case(name))
+            || view_names.iter().any(|n| n.eq_ignore_ascii_case(name))
+        {
+            return bad(format!(
+                "view '{name}' has the name of another table or view"
+            ));
         }
         view_names.push(name);
     }
@@ -355,7 +431,8 @@ fn validate(release: &ReleaseSet, kind: TargetKind) -> Result<(), WarehouseError
 
 /// The view's SQL without trailing semicolons, so it can be embedded in a statement.
 fn view_body(sql: &str) -> &str {
-    sql.trim().trim_end_matches(|c: char| c == ';' || c.is_whitespace())
+    sql.trim()
+        .trim_end_matches(|c: char| c == ';' || c.is_whitespace())
 }
 
 fn create_view_sql(name: &str, sql: &str) -> String {
@@ -378,7 +455,10 @@ fn sqlite_type(data_type: &DataType) -> &'static str {
         | DataType::UInt64
         | DataType::Boolean => "INTEGER",
         DataType::Float16 | DataType::Float32 | DataType::Float64 => "REAL",
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "BLOB",
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => "BLOB",
         DataType::Dictionary(_, values) => sqlite_type(values),
         // Decimals, dates and the rest are stored as their rendered text, which is exactly
         // what render_value gives back after a round trip.
@@ -394,14 +474,24 @@ fn create_table_sql(t: &ReleaseTable, release: &ReleaseSet) -> String {
         .iter()
         .map(|f| format!("{} {}", quote_ident(f.name()), sqlite_type(f.data_type())))
         .collect();
-    let list = |cols: &[String]| cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ");
+    let list = |cols: &[String]| {
+        cols.iter()
+            .map(|c| quote_ident(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if !t.primary_key.is_empty() {
         parts.push(format!("PRIMARY KEY ({})", list(&t.primary_key)));
     }
     for fk in &t.foreign_keys {
         let refs = if fk.ref_columns.is_empty() {
             // validate() checked the parent exists.
-            release.tables.iter().find(|p| p.name == fk.ref_table).map(|p| p.primary_key.clone()).unwrap_or_default()
+            release
+                .tables
+                .iter()
+                .find(|p| p.name == fk.ref_table)
+                .map(|p| p.primary_key.clone())
+                .unwrap_or_default()
         } else {
             fk.ref_columns.clone()
         };
@@ -412,40 +502,70 @@ fn create_table_sql(t: &ReleaseTable, release: &ReleaseSet) -> String {
             list(&refs)
         ));
     }
-    format!("CREATE TABLE {} ({})", quote_ident(&t.name), parts.join(", "))
+    format!(
+        "CREATE TABLE {} ({})",
+        quote_ident(&t.name),
+        parts.join(", ")
+    )
 }
 
 fn write_sqlite(path: &Path, release: &ReleaseSet) -> Result<(), WarehouseError> {
     let err = |e: rusqlite::Error| write_err(path, e);
     let mut conn = Connection::open(path).map_err(err)?;
     // No journal and no syncing while loading: a failed write is discarded whole, and the
-    // finished file is synced once before it is renamed into place.
-    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;").map_err(err)?;
+    // finished file is synced once before it is renamed into place. Foreign keys are not
+    // enforced (the bundled SQLite enforces them by default): tables arrive in any order,
+    // and generated sources may hold orphans on purpose; the verifier checks releases.
+    conn.execute_batch(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;",
+    )
+    .map_err(err)?;
     let tx = conn.transaction().map_err(err)?;
     for t in &release.tables {
-        tx.execute(&create_table_sql(t, release), [])
-            .map_err(|e| write_err(path, format!("creating table '{}': {}", t.name, one_line(e))))?;
+        tx.execute(&create_table_sql(t, release), []).map_err(|e| {
+            write_err(
+                path,
+                format!("creating table '{}': {}", t.name, one_line(e)),
+            )
+        })?;
     }
     for t in &release.tables {
-        insert_rows(&tx, t).map_err(|e| write_err(path, format!("writing table '{}': {}", t.name, one_line(e))))?;
+        insert_rows(&tx, t)
+            .map_err(|e| write_err(path, format!("writing table '{}': {}", t.name, one_line(e))))?;
     }
     for (name, sql) in &release.views {
-        let view_err = |e: rusqlite::Error| WarehouseError::View { name: name.clone(), msg: one_line(e) };
-        tx.execute(&format!("CREATE VIEW {} AS {}", quote_ident(name), view_body(sql)), []).map_err(view_err)?;
+        let view_err = |e: rusqlite::Error| WarehouseError::View {
+            name: name.clone(),
+            msg: one_line(e),
+        };
+        tx.execute(
+            &format!("CREATE VIEW {} AS {}", quote_ident(name), view_body(sql)),
+            [],
+        )
+        .map_err(view_err)?;
         // SQLite accepts a view over missing tables or columns at CREATE time; preparing a
         // read of it checks them.
-        tx.prepare(&format!("SELECT * FROM {} LIMIT 0", quote_ident(name))).map_err(view_err)?;
+        tx.prepare(&format!("SELECT * FROM {} LIMIT 0", quote_ident(name)))
+            .map_err(view_err)?;
     }
     tx.commit().map_err(err)?;
     conn.close().map_err(|(_, e)| err(e))?;
-    File::open(path).and_then(|f| f.sync_all()).map_err(|e| write_err(path, e))
+    File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| write_err(path, e))
 }
 
 fn insert_rows(tx: &rusqlite::Transaction<'_>, t: &ReleaseTable) -> Result<(), String> {
     let n = t.batch.num_columns();
-    let marks = (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    let marks = (1..=n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut stmt = tx
-        .prepare(&format!("INSERT INTO {} VALUES ({marks})", quote_ident(&t.name)))
+        .prepare(&format!(
+            "INSERT INTO {} VALUES ({marks})",
+            quote_ident(&t.name)
+        ))
         .map_err(one_line)?;
     // Dictionary columns are expanded once rather than looked up per cell.
     let columns: Vec<ArrayRef> = t
@@ -459,7 +579,8 @@ fn insert_rows(tx: &rusqlite::Transaction<'_>, t: &ReleaseTable) -> Result<(), S
         .collect::<Result<_, _>>()?;
     for row in 0..t.batch.num_rows() {
         for (i, col) in columns.iter().enumerate() {
-            stmt.raw_bind_parameter(i + 1, sql_value(col.as_ref(), row)).map_err(one_line)?;
+            stmt.raw_bind_parameter(i + 1, sql_value(col.as_ref(), row))
+                .map_err(one_line)?;
         }
         stmt.raw_execute().map_err(one_line)?;
     }
@@ -474,7 +595,13 @@ fn sql_value(array: &dyn Array, row: usize) -> ToSqlOutput<'_> {
     }
     let int = |v: i64| Owned(Value::Integer(v));
     // Through the shortest text so 3.72f32 is stored as 3.72, matching its label.
-    let short = |v: f32| Owned(v.to_string().parse().map_or(Value::Real(f64::from(v)), Value::Real));
+    let short = |v: f32| {
+        Owned(
+            v.to_string()
+                .parse()
+                .map_or(Value::Real(f64::from(v)), Value::Real),
+        )
+    };
     match array.data_type() {
         DataType::Int8 => int(i64::from(array.as_primitive::<Int8Type>().value(row))),
         DataType::Int16 => int(i64::from(array.as_primitive::<Int16Type>().value(row))),
@@ -492,13 +619,21 @@ fn sql_value(array: &dyn Array, row: usize) -> ToSqlOutput<'_> {
         DataType::Float16 => short(array.as_primitive::<Float16Type>().value(row).to_f32()),
         DataType::Float32 => short(array.as_primitive::<Float32Type>().value(row)),
         DataType::Float64 => Owned(Value::Real(array.as_primitive::<Float64Type>().value(row))),
-        DataType::Utf8 => Borrowed(ValueRef::Text(array.as_string::<i32>().value(row).as_bytes())),
-        DataType::LargeUtf8 => Borrowed(ValueRef::Text(array.as_string::<i64>().value(row).as_bytes())),
-        DataType::Utf8View => Borrowed(ValueRef::Text(array.as_string_view().value(row).as_bytes())),
+        DataType::Utf8 => Borrowed(ValueRef::Text(
+            array.as_string::<i32>().value(row).as_bytes(),
+        )),
+        DataType::LargeUtf8 => Borrowed(ValueRef::Text(
+            array.as_string::<i64>().value(row).as_bytes(),
+        )),
+        DataType::Utf8View => {
+            Borrowed(ValueRef::Text(array.as_string_view().value(row).as_bytes()))
+        }
         DataType::Binary => Borrowed(ValueRef::Blob(array.as_binary::<i32>().value(row))),
         DataType::LargeBinary => Borrowed(ValueRef::Blob(array.as_binary::<i64>().value(row))),
         DataType::BinaryView => Borrowed(ValueRef::Blob(array.as_binary_view().value(row))),
-        DataType::FixedSizeBinary(_) => Borrowed(ValueRef::Blob(array.as_fixed_size_binary().value(row))),
+        DataType::FixedSizeBinary(_) => {
+            Borrowed(ValueRef::Blob(array.as_fixed_size_binary().value(row)))
+        }
         _ => Owned(render_value(array, row).map_or(Value::Null, Value::Text)),
     }
 }
@@ -508,8 +643,11 @@ fn write_parquet(dir: &Path, release: &ReleaseSet) -> Result<(), WarehouseError>
         let path = dir.join(format!("{}.parquet", t.name));
         let err = |e: &dyn std::fmt::Display| write_err(&path, e);
         let file = File::create_new(&path).map_err(|e| err(&e))?;
-        let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-        let mut writer = ArrowWriter::try_new(file, t.batch.schema(), Some(props)).map_err(|e| err(&e))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
+        let mut writer =
+            ArrowWriter::try_new(file, t.batch.schema(), Some(props)).map_err(|e| err(&e))?;
         writer.write(&t.batch).map_err(|e| err(&e))?;
         let file = writer.into_inner().map_err(|e| err(&e))?;
         file.sync_all().map_err(|e| err(&e))?;
@@ -522,7 +660,9 @@ fn write_parquet(dir: &Path, release: &ReleaseSet) -> Result<(), WarehouseError>
             text.push('\n');
         }
         let mut file = File::create_new(&path).map_err(|e| write_err(&path, e))?;
-        file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(|e| write_err(&path, e))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| write_err(&path, e))?;
     }
     Ok(())
 }

@@ -12,19 +12,38 @@ fn fails(text: &str, edit: impl Fn(&Path)) -> String {
     let decl = table2_workspace(dir.path(), text);
     edit(&dir.path().join("table2"));
     let before = fingerprint(&dir.path().join("table2"));
-    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8 path")]);
+    let o = relanon(
+        dir.path(),
+        &["anonymize", decl.to_str().expect("utf-8 path")],
+    );
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "expected exit 2, got {:?}: {err}", o.status.code());
-    assert_eq!(err.trim().lines().count(), 1, "the cause fits on one line: {err}");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "expected exit 2, got {:?}: {err}",
+        o.status.code()
+    );
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "the cause fits on one line: {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(before, fingerprint(&dir.path().join("table2")), "the source must not change");
+    assert_eq!(
+        before,
+        fingerprint(&dir.path().join("table2")),
+        "the source must not change"
+    );
     let leftovers: Vec<String> = std::fs::read_dir(dir.path())
         .expect("ls")
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n != "table2" && n != "decl.sql")
         .collect();
-    assert!(leftovers.is_empty(), "no partial target may be left: {leftovers:?}");
+    assert!(
+        leftovers.is_empty(),
+        "no partial target may be left: {leftovers:?}"
+    );
     err
 }
 
@@ -45,15 +64,24 @@ fn unparsable_declaration_points_at_line_and_column() {
     let text = table2_text() + "\nLABEL COLUMN students.gpa AS BANANA;\n";
     let line = text.lines().count();
     let err = fails(&text, no_edit);
-    assert!(err.contains(&format!(":{line}:")), "names line {line}: {err}");
+    assert!(
+        err.contains(&format!(":{line}:")),
+        "names line {line}: {err}"
+    );
     assert!(err.contains("BANANA"), "{err}");
 }
 
 #[test]
 fn unknown_table_and_column() {
-    let err = fails(&(table2_text() + "\nLABEL COLUMN teachers.name AS IDENTIFIER;\n"), no_edit);
+    let err = fails(
+        &(table2_text() + "\nLABEL COLUMN teachers.name AS IDENTIFIER;\n"),
+        no_edit,
+    );
     assert!(err.contains("unknown table 'teachers'"), "{err}");
-    let err = fails(&table2_text().replace("courses.grade", "courses.grad"), no_edit);
+    let err = fails(
+        &table2_text().replace("courses.grade", "courses.grad"),
+        no_edit,
+    );
     assert!(err.contains("unknown column 'grad'"), "{err}");
 }
 
@@ -65,23 +93,43 @@ fn missing_roles_are_all_listed() {
         .collect::<Vec<_>>()
         .join("\n");
     let err = fails(&text, no_edit);
-    assert!(err.contains("students.gpa") && err.contains("books.price"), "{err}");
+    assert!(
+        err.contains("students.gpa") && err.contains("books.price"),
+        "{err}"
+    );
     assert!(err.contains("no role"), "{err}");
 }
 
 #[test]
 fn value_missing_from_hierarchy() {
-    let err = fails(&table2_text(), |d| append_line(&d.join("courses.csv"), "SC99,S4,Astrology,50"));
-    assert!(err.contains("Astrology") && err.contains("courses.course"), "{err}");
+    let err = fails(&table2_text(), |d| {
+        append_line(&d.join("courses.csv"), "SC99,S4,Astrology,50")
+    });
+    assert!(
+        err.contains("Astrology") && err.contains("courses.course"),
+        "{err}"
+    );
 }
 
 #[test]
 fn hierarchy_that_is_not_a_tree() {
-    let two_parents = table2_text().replacen("('Math', 'Science')", "('Math', 'Science'), ('Math', 'Social')", 1);
-    assert_ne!(two_parents, table2_text(), "the fixture's course hierarchy has a ('Math', 'Science') row");
+    let two_parents = table2_text().replacen(
+        "('Math', 'Science')",
+        "('Math', 'Science'), ('Math', 'Social')",
+        1,
+    );
+    assert_ne!(
+        two_parents,
+        table2_text(),
+        "the fixture's course hierarchy has a ('Math', 'Science') row"
+    );
     let err = fails(&two_parents, no_edit);
     assert!(err.contains("two parents"), "{err}");
-    let cycle = table2_text().replacen("('Math', 'Science')", "('Math', 'Science'), ('Science', 'Math')", 1);
+    let cycle = table2_text().replacen(
+        "('Math', 'Science')",
+        "('Math', 'Science'), ('Science', 'Math')",
+        1,
+    );
     let err = fails(&cycle, no_edit);
     assert!(err.contains("not a tree"), "{err}");
 }
@@ -89,32 +137,55 @@ fn hierarchy_that_is_not_a_tree() {
 #[test]
 fn non_snowflake_schema() {
     // books gets a second path to students (books.sid -> students.sid).
-    let text = table2_text() + "\nALTER TABLE books ADD FOREIGN KEY (scid) REFERENCES students (sid);\n";
+    let text =
+        table2_text() + "\nALTER TABLE books ADD FOREIGN KEY (scid) REFERENCES students (sid);\n";
     let err = fails(&text, no_edit);
-    assert!(err.contains("not a snowflake") && err.contains("books"), "{err}");
+    assert!(
+        err.contains("not a snowflake") && err.contains("books"),
+        "{err}"
+    );
 }
 
 #[test]
 fn orphans_are_refused_or_dropped_and_counted() {
     let orphan = |d: &Path| append_line(&d.join("courses.csv"), "SC99,S9,Math,50");
     let err = fails(&table2_text(), orphan);
-    assert!(err.contains("missing students row") && err.contains("orphans = 'drop'"), "{err}");
+    assert!(
+        err.contains("missing students row") && err.contains("orphans = 'drop'"),
+        "{err}"
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let decl = table2_workspace(dir.path(), &(table2_text() + "\nSET orphans = 'drop';\n"));
     orphan(&dir.path().join("table2"));
-    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8"), "--json"]);
+    let o = relanon(
+        dir.path(),
+        &["anonymize", decl.to_str().expect("utf-8"), "--json"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    let courses = report["tables"].as_array().expect("tables").iter().find(|t| t["name"] == "courses").expect("courses").clone();
+    let courses = report["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .find(|t| t["name"] == "courses")
+        .expect("courses")
+        .clone();
     assert_eq!(courses["orphans_dropped"], 1, "{courses}");
 }
 
 #[test]
 fn duplicate_and_null_primary_keys() {
-    let err = fails(&table2_text(), |d| append_line(&d.join("students.csv"), "S1,1.5"));
-    assert!(err.contains("students") && err.contains("primary key"), "{err}");
-    let err = fails(&table2_text(), |d| append_line(&d.join("students.csv"), ",1.5"));
+    let err = fails(&table2_text(), |d| {
+        append_line(&d.join("students.csv"), "S1,1.5")
+    });
+    assert!(
+        err.contains("students") && err.contains("primary key"),
+        "{err}"
+    );
+    let err = fails(&table2_text(), |d| {
+        append_line(&d.join("students.csv"), ",1.5")
+    });
     assert!(err.contains("students") && err.contains("NULL"), "{err}");
 }
 
@@ -126,11 +197,22 @@ fn k_larger_than_the_population() {
 
 #[test]
 fn unreadable_or_corrupt_source() {
-    let err = fails(&table2_text().replace("SET source = 'table2';", "SET source = 'nowhere.sqlite';"), no_edit);
+    let err = fails(
+        &table2_text().replace("SET source = 'table2';", "SET source = 'nowhere.sqlite';"),
+        no_edit,
+    );
     assert!(err.contains("nowhere.sqlite"), "{err}");
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("bad.sqlite"), b"SQLite format 3\0this is not a database at all, just bytes").expect("write");
-    std::fs::write(dir.path().join("decl.sql"), table2_text().replace("SET source = 'table2';", "SET source = 'bad.sqlite';")).expect("write");
+    std::fs::write(
+        dir.path().join("bad.sqlite"),
+        b"SQLite format 3\0this is not a database at all, just bytes",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("decl.sql"),
+        table2_text().replace("SET source = 'table2';", "SET source = 'bad.sqlite';"),
+    )
+    .expect("write");
     let o = relanon(dir.path(), &["anonymize", "decl.sql"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
@@ -139,7 +221,10 @@ fn unreadable_or_corrupt_source() {
 
 #[test]
 fn target_equal_to_source_or_existing() {
-    let err = fails(&table2_text().replace("SET target = 'release.sqlite';", "SET target = 'table2';"), no_edit);
+    let err = fails(
+        &table2_text().replace("SET target = 'release.sqlite';", "SET target = 'table2';"),
+        no_edit,
+    );
     assert!(err.contains("is the source"), "{err}");
     let dir = tempfile::tempdir().expect("tempdir");
     let decl = table2_workspace(dir.path(), &table2_text());
@@ -147,14 +232,28 @@ fn target_equal_to_source_or_existing() {
     let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
-    assert_eq!(std::fs::read(dir.path().join("release.sqlite")).expect("read"), b"keep me");
+    assert_eq!(
+        std::fs::read(dir.path().join("release.sqlite")).expect("read"),
+        b"keep me"
+    );
 }
 
 #[test]
 fn key_map_inside_a_parquet_release_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = table2_workspace(dir.path(), &table2_text().replace("'release.sqlite'", "'release'"));
-    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8"), "--key-map", "release/keys.json"]);
+    let decl = table2_workspace(
+        dir.path(),
+        &table2_text().replace("'release.sqlite'", "'release'"),
+    );
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            decl.to_str().expect("utf-8"),
+            "--key-map",
+            "release/keys.json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("inside the release"), "{}", stderr(&o));
     assert!(!dir.path().join("release").exists());

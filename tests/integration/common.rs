@@ -13,7 +13,11 @@ pub fn fixture(rel: &str) -> PathBuf {
 
 /// Runs `relanon` with `args` in `dir`.
 pub fn relanon(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relanon")).current_dir(dir).args(args).output().expect("the relanon binary runs")
+    Command::new(env!("CARGO_BIN_EXE_relanon"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the relanon binary runs")
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -39,9 +43,15 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn fingerprint(p: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     if p.is_file() {
-        out.push((p.display().to_string(), std::fs::read(p).expect("read file")));
+        out.push((
+            p.display().to_string(),
+            std::fs::read(p).expect("read file"),
+        ));
     } else if p.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(p).expect("read dir").filter_map(Result::ok).collect();
+        let mut entries: Vec<_> = std::fs::read_dir(p)
+            .expect("read dir")
+            .filter_map(Result::ok)
+            .collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             out.extend(fingerprint(&e.path()));

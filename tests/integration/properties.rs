@@ -20,10 +20,20 @@ struct Warehouse {
 }
 
 fn warehouse() -> impl Strategy<Value = Warehouse> {
-    (1usize..=4, 2usize..=24, any::<u64>(), prop::bool::ANY, prop_oneof![Just(0.0), Just(0.3), Just(1.0)])
+    (
+        1usize..=4,
+        2usize..=24,
+        any::<u64>(),
+        prop::bool::ANY,
+        prop_oneof![Just(0.0), Just(0.3), Just(1.0)],
+    )
         .prop_flat_map(|(tables, entities, seed, miracle, threshold)| {
             let parents = (1..tables).map(|i| 0..i).collect::<Vec<_>>();
-            (parents, prop::collection::vec(0u8..=3, tables), 1..=entities.min(5))
+            (
+                parents,
+                prop::collection::vec(0u8..=3, tables),
+                1..=entities.min(5),
+            )
                 .prop_map(move |(parents, fanout, k)| Warehouse {
                     parents,
                     fanout,
@@ -53,19 +63,42 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     let mut rows: Vec<Vec<i64>> = vec![Vec::new(); tables];
     let mut id = 1000;
     for t in 0..tables {
-        let fk = if t == 0 { String::new() } else { format!(", pid INTEGER REFERENCES t{}(id)", w.parents[t - 1]) };
-        db.execute_batch(&format!("CREATE TABLE t{t} (id INTEGER PRIMARY KEY{fk}, q TEXT, age INTEGER, s INTEGER);")).expect("create");
-        let parents: Vec<Option<i64>> = if t == 0 { (0..w.entities).map(|_| None).collect() } else { rows[w.parents[t - 1]].iter().map(|&p| Some(p)).collect() };
+        let fk = if t == 0 {
+            String::new()
+        } else {
+            format!(", pid INTEGER REFERENCES t{}(id)", w.parents[t - 1])
+        };
+        db.execute_batch(&format!(
+            "CREATE TABLE t{t} (id INTEGER PRIMARY KEY{fk}, q TEXT, age INTEGER, s INTEGER);"
+        ))
+        .expect("create");
+        let parents: Vec<Option<i64>> = if t == 0 {
+            (0..w.entities).map(|_| None).collect()
+        } else {
+            rows[w.parents[t - 1]].iter().map(|&p| Some(p)).collect()
+        };
         for (i, p) in parents.iter().enumerate() {
-            let n = if t == 0 { 1 } else { (w.fanout[t] as usize + i) % (w.fanout[t] as usize + 1) };
+            let n = if t == 0 {
+                1
+            } else {
+                (w.fanout[t] as usize + i) % (w.fanout[t] as usize + 1)
+            };
             for _ in 0..n {
                 id += 1;
                 let q = LETTERS[(next() % 8) as usize];
                 let age = 18 + (next() % 60) as i64;
                 let s = (next() % 5) as i64;
                 match p {
-                    None => db.execute(&format!("INSERT INTO t{t} (id, q, age, s) VALUES (?1, ?2, ?3, ?4)"), rusqlite::params![id, q, age, s]),
-                    Some(p) => db.execute(&format!("INSERT INTO t{t} (id, pid, q, age, s) VALUES (?1, ?2, ?3, ?4, ?5)"), rusqlite::params![id, p, q, age, s]),
+                    None => db.execute(
+                        &format!("INSERT INTO t{t} (id, q, age, s) VALUES (?1, ?2, ?3, ?4)"),
+                        rusqlite::params![id, q, age, s],
+                    ),
+                    Some(p) => db.execute(
+                        &format!(
+                            "INSERT INTO t{t} (id, pid, q, age, s) VALUES (?1, ?2, ?3, ?4, ?5)"
+                        ),
+                        rusqlite::params![id, p, q, age, s],
+                    ),
                 }
                 .expect("insert");
                 rows[t].push(id);
@@ -80,9 +113,16 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     );
     for t in 0..tables {
         text += &format!("LABEL COLUMN t{t}.q AS QUASI IDENTIFIER USING letters;\nLABEL COLUMN t{t}.s AS SENSITIVE;\n");
-        text += &if t == 0 { format!("LABEL COLUMN t{t}.age AS QUASI IDENTIFIER USING age;\n") } else { format!("LABEL COLUMN t{t}.age AS INSENSITIVE;\n") };
+        text += &if t == 0 {
+            format!("LABEL COLUMN t{t}.age AS QUASI IDENTIFIER USING age;\n")
+        } else {
+            format!("LABEL COLUMN t{t}.age AS INSENSITIVE;\n")
+        };
     }
-    text += &format!("ANONYMIZE person WITH (k = {}, algorithm = '{}', threshold = {}, seed = 7);\n", w.k, w.algorithm, w.threshold);
+    text += &format!(
+        "ANONYMIZE person WITH (k = {}, algorithm = '{}', threshold = {}, seed = 7);\n",
+        w.k, w.algorithm, w.threshold
+    );
     text
 }
 

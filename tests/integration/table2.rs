@@ -7,10 +7,22 @@ use crate::common::*;
 
 /// Released course labels per source student, read through the key map.
 fn courses_by_student(dir: &std::path::Path) -> BTreeMap<String, Vec<String>> {
-    let map: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("keys.json")).expect("key map written")).expect("key map is JSON");
+    let map: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("keys.json")).expect("key map written"),
+    )
+    .expect("key map is JSON");
     let mut released_to_source = BTreeMap::new();
-    for pair in map["tables"]["students"]["pairs"].as_array().expect("students pairs") {
-        released_to_source.insert(pair["released"][0].to_string(), pair["source"][0].as_str().map(str::to_string).unwrap_or_else(|| pair["source"][0].to_string()));
+    for pair in map["tables"]["students"]["pairs"]
+        .as_array()
+        .expect("students pairs")
+    {
+        released_to_source.insert(
+            pair["released"][0].to_string(),
+            pair["source"][0]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| pair["source"][0].to_string()),
+        );
     }
     let db = rusqlite::Connection::open(dir.join("release.sqlite")).expect("release opens");
     let mut stmt = db.prepare("SELECT s.\"sid\", c.\"course\" FROM \"students\" s JOIN \"courses\" c ON c.\"sid\" = s.\"sid\"").expect("query");
@@ -20,7 +32,10 @@ fn courses_by_student(dir: &std::path::Path) -> BTreeMap<String, Vec<String>> {
         .expect("rows");
     for row in rows {
         let (sid, course) = row.expect("row");
-        let source = released_to_source.get(&sid.to_string()).cloned().expect("every released sid is in the key map");
+        let source = released_to_source
+            .get(&sid.to_string())
+            .cloned()
+            .expect("every released sid is in the key map");
         out.entry(source).or_default().push(course);
     }
     for v in out.values_mut() {
@@ -31,15 +46,38 @@ fn courses_by_student(dir: &std::path::Path) -> BTreeMap<String, Vec<String>> {
 
 fn run(algorithm: &str) -> BTreeMap<String, Vec<String>> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = table2_text().replace("algorithm = 'miracle'", &format!("algorithm = '{algorithm}'"));
+    let text = table2_text().replace(
+        "algorithm = 'miracle'",
+        &format!("algorithm = '{algorithm}'"),
+    );
     let decl = table2_workspace(dir.path(), &text);
     let before = fingerprint(&dir.path().join("table2"));
-    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8 path"), "--key-map", "keys.json"]);
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            decl.to_str().expect("utf-8 path"),
+            "--key-map",
+            "keys.json",
+        ],
+    );
     assert!(o.status.success(), "anonymize failed: {}", stderr(&o));
-    assert_eq!(before, fingerprint(&dir.path().join("table2")), "the source must not change");
+    assert_eq!(
+        before,
+        fingerprint(&dir.path().join("table2")),
+        "the source must not change"
+    );
     // Standalone verify agrees.
-    let v = relanon(dir.path(), &["verify", "decl.sql", "--key-map", "keys.json"]);
-    assert!(v.status.success(), "verify failed: {}{}", stdout(&v), stderr(&v));
+    let v = relanon(
+        dir.path(),
+        &["verify", "decl.sql", "--key-map", "keys.json"],
+    );
+    assert!(
+        v.status.success(),
+        "verify failed: {}{}",
+        stdout(&v),
+        stderr(&v)
+    );
     courses_by_student(dir.path())
 }
 
@@ -47,7 +85,11 @@ fn run(algorithm: &str) -> BTreeMap<String, Vec<String>> {
 fn miracle_reproduces_table_iii() {
     for algorithm in ["miracle", "miraclex"] {
         let got = run(algorithm);
-        let science = vec!["Physics".to_string(), "Science".to_string(), "Social".to_string()];
+        let science = vec![
+            "Physics".to_string(),
+            "Science".to_string(),
+            "Social".to_string(),
+        ];
         let social = vec!["History".to_string(), "Religion".to_string()];
         assert_eq!(got.get("S1"), Some(&science), "{algorithm}: {got:?}");
         assert_eq!(got.get("S2"), Some(&science), "{algorithm}: {got:?}");
@@ -60,17 +102,37 @@ fn miracle_reproduces_table_iii() {
 fn release_contract_holds_on_table_ii() {
     let dir = tempfile::tempdir().expect("tempdir");
     let decl = table2_workspace(dir.path(), &table2_text());
-    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8 path"), "--json"]);
+    let o = relanon(
+        dir.path(),
+        &["anonymize", decl.to_str().expect("utf-8 path"), "--json"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("--json prints the report");
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).expect("--json prints the report");
     assert_eq!(report["equivalence_classes"], 2);
     assert_eq!(report["smallest_ec"], 2);
     let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("release opens");
     // Keys are pseudonyms, not the source's 'S1'..'S4'.
-    let sids: Vec<i64> = db.prepare("SELECT \"sid\" FROM \"students\"").expect("q").query_map([], |r| r.get(0)).expect("rows").map(|r| r.expect("row")).collect();
-    assert_eq!(sids, vec![1, 2, 3, 4], "released keys are a permutation of 1..=n, sorted");
+    let sids: Vec<i64> = db
+        .prepare("SELECT \"sid\" FROM \"students\"")
+        .expect("q")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert_eq!(
+        sids,
+        vec![1, 2, 3, 4],
+        "released keys are a permutation of 1..=n, sorted"
+    );
     // GPA (sensitive) is published unchanged.
-    let mut gpas: Vec<f64> = db.prepare("SELECT \"gpa\" FROM \"students\"").expect("q").query_map([], |r| r.get(0)).expect("rows").map(|r| r.expect("row")).collect();
+    let mut gpas: Vec<f64> = db
+        .prepare("SELECT \"gpa\" FROM \"students\"")
+        .expect("q")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .map(|r| r.expect("row"))
+        .collect();
     gpas.sort_by(f64::total_cmp);
     assert_eq!(gpas, vec![2.34, 3.12, 3.72, 4.0]);
     // Every released FK joins.

@@ -6,25 +6,88 @@ use std::path::Path;
 use crate::common::*;
 
 fn generate(dir: &Path, out: &str) {
-    let o = relanon(dir, &["generate", "university", "--students", "120", "--seed", "7", "--out", out]);
+    let o = relanon(
+        dir,
+        &[
+            "generate",
+            "university",
+            "--students",
+            "120",
+            "--seed",
+            "7",
+            "--out",
+            out,
+        ],
+    );
     assert!(o.status.success(), "generate failed: {}", stderr(&o));
 }
 
 fn decl(dir: &Path, algorithm: &str) -> String {
-    let text = std::fs::read_to_string(root().join("sql/university.sql")).expect("sql/university.sql")
-        .replace("algorithm = 'miraclex'", &format!("algorithm = '{algorithm}'"));
+    let text = std::fs::read_to_string(root().join("sql/university.sql"))
+        .expect("sql/university.sql")
+        .replace(
+            "algorithm = 'miraclex'",
+            &format!("algorithm = '{algorithm}'"),
+        )
+        .replace(
+            "'../fixtures/",
+            &format!("'{}/", root().join("fixtures").display()),
+        );
     std::fs::write(dir.join("university.sql"), text).expect("write");
     "university.sql".to_string()
 }
 
-fn anonymize_and_verify(dir: &Path, source: &str, target: &str, algorithm: &str) -> serde_json::Value {
+fn anonymize_and_verify(
+    dir: &Path,
+    source: &str,
+    target: &str,
+    algorithm: &str,
+) -> serde_json::Value {
     let d = decl(dir, algorithm);
-    let o = relanon(dir, &["anonymize", &d, "--source", source, "--target", target, "--key-map", "keys.json", "--overwrite", "--json"]);
-    assert!(o.status.success(), "{algorithm} on {source}: {}", stderr(&o));
+    let o = relanon(
+        dir,
+        &[
+            "anonymize",
+            &d,
+            "--source",
+            source,
+            "--target",
+            target,
+            "--key-map",
+            "keys.json",
+            "--overwrite",
+            "--json",
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "{algorithm} on {source}: {}",
+        stderr(&o)
+    );
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json report");
-    assert!(report["smallest_ec"].as_u64().expect("smallest_ec") >= 5, "{report}");
-    let v = relanon(dir, &["verify", &d, "--source", source, "--release", target, "--key-map", "keys.json"]);
-    assert!(v.status.success(), "standalone verify: {}{}", stdout(&v), stderr(&v));
+    assert!(
+        report["smallest_ec"].as_u64().expect("smallest_ec") >= 5,
+        "{report}"
+    );
+    let v = relanon(
+        dir,
+        &[
+            "verify",
+            &d,
+            "--source",
+            source,
+            "--release",
+            target,
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    assert!(
+        v.status.success(),
+        "standalone verify: {}{}",
+        stdout(&v),
+        stderr(&v)
+    );
     report
 }
 
@@ -38,7 +101,10 @@ fn university_on_sqlite_and_parquet_with_both_algorithms() {
         let b = anonymize_and_verify(dir.path(), "uni-parquet", "rel-parquet", algorithm);
         // The same warehouse through either format gives the same anonymization.
         assert_eq!(a["lm"], b["lm"], "{algorithm}");
-        assert_eq!(a["equivalence_classes"], b["equivalence_classes"], "{algorithm}");
+        assert_eq!(
+            a["equivalence_classes"], b["equivalence_classes"],
+            "{algorithm}"
+        );
         assert!(dir.path().join("rel-parquet/report.json").exists());
     }
 }
@@ -53,7 +119,19 @@ fn verify_catches_a_tampered_release() {
     let db = rusqlite::Connection::open(dir.path().join("rel.sqlite")).expect("open");
     db.execute("UPDATE \"courses\" SET \"course\" = 'Tampered' WHERE \"scid\" = (SELECT MIN(\"scid\") FROM \"courses\")", []).expect("update");
     drop(db);
-    let v = relanon(dir.path(), &["verify", &d, "--source", "uni.sqlite", "--release", "rel.sqlite", "--key-map", "keys.json"]);
+    let v = relanon(
+        dir.path(),
+        &[
+            "verify",
+            &d,
+            "--source",
+            "uni.sqlite",
+            "--release",
+            "rel.sqlite",
+            "--key-map",
+            "keys.json",
+        ],
+    );
     assert_eq!(v.status.code(), Some(1), "{}{}", stdout(&v), stderr(&v));
     assert!(stdout(&v).contains("truthfulness"), "{}", stdout(&v));
 }
@@ -69,5 +147,8 @@ fn demo_runs_on_sqlite_and_parquet() {
         assert!(stdout(&o).contains("verify: passed"), "{}", stdout(&o));
     }
     assert!(dir.path().join("out/university-release.sqlite").exists());
-    assert!(dir.path().join("out/university-parquet-release/students.parquet").exists());
+    assert!(dir
+        .path()
+        .join("out/university-parquet-release/students.parquet")
+        .exists());
 }
