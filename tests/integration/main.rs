@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod common;
+mod dimensions;
 mod properties;
 mod table2;
 mod university;
