@@ -377,21 +377,16 @@ impl Builder {
             has_child[p as usize] = true;
         }
         let mut leaves = vec![0u32; n];
-        for (i, _) in has_child
-            .iter()
-            .enumerate()
-            .skip(1)
-            .filter(|(_, has)| !**has)
-        {
-            {
-                let mut cur = i as u32;
-                loop {
-                    leaves[cur as usize] += 1;
-                    if cur == 0 {
-                        break;
-                    }
-                    cur = parent[cur as usize];
+        // Every leaf adds one to itself and each ancestor up to the root.
+        let leaf_nodes = (1..n).filter(|&i| !has_child[i]);
+        for leaf in leaf_nodes {
+            let mut cur = leaf as u32;
+            loop {
+                leaves[cur as usize] += 1;
+                if cur == 0 {
+                    break;
                 }
+                cur = parent[cur as usize];
             }
         }
         if n == 1 {
