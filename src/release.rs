@@ -268,16 +268,7 @@ fn sort_by_key<'a>(
 }
 
 fn key_value(array: &dyn Array, row: usize) -> KeyValue {
-    let integral = matches!(
-        array.data_type(),
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-    );
+    let integral = array.data_type().is_integer() && *array.data_type() != DataType::UInt64;
     if integral {
         if let Some(v) = render_value(array, row).and_then(|s| s.parse::<i64>().ok()) {
             return KeyValue::Int(v);

@@ -91,14 +91,7 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
         };
         let meta = TableMeta {
             name: stem.clone(),
-            columns: schema
-                .fields()
-                .iter()
-                .map(|f| ColumnMeta {
-                    name: f.name().clone(),
-                    data_type: f.data_type().clone(),
-                })
-                .collect(),
+            columns: ColumnMeta::of_schema(&schema),
             primary_key: Vec::new(),
             foreign_keys: Vec::new(),
         };

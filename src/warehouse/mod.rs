@@ -110,6 +110,20 @@ pub struct ColumnMeta {
     pub data_type: DataType,
 }
 
+impl ColumnMeta {
+    /// The catalog view of an Arrow schema.
+    pub fn of_schema(schema: &arrow::datatypes::Schema) -> Vec<ColumnMeta> {
+        schema
+            .fields()
+            .iter()
+            .map(|f| ColumnMeta {
+                name: f.name().clone(),
+                data_type: f.data_type().clone(),
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForeignKey {
     pub columns: Vec<String>,

@@ -61,14 +61,7 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
         pk.sort();
         let meta = TableMeta {
             name: name.clone(),
-            columns: schema
-                .fields()
-                .iter()
-                .map(|f| ColumnMeta {
-                    name: f.name().clone(),
-                    data_type: f.data_type().clone(),
-                })
-                .collect(),
+            columns: ColumnMeta::of_schema(&schema),
             primary_key: pk.into_iter().map(|(_, c)| c).collect(),
             foreign_keys: Vec::new(),
         };
