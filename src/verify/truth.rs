@@ -148,7 +148,7 @@ fn by_key(
     };
     let mut claimed: Vec<Option<usize>> = vec![None; t.src.rows()];
     let mut mapped = vec![None; t.rel.rows()];
-    for r in 0..t.rel.rows() {
+    for (r, slot) in mapped.iter_mut().enumerate() {
         // A NULL key is the key-atomicity check's to report; it names no source row.
         let Some(rk) = t.rel.key(&t.rel_pk, r) else {
             continue;
@@ -192,7 +192,7 @@ fn by_key(
             continue;
         }
         claimed[s] = Some(r);
-        mapped[r] = Some(s);
+        *slot = Some(s);
     }
     Ok(mapped)
 }
