@@ -83,7 +83,7 @@ fn copy_representatives(forest: &Forest, clustering: &Clustering) -> Kept {
     Kept { kept, codes }
 }
 
-/// Builds the release tables. `seed` drives the key surrogates.
+/// Builds the release tables; `plan.params.seed` (or the OS) drives the key surrogates.
 pub fn materialize(
     plan: &Plan,
     forest: &Forest,
@@ -104,9 +104,12 @@ pub fn materialize(
         let mut own = vec![None; nodes.rows()];
         if pseudonymize && ft.primary_key.len() == 1 {
             let mut ids: Vec<i64> = (1..=rows.len() as i64).collect();
-            let mut rng = ChaCha8Rng::seed_from_u64(
-                plan.params.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1)),
-            );
+            let mut rng = match plan.params.seed {
+                Some(seed) => ChaCha8Rng::seed_from_u64(
+                    seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1),
+                ),
+                None => ChaCha8Rng::from_rng(&mut rand::rng()),
+            };
             ids.shuffle(&mut rng);
             for (&r, id) in rows.iter().zip(ids) {
                 own[r as usize] = Some(id);

@@ -437,7 +437,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         algorithm: Algorithm::Miraclex,
         threshold: 0.3,
         climit: 150,
-        seed: 0,
+        seed: None,
         keys: KeyPolicy::Pseudonymize,
         orphans: OrphanPolicy::Refuse,
     };
@@ -498,7 +498,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
             }
             "threshold" | "th" => p.threshold = number(0.0, 1.0)?,
             "climit" => p.climit = number(1.0, 1e9)? as usize,
-            "seed" => p.seed = number(0.0, 9.0e15)? as u64,
+            "seed" => p.seed = Some(number(0.0, 9.0e15)? as u64),
             "keys" => {
                 p.keys = match text(&value).as_str() {
                     "preserve" => KeyPolicy::Preserve,

@@ -103,8 +103,11 @@ pub struct Params {
     pub threshold: f64,
     /// At most this many open clusters (001 Alg. 2 line 6).
     pub climit: usize,
-    /// Seeds the key surrogates (and any randomized choice).
-    pub seed: u64,
+    /// Seeds the key surrogates. `None` (the default) draws them from the OS: a public or
+    /// default seed would let anyone replay the permutation and map released keys back to the
+    /// source's key order. Never serialized, so report.json cannot leak it.
+    #[serde(skip_serializing)]
+    pub seed: Option<u64>,
     pub keys: KeyPolicy,
     pub orphans: OrphanPolicy,
 }

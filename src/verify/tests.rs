@@ -320,7 +320,7 @@ fn plan(k: usize) -> Plan {
             algorithm: Algorithm::Miraclex,
             threshold: 0.3,
             climit: 150,
-            seed: 7,
+            seed: Some(7),
             keys: KeyPolicy::Preserve,
             orphans: OrphanPolicy::Refuse,
         },

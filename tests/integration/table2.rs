@@ -143,3 +143,34 @@ fn release_contract_holds_on_table_ii() {
     // report.json sits beside the release.
     assert!(dir.path().join("release.report.json").exists());
 }
+
+#[test]
+fn key_pseudonyms_are_not_replayable() {
+    // Without a seed, two runs draw different permutations, and no report carries a seed.
+    let mut maps = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let decl = table2_workspace(dir.path(), &table2_text());
+        let o = relanon(
+            dir.path(),
+            &[
+                "anonymize",
+                decl.to_str().expect("utf-8 path"),
+                "--key-map",
+                "keys.json",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let report =
+            std::fs::read_to_string(dir.path().join("release.report.json")).expect("report");
+        assert!(
+            !report.contains("seed"),
+            "the report must not carry a seed: {report}"
+        );
+        maps.push(std::fs::read_to_string(dir.path().join("keys.json")).expect("key map"));
+    }
+    assert_ne!(
+        maps[0], maps[1],
+        "unseeded pseudonyms must differ between runs"
+    );
+}
