@@ -68,6 +68,9 @@ async fn prepare(req: &Request) -> Result<(Plan, Warehouse)> {
         ),
     };
     let mut wh = Warehouse::open(&source).await?;
+    for w in wh.warnings() {
+        eprintln!("warning: {w}");
+    }
     let mut plan = plan::build(&policy, &mut wh, &req.base)
         .await
         .map_err(|e| anyhow!("{}:{e}", req.origin))?;
