@@ -86,3 +86,10 @@ pub fn table2_text() -> String {
     }
     out.join("\n")
 }
+
+/// The first column of every row `sql` returns.
+pub fn column<T: rusqlite::types::FromSql>(db: &rusqlite::Connection, sql: &str) -> Vec<T> {
+    let mut stmt = db.prepare(sql).expect("query prepares");
+    let rows = stmt.query_map([], |r| r.get(0)).expect("query runs");
+    rows.map(|r| r.expect("row reads")).collect()
+}

@@ -71,13 +71,10 @@ fn dimensions_views_and_preserved_keys() {
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
 
     let db = rusqlite::Connection::open(dir.path().join("shop-release.sqlite")).expect("open");
-    let tables: Vec<String> = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .expect("q")
-        .query_map([], |r| r.get(0))
-        .expect("rows")
-        .map(|r| r.expect("row"))
-        .collect();
+    let tables: Vec<String> = column(
+        &db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    );
     assert_eq!(
         tables,
         ["categories", "customers", "items", "orders"],
@@ -92,13 +89,7 @@ fn dimensions_views_and_preserved_keys() {
         .expect("q");
     assert_eq!(name_cols, 0, "the IDENTIFIER column is dropped");
     // Item ids are generalized to category names from the SELECT hierarchy, or stay leaves.
-    let labels: Vec<String> = db
-        .prepare("SELECT DISTINCT item_id FROM orders")
-        .expect("q")
-        .query_map([], |r| r.get(0))
-        .expect("rows")
-        .map(|r| r.expect("row"))
-        .collect();
+    let labels: Vec<String> = column(&db, "SELECT DISTINCT item_id FROM orders");
     assert!(
         labels
             .iter()

@@ -113,26 +113,14 @@ fn release_contract_holds_on_table_ii() {
     assert_eq!(report["smallest_ec"], 2);
     let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("release opens");
     // Keys are pseudonyms, not the source's 'S1'..'S4'.
-    let sids: Vec<i64> = db
-        .prepare("SELECT \"sid\" FROM \"students\"")
-        .expect("q")
-        .query_map([], |r| r.get(0))
-        .expect("rows")
-        .map(|r| r.expect("row"))
-        .collect();
+    let sids: Vec<i64> = column(&db, "SELECT \"sid\" FROM \"students\"");
     assert_eq!(
         sids,
         vec![1, 2, 3, 4],
         "released keys are a permutation of 1..=n, sorted"
     );
     // GPA (sensitive) is published unchanged.
-    let mut gpas: Vec<f64> = db
-        .prepare("SELECT \"gpa\" FROM \"students\"")
-        .expect("q")
-        .query_map([], |r| r.get(0))
-        .expect("rows")
-        .map(|r| r.expect("row"))
-        .collect();
+    let mut gpas: Vec<f64> = column(&db, "SELECT \"gpa\" FROM \"students\"");
     gpas.sort_by(f64::total_cmp);
     assert_eq!(gpas, vec![2.34, 3.12, 3.72, 4.0]);
     // Every released FK joins.
