@@ -93,3 +93,20 @@ pub fn column<T: rusqlite::types::FromSql>(db: &rusqlite::Connection, sql: &str)
     let rows = stmt.query_map([], |r| r.get(0)).expect("query runs");
     rows.map(|r| r.expect("row reads")).collect()
 }
+
+/// Sets up a Table II workspace in `dir` with declarations `text`, runs `anonymize` with a key
+/// map (`keys.json`) and asserts it succeeded.
+pub fn anonymize_table2_with_key_map(dir: &Path, text: &str) -> Output {
+    let decl = table2_workspace(dir, text);
+    let o = relanon(
+        dir,
+        &[
+            "anonymize",
+            decl.to_str().expect("utf-8 path"),
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    assert!(o.status.success(), "anonymize failed: {}", stderr(&o));
+    o
+}
