@@ -14,6 +14,8 @@ pub mod plan;
 pub mod policy;
 pub mod release;
 pub mod report;
+pub mod sensitive;
+pub mod utility;
 pub mod verify;
 pub mod views;
 pub mod warehouse;

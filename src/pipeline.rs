@@ -15,7 +15,7 @@ use crate::verify::{self, Keys, Verdict};
 use crate::warehouse::{
     write_file_atomic, write_staged, ReleaseSet, ReleaseTable, TargetKind, Warehouse,
 };
-use crate::{algo, decl, forest, plan, release, report, views};
+use crate::{algo, decl, forest, plan, release, report, sensitive, utility, views};
 
 /// Where the declarations come from and what the command line overrides.
 #[derive(Debug, Clone, Default)]
@@ -133,13 +133,21 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     }
     let forest = forest::load(&plan, &wh).await?;
     let k = plan.params.model.min_group();
+    let letter = if plan.params.model.diversity().is_some() {
+        "l"
+    } else {
+        "k"
+    };
     if k > forest.entities() {
         bail!(
-            "k = {k} but the source has only {} {} entities (rows of {}): lower k, or anonymize a larger population",
+            "{letter} = {k} but the source has only {} {} entities (rows of {}): lower {letter}, or anonymize a larger population",
             forest.entities(),
             plan.entity,
             plan.tables[0].name
         );
+    }
+    for w in diversity_warnings(&plan, &forest)? {
+        eprintln!("warning: {w}");
     }
     timings.insert("load".to_string(), ms(started));
     let t = Instant::now();
@@ -147,6 +155,11 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     timings.insert("cluster".to_string(), ms(t));
     let t = Instant::now();
     let materialized = release::materialize(&plan, &forest, &clustering)?;
+    timings.insert("materialize".to_string(), ms(t));
+    let t = Instant::now();
+    let utility = utility::measure(&plan, &forest, &clustering, &materialized).await?;
+    timings.insert("utility".to_string(), ms(t));
+    let t = Instant::now();
     drop(clustering);
     let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
     for d in &plan.dimensions {
@@ -169,13 +182,13 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
         .map(|v| (v.name.clone(), views::rewrite(v, &names)))
         .collect();
     let set = ReleaseSet { tables, views };
-    timings.insert("materialize".to_string(), ms(t));
+    timings.insert("assemble".to_string(), ms(t));
     let t = Instant::now();
     let staged = write_staged(&target, &set, req.overwrite)?;
     drop(set);
     timings.insert("write".to_string(), ms(t));
     let t = Instant::now();
-    let mut report = report::build(&plan, &materialized, timings.clone());
+    let mut report = report::build(&plan, &materialized, utility, timings.clone());
     let report_json = serde_json::to_value(&report)?;
     let released = Warehouse::open(staged.path())
         .await
@@ -264,6 +277,42 @@ pub async fn verify_release(
         Err(_) => None,
     };
     Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)
+}
+
+/// What l-diversity must suppress whatever the algorithm does (see
+/// [`sensitive::release_ceiling`]): a warning per sensitive column that cannot keep all its
+/// rows, and an error when not one entity can be released.
+fn diversity_warnings(plan: &Plan, forest: &forest::Forest) -> Result<Vec<String>> {
+    let Some((l, _)) = plan.params.model.diversity() else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = Vec::new();
+    for (ti, t) in forest.tables.iter().enumerate() {
+        for col in &t.sensitive {
+            let rows = col.codes.len();
+            let keep = sensitive::release_ceiling(col, l);
+            if keep == rows {
+                continue;
+            }
+            let (value, n) = sensitive::most_frequent(col).unwrap_or(("", 0));
+            let share = |x: usize| 100.0 * x as f64 / rows.max(1) as f64;
+            if ti == 0 && keep == 0 {
+                bail!(
+                    "{}: with l = {l} no entity can be released: the column has {} distinct value(s) and every l-diverse group needs at least {l}; lower l, use coarser BUCKETS, or drop the SENSITIVE label if the column is not sensitive",
+                    col.column,
+                    col.distinct()
+                );
+            }
+            warnings.push(format!(
+                "{}: with l = {l} at least {} of {rows} rows ({:.1}%) will be suppressed: '{value}' is {:.1}% of the rows, more than 1/l; lower l or use coarser BUCKETS to keep them",
+                col.column,
+                rows - keep,
+                share(rows - keep),
+                share(n)
+            ));
+        }
+    }
+    Ok(warnings)
 }
 
 fn ms(t: Instant) -> f64 {

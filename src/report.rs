@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::plan::{Params, Plan};
 use crate::release::Materialized;
+use crate::utility::Utility;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TableReport {
@@ -36,11 +37,18 @@ pub struct Report {
     /// 001 Def. 9: each released entity counts its EC's size; a suppressed entity counts
     /// every entity (it is indistinguishable from all of them).
     pub dm: u64,
+    /// Query accuracy, KL-divergence and suppression accuracy (000 Sec. 2.4, 3.5).
+    pub utility: Utility,
     /// Milliseconds per phase.
     pub timings_ms: BTreeMap<String, f64>,
 }
 
-pub fn build(plan: &Plan, m: &Materialized, timings_ms: BTreeMap<String, f64>) -> Report {
+pub fn build(
+    plan: &Plan,
+    m: &Materialized,
+    utility: Utility,
+    timings_ms: BTreeMap<String, f64>,
+) -> Report {
     let tables: Vec<TableReport> = m
         .stats
         .iter()
@@ -77,6 +85,7 @@ pub fn build(plan: &Plan, m: &Materialized, timings_ms: BTreeMap<String, f64>) -
             (released_cells + suppressed_cells) as f64,
         ),
         dm,
+        utility,
         timings_ms,
     }
 }
@@ -118,6 +127,16 @@ impl Report {
         s += &format!(
             "LM {:.4} (with suppression {:.4}), DM {}\n",
             self.lm, self.lm_with_suppression, self.dm
+        );
+        let u = &self.utility;
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+        s += &format!(
+            "query accuracy {} over {} queries, KL {}, suppression accuracy {:.1}%\n",
+            pct(u.query_accuracy),
+            u.queries,
+            u.kl_divergence
+                .map_or("-".to_string(), |v| format!("{v:.4}")),
+            u.suppression_accuracy
         );
         let phases: Vec<String> = self
             .timings_ms

@@ -1,0 +1,322 @@
+//! Pairwise l-diverse anonymization of two class representatives: 000 Alg. 1 (diversify) with
+//! FindMapping-GRD (Alg. 2) or FindMapping-LSAP (Alg. 3).
+//!
+//! A representative node's sensitive multiset is not stored: it is the sensitive codes of the
+//! node's member rows ([`Rep::members`]), read from the forest.
+//!
+//! Cost model: 000 Sec. 2.3.1 `cost(T)` with LM' for generalized QIs and `|QI|` per suppressed
+//! vertex; as in [`super::pairwise`], a vertex of a table without QIs still weighs one cell so
+//! that suppressing structure is never free.
+
+use pathfinding::kuhn_munkres::kuhn_munkres_min;
+use pathfinding::matrix::Matrix;
+
+use crate::algo::tree::Rep;
+use crate::forest::Forest;
+use crate::plan::{Diversity, Mapping};
+
+/// Costs are scaled to integers for the assignment solver (which needs a totally ordered
+/// cost); 1e-6 of a cell is far below any difference LM' can make.
+const SCALE: f64 = 1e6;
+
+/// The diversity a finished group of `target` vertices must reach (`None`: k-anonymity only).
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub l: usize,
+    pub diversity: Diversity,
+    /// Size of the finished group (ClusTree's clusters hold exactly l records).
+    pub target: usize,
+}
+
+impl Rule {
+    /// Can a group with these value counts, `size` vertices so far, still become diverse once
+    /// it holds `target` vertices? 000's `diverse(a, b)` (disjoint SA sets) is this test for
+    /// groups that end at exactly l vertices.
+    pub fn feasible(&self, counts: &[u32], size: usize) -> bool {
+        match self.diversity {
+            Diversity::Probabilistic => counts
+                .iter()
+                .all(|&c| c as usize * self.l <= self.target.max(size)),
+            Diversity::Distinct => {
+                let distinct = counts.iter().filter(|&&c| c > 0).count();
+                distinct + self.target.saturating_sub(size) >= self.l
+            }
+        }
+    }
+}
+
+/// What diversify needs to know about the forest.
+pub struct Diversifier<'a> {
+    forest: &'a Forest,
+    weights: Vec<f64>,
+    mapping: Mapping,
+    rule: Option<Rule>,
+}
+
+impl<'a> Diversifier<'a> {
+    pub fn new(forest: &'a Forest, mapping: Mapping, rule: Option<Rule>) -> Self {
+        let weights = forest
+            .tables
+            .iter()
+            .map(|t| t.nqi().max(1) as f64)
+            .collect();
+        Diversifier {
+            forest,
+            weights,
+            mapping,
+            rule,
+        }
+    }
+
+    /// Weight of one copy of a subtree (what suppressing it for one member costs).
+    pub fn weight(&self, rep: &Rep) -> f64 {
+        self.weights[rep.table as usize] + rep.children.iter().map(|c| self.weight(c)).sum::<f64>()
+    }
+
+    /// Cost of suppressing a representative for all its members.
+    fn suppression(&self, rep: &Rep) -> f64 {
+        rep.member_count() as f64 * self.weight(rep)
+    }
+
+    /// `diverse(a, b)` of 000 Sec. 2.3.1, generalized to multisets and several sensitive
+    /// columns: every sensitive column of the merged vertex group can still become diverse.
+    pub fn diverse(&self, a: &Rep, b: &Rep) -> bool {
+        let Some(rule) = self.rule else {
+            return true;
+        };
+        let t = &self.forest.tables[a.table as usize];
+        let size = a.member_count() + b.member_count();
+        t.sensitive.iter().all(|col| {
+            let mut counts = vec![0u32; col.labels.len()];
+            for &r in a.members.iter().chain(&b.members) {
+                counts[col.codes[r as usize] as usize] += 1;
+            }
+            rule.feasible(&counts, size)
+        })
+    }
+
+    /// LM of one copy of the node's QIs generalized to their common ancestors (Alg. 1 l. 7-10).
+    fn node_loss(&self, a: &Rep, b: &Rep) -> f64 {
+        let t = &self.forest.tables[a.table as usize];
+        a.qi.iter()
+            .zip(&b.qi)
+            .zip(&t.hierarchies)
+            .map(|((&x, &y), h)| h.loss(h.lca(x, y)))
+            .sum()
+    }
+
+    fn child_tables(&self, table: u16) -> impl Iterator<Item = u16> + '_ {
+        self.forest.tables[table as usize]
+            .children
+            .iter()
+            .map(|c| c.table as u16)
+    }
+
+    /// The cost `diversify(a, b)` returns (000 Alg. 1), counting every member's copy: the
+    /// generalization of the merged tree plus everything it suppresses.
+    pub fn cost(&self, a: &Rep, b: &Rep) -> f64 {
+        // Lines 4-6: roots that cannot be diverse take their whole trees with them.
+        if !self.diverse(a, b) {
+            return self.suppression(a) + self.suppression(b);
+        }
+        let m = (a.member_count() + b.member_count()) as f64;
+        let mut cost = m * self.node_loss(a, b);
+        for ct in self.child_tables(a.table) {
+            let (xs, ys) = (a.children_of(ct), b.children_of(ct));
+            cost += self.find_mapping(xs, ys).cost;
+        }
+        cost
+    }
+
+    /// FindMapping (000 Alg. 2 or 3) on two sibling lists of one child table. Lines 11-17 of
+    /// Alg. 1 (one side without children) are the case of an empty list: everything on the
+    /// other side is suppressed.
+    fn find_mapping(&self, xs: &[Rep], ys: &[Rep]) -> SiblingMapping {
+        // Alg. 1 "Require": the first list is the shorter one.
+        let swapped = xs.len() > ys.len();
+        let (s, u) = if swapped { (ys, xs) } else { (xs, ys) };
+        let mut m = match self.mapping {
+            Mapping::Grd => self.mapping_grd(s, u),
+            Mapping::Lsap => self.mapping_lsap(s, u),
+        };
+        if swapped {
+            for p in &mut m.pairs {
+                *p = (p.1, p.0);
+            }
+        }
+        m
+    }
+
+    /// FindMapping-GRD (000 Alg. 2): each element of `s` in turn takes the cheapest free
+    /// element of `u` (lines 3-14); ties go to the earliest. Unpaired `u` are suppressed.
+    fn mapping_grd(&self, s: &[Rep], u: &[Rep]) -> SiblingMapping {
+        let mut free = vec![true; u.len()];
+        let mut pairs = Vec::with_capacity(s.len());
+        let mut cost = 0.0;
+        for (i, f) in s.iter().enumerate() {
+            let mut best: Option<(usize, f64)> = None;
+            for (j, v) in u.iter().enumerate() {
+                if !free[j] {
+                    continue;
+                }
+                let c = self.cost(f, v);
+                if best.is_none_or(|(_, b)| c < b) {
+                    best = Some((j, c));
+                }
+            }
+            // |s| <= |u|, so a free element always remains.
+            if let Some((j, c)) = best {
+                free[j] = false;
+                cost += c;
+                pairs.push((i, j));
+            }
+        }
+        cost += u
+            .iter()
+            .zip(&free)
+            .filter(|(_, &f)| f)
+            .map(|(v, _)| self.suppression(v))
+            .sum::<f64>();
+        SiblingMapping { pairs, cost }
+    }
+
+    /// FindMapping-LSAP (000 Alg. 3): a |u| x |u| assignment whose first |s| rows cost
+    /// `diversify(s_i, u_j)` (lines 3-7) and whose dummy rows cost suppressing `u_j` (lines
+    /// 8-10), solved exactly (Kuhn-Munkres); dummy assignments are dropped (lines 13-15).
+    fn mapping_lsap(&self, s: &[Rep], u: &[Rep]) -> SiblingMapping {
+        if s.is_empty() {
+            let cost = u.iter().map(|v| self.suppression(v)).sum();
+            return SiblingMapping {
+                pairs: Vec::new(),
+                cost,
+            };
+        }
+        let n = u.len();
+        let mut exact = vec![0.0; s.len() * n];
+        let mut scaled = Vec::with_capacity(n * n);
+        for (i, f) in s.iter().enumerate() {
+            for (j, v) in u.iter().enumerate() {
+                let c = self.cost(f, v);
+                exact[i * n + j] = c;
+                scaled.push((c * SCALE).round() as i64);
+            }
+        }
+        let dummy: Vec<f64> = u.iter().map(|v| self.suppression(v)).collect();
+        for _ in s.len()..n {
+            scaled.extend(dummy.iter().map(|c| (c * SCALE).round() as i64));
+        }
+        let matrix = Matrix::from_vec(n, n, scaled).expect("n * n costs were pushed for n x n");
+        let (_, assignment) = kuhn_munkres_min(&matrix);
+        let mut pairs = Vec::with_capacity(s.len());
+        let mut cost = 0.0;
+        for (i, &j) in assignment.iter().enumerate() {
+            if i < s.len() {
+                pairs.push((i, j));
+                cost += exact[i * n + j];
+            } else {
+                cost += dummy[j];
+            }
+        }
+        SiblingMapping { pairs, cost }
+    }
+
+    /// diversify (000 Alg. 1) building the merged representative: QIs generalized to common
+    /// ancestors, members of `a` first, sibling subtrees paired by FindMapping and merged
+    /// recursively, unpaired or non-diverse subtrees left out (partial suppression, Def. 4).
+    /// `None` when the roots themselves cannot be diverse (lines 4-6).
+    pub fn merge(&self, a: &Rep, b: &Rep) -> Option<Rep> {
+        if !self.diverse(a, b) {
+            return None;
+        }
+        let t = &self.forest.tables[a.table as usize];
+        let qi =
+            a.qi.iter()
+                .zip(&b.qi)
+                .zip(&t.hierarchies)
+                .map(|((&x, &y), h)| h.lca(x, y))
+                .collect();
+        let mut members = Vec::with_capacity(a.members.len() + b.members.len());
+        members.extend_from_slice(&a.members);
+        members.extend_from_slice(&b.members);
+        let mut children = Vec::new();
+        for ct in self.child_tables(a.table) {
+            let (xs, ys) = (a.children_of(ct), b.children_of(ct));
+            let mut pairs = self.find_mapping(xs, ys).pairs;
+            // The first side's order keeps representatives deterministic.
+            pairs.sort_unstable();
+            children.extend(
+                pairs
+                    .into_iter()
+                    .filter_map(|(i, j)| self.merge(&xs[i], &ys[j])),
+            );
+        }
+        Some(Rep {
+            table: a.table,
+            qi,
+            members,
+            children,
+        })
+    }
+
+    /// `cost` of 000 Alg. 5 lines 10-12 for a finished cluster: every member's generalized
+    /// cells plus every vertex of its source tree that the representative no longer holds.
+    pub fn cluster_cost(&self, rep: &Rep, source_weights: &[f64]) -> f64 {
+        let kept = self.weight(rep);
+        let suppressed: f64 = rep
+            .members
+            .iter()
+            .map(|&e| source_weights[e as usize] - kept)
+            .sum();
+        rep.member_count() as f64 * self.generalization(rep) + suppressed
+    }
+
+    /// LM' of one copy of a representative's QI cells.
+    fn generalization(&self, rep: &Rep) -> f64 {
+        let t = &self.forest.tables[rep.table as usize];
+        let own: f64 = rep
+            .qi
+            .iter()
+            .zip(&t.hierarchies)
+            .map(|(&c, h)| h.loss(c))
+            .sum();
+        own + rep
+            .children
+            .iter()
+            .map(|c| self.generalization(c))
+            .sum::<f64>()
+    }
+
+    /// Weight of every entity's whole source tree, by entity row.
+    pub fn source_weights(&self) -> Vec<f64> {
+        let n = self.forest.entities();
+        let mut w: Vec<Vec<f64>> = self
+            .forest
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(ti, t)| vec![self.weights[ti]; t.rows()])
+            .collect();
+        // Children follow parents in plan order: fold weights upwards from the last table.
+        for ti in (1..self.forest.tables.len()).rev() {
+            let pt = self
+                .forest
+                .tables
+                .iter()
+                .position(|t| t.children.iter().any(|c| c.table == ti))
+                .expect("every non-entity family table has a parent table");
+            let (lower, upper) = w.split_at_mut(ti);
+            for (r, &p) in self.forest.tables[ti].parent.iter().enumerate() {
+                if let Some(x) = lower[pt].get_mut(p as usize) {
+                    *x += upper[0][r];
+                }
+            }
+        }
+        w.swap_remove(0).into_iter().take(n).collect()
+    }
+}
+
+/// A pairing of two sibling lists and its cost (pairs index the lists as given).
+struct SiblingMapping {
+    pairs: Vec<(usize, usize)>,
+    cost: f64,
+}

@@ -1,0 +1,98 @@
+//! dMiRaCle, MiRaCle's l-diversity extension as 000 Sec. 2.4 describes it: k-anonymize first
+//! (001 Alg. 2 with MiRaCle's subtree matching and k = l), then make each equivalence class
+//! l-diverse by further generalization or suppression.
+//!
+//! Decisions (000 gives no pseudocode): an EC whose root vertex group is not l-diverse is
+//! merged with its nearest other EC (001's distance), which generalizes further, until its
+//! root is diverse; if no EC is left to merge with, it is suppressed whole. Then every vertex
+//! group below the root that is not l-diverse is suppressed in all members (with its subtree).
+
+use std::collections::VecDeque;
+
+use crate::algo::cdgh::{self, CdghParams, Clustering};
+use crate::algo::diversify::Rule;
+use crate::algo::pairwise::Pairwise;
+use crate::algo::tree::Rep;
+use crate::forest::Forest;
+use crate::plan::Diversity;
+
+pub fn cluster(
+    forest: &Forest,
+    pw: &Pairwise,
+    order: &[u32],
+    cdgh: CdghParams,
+    l: usize,
+    diversity: Diversity,
+) -> Clustering {
+    let base = cdgh::cluster(forest, pw, order, CdghParams { k: l, ..cdgh });
+    let mut pending: VecDeque<Rep> = base.ecs.into();
+    let mut done: Vec<Rep> = Vec::new();
+    let mut suppressed = base.suppressed;
+    'ecs: while let Some(mut ec) = pending.pop_front() {
+        while !group_is_diverse(forest, &ec, l, diversity) {
+            let Some(other) = take_nearest(pw, &ec, &mut pending, &mut done) else {
+                suppressed.extend(ec.members);
+                continue 'ecs;
+            };
+            ec = pw.merge(&ec, &other);
+        }
+        prune(forest, &mut ec, l, diversity);
+        done.push(ec);
+    }
+    Clustering {
+        ecs: done,
+        suppressed,
+    }
+}
+
+/// Removes and returns the EC nearest to `ec` among those not yet checked and those done.
+fn take_nearest(
+    pw: &Pairwise,
+    ec: &Rep,
+    pending: &mut VecDeque<Rep>,
+    done: &mut Vec<Rep>,
+) -> Option<Rep> {
+    let near = |list: &mut dyn Iterator<Item = &Rep>| {
+        list.enumerate()
+            .map(|(i, c)| (pw.distance(ec, c), i))
+            .reduce(|a, b| if b.0 < a.0 { b } else { a })
+    };
+    let p = near(&mut pending.iter());
+    let d = near(&mut done.iter());
+    match (p, d) {
+        (Some(p), Some(d)) if d.0 < p.0 => Some(done.remove(d.1)),
+        (Some(p), _) => pending.remove(p.1),
+        (None, Some(d)) => Some(done.remove(d.1)),
+        (None, None) => None,
+    }
+}
+
+/// Is the vertex group `rep` stands for (one vertex per member) l-diverse on every sensitive
+/// column of its table?
+fn group_is_diverse(forest: &Forest, rep: &Rep, l: usize, diversity: Diversity) -> bool {
+    let size = rep.member_count();
+    let rule = Rule {
+        l,
+        diversity,
+        target: size,
+    };
+    forest.tables[rep.table as usize]
+        .sensitive
+        .iter()
+        .all(|col| {
+            let mut counts = vec![0u32; col.labels.len()];
+            for &r in &rep.members {
+                counts[col.codes[r as usize] as usize] += 1;
+            }
+            rule.feasible(&counts, size)
+        })
+}
+
+/// Suppresses, in every member, each vertex group below the root that is not l-diverse.
+fn prune(forest: &Forest, rep: &mut Rep, l: usize, diversity: Diversity) {
+    rep.children
+        .retain(|c| group_is_diverse(forest, c, l, diversity));
+    for c in &mut rep.children {
+        prune(forest, c, l, diversity);
+    }
+}

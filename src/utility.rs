@@ -1,0 +1,531 @@
+//! What a release is still good for (000 Sec. 2.4 and 3.5): the accuracy of random count
+//! queries, the KL-divergence of every sensitive column's distribution, and suppression
+//! accuracy. LM lives in [`crate::report`].
+//!
+//! Count queries are SQL run through DataFusion on the source and on the release. A query
+//! counts the rows of one family table (any depth) joined up its FK chain to the entity,
+//! weighted by predicates on QIs or sensitive columns of that table or its ancestors. A
+//! generalized value answers a QI predicate by spreading uniformly over its leaves: a released
+//! `g` counts `|leaves(g) ∩ leaves(h)| / |leaves(g)|` towards "value under `h`"; sensitive
+//! values are published as they are and answer exactly. The same SQL runs on both sides (the
+//! source with its QI cells written as their leaf labels), so the only difference is the
+//! release.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Float64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::algo::tree::Rep;
+use crate::algo::Clustering;
+use crate::forest::Forest;
+use crate::hierarchy::Hierarchy;
+use crate::plan::{ColumnRole, Plan};
+use crate::release::Materialized;
+use crate::warehouse::{quote_ident, render_value};
+
+#[derive(Debug, thiserror::Error)]
+#[error("utility queries: {0}")]
+pub struct UtilityError(String);
+
+fn fail(e: impl std::fmt::Display) -> UtilityError {
+    UtilityError(e.to_string())
+}
+
+/// The utility section of report.json.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Utility {
+    /// 000 Sec. 2.4: mean over queries of `1 - |Y - X| / X` (1 is perfect; can be negative).
+    pub query_accuracy: Option<f64>,
+    /// The same mean per depth of the counted table (0 = entity table).
+    pub query_accuracy_by_depth: Vec<Option<f64>>,
+    pub queries: usize,
+    /// Mean over sensitive columns of KL(release || source) (000 Sec. 2.4), natural log.
+    pub kl_divergence: Option<f64>,
+    /// Per sensitive column; `None` when the release keeps no row of its table.
+    pub kl_by_column: BTreeMap<String, Option<f64>>,
+    /// 000 Sec. 3.5: mean over source entities of released / source vertices, in percent.
+    pub suppression_accuracy: f64,
+}
+
+/// Every utility measure of one release.
+pub async fn measure(
+    plan: &Plan,
+    forest: &Forest,
+    clustering: &Clustering,
+    released: &Materialized,
+) -> Result<Utility, UtilityError> {
+    let kept = kept_rows(forest, clustering);
+    let (kl_divergence, kl_by_column) = kl(forest, &kept);
+    let suppression_accuracy = suppression_accuracy(forest, clustering);
+    let queries = random_queries(plan, forest, plan.params.queries, plan.params.query_seed);
+    let (query_accuracy, query_accuracy_by_depth) =
+        query_accuracy(plan, forest, released, &queries).await?;
+    Ok(Utility {
+        query_accuracy,
+        query_accuracy_by_depth,
+        queries: queries.len(),
+        kl_divergence,
+        kl_by_column,
+        suppression_accuracy,
+    })
+}
+
+/// Which source rows of each table the release keeps (members of representative nodes).
+fn kept_rows(forest: &Forest, clustering: &Clustering) -> Vec<Vec<bool>> {
+    let mut kept: Vec<Vec<bool>> = forest
+        .tables
+        .iter()
+        .map(|t| vec![false; t.rows()])
+        .collect();
+    fn walk(rep: &Rep, kept: &mut [Vec<bool>]) {
+        for &m in &rep.members {
+            kept[rep.table as usize][m as usize] = true;
+        }
+        for c in &rep.children {
+            walk(c, kept);
+        }
+    }
+    for ec in &clustering.ecs {
+        walk(ec, &mut kept);
+    }
+    kept
+}
+
+/// KL(P || Q) per sensitive column, P the release's distribution, Q the source's (000
+/// Sec. 2.4); the mean over the columns where it is defined.
+fn kl(forest: &Forest, kept: &[Vec<bool>]) -> (Option<f64>, BTreeMap<String, Option<f64>>) {
+    let mut by_column = BTreeMap::new();
+    for (t, keep) in forest.tables.iter().zip(kept) {
+        for col in &t.sensitive {
+            let mut q = vec![0usize; col.labels.len()];
+            let mut p = vec![0usize; col.labels.len()];
+            for (r, &c) in col.codes.iter().enumerate() {
+                q[c as usize] += 1;
+                if keep[r] {
+                    p[c as usize] += 1;
+                }
+            }
+            by_column.insert(col.column.clone(), kl_divergence(&p, &q));
+        }
+    }
+    let defined: Vec<f64> = by_column.values().flatten().copied().collect();
+    let mean = (!defined.is_empty()).then(|| defined.iter().sum::<f64>() / defined.len() as f64);
+    (mean, by_column)
+}
+
+/// `sum_i P(i) log(P(i) / Q(i))` over counts; `None` when P is empty. P's support lies in Q's
+/// (released rows are source rows), so every term is finite.
+fn kl_divergence(p: &[usize], q: &[usize]) -> Option<f64> {
+    let (np, nq) = (p.iter().sum::<usize>(), q.iter().sum::<usize>());
+    if np == 0 || nq == 0 {
+        return None;
+    }
+    let mut d = 0.0;
+    for (&a, &b) in p.iter().zip(q) {
+        if a > 0 {
+            let (pa, qb) = (a as f64 / np as f64, b as f64 / nq as f64);
+            d += pa * (pa / qb).ln();
+        }
+    }
+    Some(d.max(0.0))
+}
+
+/// 000 Sec. 3.5: the mean over every source entity of the share of its vertices the release
+/// keeps (0 for an entity suppressed whole), in percent.
+fn suppression_accuracy(forest: &Forest, clustering: &Clustering) -> f64 {
+    let n = forest.entities();
+    if n == 0 {
+        return 100.0;
+    }
+    let sizes = tree_sizes(forest);
+    let mut total = 0.0;
+    for ec in &clustering.ecs {
+        let kept = ec.nodes() as f64;
+        for &e in &ec.members {
+            total += kept / sizes[e as usize] as f64;
+        }
+    }
+    100.0 * total / n as f64
+}
+
+/// Vertices of every entity's source tree.
+fn tree_sizes(forest: &Forest) -> Vec<usize> {
+    let mut sizes: Vec<Vec<usize>> = forest.tables.iter().map(|t| vec![1; t.rows()]).collect();
+    for ti in (0..forest.tables.len()).rev() {
+        for g in &forest.tables[ti].children {
+            for r in 0..forest.tables[ti].rows() {
+                let below: usize = g
+                    .of(r as u32)
+                    .iter()
+                    .map(|&c| sizes[g.table][c as usize])
+                    .sum();
+                sizes[ti][r] += below;
+            }
+        }
+    }
+    sizes.swap_remove(0)
+}
+
+/// One predicate of a count query.
+#[derive(Debug, Clone)]
+enum Predicate {
+    /// The QI `column` of family table `table` lies under hierarchy node `node`.
+    Under { table: usize, qi: usize, node: u32 },
+    /// Sensitive column `sa` of `table` has the code `code`.
+    Sensitive { table: usize, sa: usize, code: u32 },
+}
+
+/// "How many rows of `table` (with their ancestors) satisfy every predicate?"
+#[derive(Debug, Clone)]
+struct Query {
+    table: usize,
+    predicates: Vec<Predicate>,
+}
+
+/// The FK chain from `table` up to the entity table, `table` first.
+fn chain(plan: &Plan, table: usize) -> Vec<usize> {
+    let mut out = vec![table];
+    while let Some(p) = plan.tables[*out.last().expect("starts non-empty")].parent {
+        out.push(p);
+    }
+    out
+}
+
+/// `n` seeded random queries. Each is drawn around a random source row of a random table so
+/// that its true answer is at least 1: one or two attributes of that row or its ancestors,
+/// each as "under a random ancestor of its value" (QIs) or "equal to its value" (SAs).
+fn random_queries(plan: &Plan, forest: &Forest, n: usize, seed: u64) -> Vec<Query> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let tables: Vec<usize> = (0..forest.tables.len())
+        .filter(|&t| forest.tables[t].rows() > 0)
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    if tables.is_empty() {
+        return out;
+    }
+    let mut attempts = 0;
+    while out.len() < n && attempts < n * 10 {
+        attempts += 1;
+        let table = tables[rng.random_range(0..tables.len())];
+        let mut row = rng.random_range(0..forest.tables[table].rows()) as u32;
+        // The row and its ancestors, with the attributes each offers.
+        let mut options: Vec<(usize, u32, bool, usize)> = Vec::new();
+        for &t in &chain(plan, table) {
+            let nodes = &forest.tables[t];
+            options.extend((0..nodes.nqi()).map(|q| (t, row, true, q)));
+            options.extend((0..nodes.sensitive.len()).map(|s| (t, row, false, s)));
+            row = nodes.parent.get(row as usize).copied().unwrap_or(u32::MAX);
+        }
+        if options.is_empty() {
+            continue;
+        }
+        let want = rng.random_range(1..=options.len().min(2));
+        let mut predicates = Vec::with_capacity(want);
+        for _ in 0..want {
+            let (t, r, is_qi, i) = options.swap_remove(rng.random_range(0..options.len()));
+            let nodes = &forest.tables[t];
+            predicates.push(if is_qi {
+                let h = &nodes.hierarchies[i];
+                let mut path = vec![nodes.codes(r)[i]];
+                while let Some(&last) = path.last() {
+                    let p = h.parent(last);
+                    if p == last || p == h.root() {
+                        break;
+                    }
+                    path.push(p);
+                }
+                Predicate::Under {
+                    table: t,
+                    qi: i,
+                    node: path[rng.random_range(0..path.len())],
+                }
+            } else {
+                Predicate::Sensitive {
+                    table: t,
+                    sa: i,
+                    code: nodes.sa(i, r),
+                }
+            });
+        }
+        out.push(Query { table, predicates });
+    }
+    out
+}
+
+/// Runs every query on the source and the release; the mean accuracy overall and per depth.
+async fn query_accuracy(
+    plan: &Plan,
+    forest: &Forest,
+    released: &Materialized,
+    queries: &[Query],
+) -> Result<(Option<f64>, Vec<Option<f64>>), UtilityError> {
+    let depth: Vec<usize> = (0..plan.tables.len())
+        .map(|t| chain(plan, t).len() - 1)
+        .collect();
+    let max_depth = depth.iter().copied().max().unwrap_or(0);
+    if queries.is_empty() {
+        return Ok((None, vec![None; max_depth + 1]));
+    }
+    let source = SessionContext::new();
+    let release = SessionContext::new();
+    for ti in 0..forest.tables.len() {
+        let name = &plan.tables[ti].name;
+        register(&source, name, labeled_source(plan, forest, ti)?)?;
+        let batch = released
+            .tables
+            .iter()
+            .find(|t| &t.name == name)
+            .map(|t| t.batch.clone())
+            .ok_or_else(|| fail(format!("release has no table {name}")))?;
+        register(&release, name, batch)?;
+    }
+    let mut scores: Vec<Vec<f64>> = vec![Vec::new(); max_depth + 1];
+    for table in 0..plan.tables.len() {
+        let mine: Vec<&Query> = queries.iter().filter(|q| q.table == table).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let sql = counting_sql(plan, forest, table, &mine);
+        let x = sums(&source, &sql).await?;
+        let y = sums(&release, &sql).await?;
+        for (xi, yi) in x.iter().zip(&y) {
+            if *xi > 0.0 {
+                scores[depth[table]].push(1.0 - (yi - xi).abs() / xi);
+            }
+        }
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let all: Vec<f64> = scores.iter().flatten().copied().collect();
+    Ok((mean(&all), scores.iter().map(|s| mean(s)).collect()))
+}
+
+fn register(ctx: &SessionContext, name: &str, batch: RecordBatch) -> Result<(), UtilityError> {
+    let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(fail)?;
+    ctx.register_table(name, Arc::new(table)).map_err(fail)?;
+    Ok(())
+}
+
+/// A family table's source rows with every QI cell replaced by its leaf label (as text, NULL
+/// for the NULL leaf): the shape the release has, without any generalization.
+fn labeled_source(plan: &Plan, forest: &Forest, ti: usize) -> Result<RecordBatch, UtilityError> {
+    let nodes = &forest.tables[ti];
+    let schema = nodes.batch.schema();
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    let mut q = 0;
+    for (ci, col) in plan.tables[ti].columns.iter().enumerate() {
+        if let ColumnRole::QuasiIdentifier { .. } = col.role {
+            let h = &nodes.hierarchies[q];
+            let labels: StringArray = (0..nodes.rows() as u32)
+                .map(|r| h.label(nodes.codes(r)[q]))
+                .collect();
+            fields.push(Field::new(&col.name, DataType::Utf8, true));
+            columns.push(Arc::new(labels));
+            q += 1;
+        } else {
+            fields.push(schema.field(ci).clone());
+            columns.push(nodes.batch.column(ci).clone());
+        }
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(fail)
+}
+
+/// One SELECT of `SUM(weight)` per query over `table` joined up its chain.
+fn counting_sql(plan: &Plan, forest: &Forest, table: usize, queries: &[&Query]) -> String {
+    let chain = chain(plan, table);
+    let alias = |t: usize| format!("a{}", chain.iter().position(|&c| c == t).unwrap_or(0));
+    let mut from = format!("{} AS a0", quote_ident(&plan.tables[table].name));
+    for (i, w) in chain.windows(2).enumerate() {
+        let (child, parent) = (&plan.tables[w[0]], &plan.tables[w[1]]);
+        let on: Vec<String> = child
+            .parent_fk
+            .iter()
+            .zip(&child.parent_key)
+            .map(|(f, k)| format!("a{i}.{} = a{}.{}", quote_ident(f), i + 1, quote_ident(k)))
+            .collect();
+        from += &format!(
+            " JOIN {} AS a{} ON {}",
+            quote_ident(&parent.name),
+            i + 1,
+            on.join(" AND ")
+        );
+    }
+    let sums: Vec<String> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let weights: Vec<String> = q
+                .predicates
+                .iter()
+                .map(|p| weight_sql(plan, forest, p, &alias))
+                .collect();
+            format!(
+                "CAST(COALESCE(SUM({}), 0) AS DOUBLE) AS q{i}",
+                weights.join(" * ")
+            )
+        })
+        .collect();
+    format!("SELECT {} FROM {from}", sums.join(", "))
+}
+
+/// The weight one row contributes to a predicate, as a SQL expression.
+fn weight_sql(
+    plan: &Plan,
+    forest: &Forest,
+    p: &Predicate,
+    alias: &dyn Fn(usize) -> String,
+) -> String {
+    match *p {
+        Predicate::Under { table, qi, node } => {
+            let column = plan.tables[table]
+                .qi_columns()
+                .nth(qi)
+                .map(|(c, _)| c)
+                .unwrap_or_default();
+            let c = format!("{}.{}", alias(table), quote_ident(column));
+            under_sql(&c, &forest.tables[table].hierarchies[qi], node)
+        }
+        Predicate::Sensitive { table, sa, code } => {
+            let nodes = &forest.tables[table];
+            let name = plan.tables[table]
+                .columns
+                .iter()
+                .filter(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
+                .nth(sa)
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
+            let c = format!("{}.{}", alias(table), quote_ident(&name));
+            let buckets = plan.tables[table]
+                .columns
+                .iter()
+                .find_map(|col| match &col.role {
+                    ColumnRole::Sensitive { buckets: Some(b) } if col.name == name => {
+                        Some(b.clone())
+                    }
+                    _ => None,
+                });
+            let col = &nodes.sensitive[sa];
+            let cond = match buckets {
+                Some(b) if (code as usize) + 1 < b.len() => {
+                    let i = code as usize;
+                    let upper = if i + 2 == b.len() { "<=" } else { "<" };
+                    format!("{c} >= {} AND {c} {upper} {}", b[i], b[i + 1])
+                }
+                Some(_) => format!("{c} IS NULL"),
+                None => {
+                    let row = col.codes.iter().position(|&x| x == code).unwrap_or(0);
+                    let array = nodes
+                        .batch
+                        .column_by_name(&name)
+                        .expect("a planned sensitive column is in the batch");
+                    literal_condition(&c, array.as_ref(), row)
+                }
+            };
+            format!("CASE WHEN {cond} THEN 1.0 ELSE 0.0 END")
+        }
+    }
+}
+
+/// `column = <the value of array[row]>` as SQL, typed like the column.
+fn literal_condition(column: &str, array: &dyn Array, row: usize) -> String {
+    let Some(text) = render_value(array, row) else {
+        return format!("{column} IS NULL");
+    };
+    match array.data_type() {
+        t if t.is_numeric() => format!("{column} = {text}"),
+        DataType::Boolean => format!("{column} = {}", text.to_ascii_uppercase()),
+        _ => format!("{column} = '{}'", text.replace('\'', "''")),
+    }
+}
+
+/// The uniform-spread weight of "the QI lies under `node`" for a released label.
+fn under_sql(column: &str, h: &Hierarchy, node: u32) -> String {
+    let mut exact: Vec<String> = Vec::new();
+    let mut null = false;
+    let mut partial: Vec<String> = Vec::new();
+    for code in 0..h.len() as u32 {
+        let share = overlap(h, code, node);
+        if share <= 0.0 {
+            continue;
+        }
+        match h.label(code) {
+            None => null = true,
+            Some(label) => {
+                let lit = format!("'{}'", label.replace('\'', "''"));
+                if share >= 1.0 {
+                    exact.push(lit);
+                } else {
+                    partial.push(format!("WHEN {column} = {lit} THEN {share}"));
+                }
+            }
+        }
+    }
+    let mut case = String::from("CASE");
+    if null {
+        case += &format!(" WHEN {column} IS NULL THEN 1.0");
+    }
+    if !exact.is_empty() {
+        case += &format!(" WHEN {column} IN ({}) THEN 1.0", exact.join(", "));
+    }
+    for p in partial {
+        case += &format!(" {p}");
+    }
+    case + " ELSE 0.0 END"
+}
+
+/// `|leaves(g) ∩ leaves(h)| / |leaves(g)|`: 1 when `g` lies under `h`, `|leaves(h)| /
+/// |leaves(g)|` when `g` is above `h`, 0 otherwise.
+fn overlap(h: &Hierarchy, g: u32, node: u32) -> f64 {
+    let lca = h.lca(g, node);
+    if lca == node {
+        1.0
+    } else if lca == g {
+        f64::from(h.leaf_count(node)) / f64::from(h.leaf_count(g).max(1))
+    } else {
+        0.0
+    }
+}
+
+/// The one row of a SUM query as numbers.
+async fn sums(ctx: &SessionContext, sql: &str) -> Result<Vec<f64>, UtilityError> {
+    let batches = ctx
+        .sql(sql)
+        .await
+        .map_err(fail)?
+        .collect()
+        .await
+        .map_err(fail)?;
+    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+        return Ok(Vec::new());
+    };
+    (0..b.num_columns())
+        .map(|i| {
+            b.column(i)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .map(|a| if a.is_null(0) { 0.0 } else { a.value(0) })
+                .ok_or_else(|| fail("SUM did not return a DOUBLE"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kl_is_zero_for_equal_distributions_and_positive_otherwise() {
+        assert_eq!(kl_divergence(&[2, 2], &[4, 4]), Some(0.0));
+        let d = kl_divergence(&[3, 1], &[2, 2]).expect("defined");
+        let expected = 0.75 * (0.75f64 / 0.5).ln() + 0.25 * (0.25f64 / 0.5).ln();
+        assert!((d - expected).abs() < 1e-12);
+        assert_eq!(kl_divergence(&[0, 0], &[2, 2]), None);
+    }
+}
