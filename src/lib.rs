@@ -5,6 +5,7 @@
 
 pub mod algo;
 pub mod decl;
+pub mod experiment;
 pub mod forest;
 pub mod generate;
 pub mod hierarchy;
