@@ -6,6 +6,9 @@
 //! - [`university`] (`university.rs`): the synthetic student database of 001 Sec. V (1000
 //!   students, 22 courses, 1 obligatory + 2-3 technical + 2-3 non-technical electives, 2-4
 //!   textbooks per course).
+//! - [`synthetic`] (`synthetic.rs`): the thesis's syntheticS / syntheticT (000 Sec. 2.4: 1000
+//!   students of a CS program, about 20 courses each, 0-2 books per course; syntheticT adds
+//!   the college year between student and courses).
 //!
 //! Everything random is drawn from one `ChaCha8Rng` seeded with the caller's seed, with integer
 //! arithmetic only (no `ln`/`cos`, whose last bits differ between libms), so a seed names the
@@ -23,9 +26,17 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::warehouse::{ForeignKey, ReleaseSet, ReleaseTable};
 
+mod synthetic;
 #[cfg(test)]
 mod testutil;
 mod university;
+
+pub use synthetic::{
+    synthetic, synthetic_book_hierarchy_csv, synthetic_course_hierarchy_csv,
+    synthetic_major_hierarchy_csv, synthetic_year_hierarchy_csv, Major, Requirement,
+    SyntheticCourse, CORE_PER_STUDENT, ELECTIVES_MAX, ELECTIVES_MIN, LETTER_GRADES,
+    SYNTHETIC_COURSES, SYNTHETIC_MAJORS, SYNTHETIC_STUDENTS, YEAR_LEVELS,
+};
 
 pub use university::{
     university, university_book_hierarchy_csv, university_course_hierarchy_csv, CourseSpec,

@@ -91,7 +91,8 @@ pub const UNIVERSITY_DEPARTMENTS: [Department; 8] = [
     },
 ];
 
-const fn book(title: &'static str, price_cents: u32) -> Textbook {
+/// A catalog entry; `synthetic` builds its catalog with it too.
+pub(super) const fn book(title: &'static str, price_cents: u32) -> Textbook {
     Textbook { title, price_cents }
 }
 
