@@ -82,6 +82,8 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             let set = match kind {
                 Generated::University => relanon::generate::university(students, seed),
                 Generated::Table2 => relanon::generate::table2(),
+                Generated::SyntheticS => relanon::generate::synthetic(students, seed, false),
+                Generated::SyntheticT => relanon::generate::synthetic(students, seed, true),
             };
             let path = write_staged(&out, &set, overwrite)?.commit()?;
             if !quiet {

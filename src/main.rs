@@ -74,7 +74,7 @@ enum Command {
         /// Output: a .sqlite file or a directory for Parquet.
         #[arg(long)]
         out: PathBuf,
-        /// Number of students (university).
+        /// Number of students (university, synthetic-s, synthetic-t).
         #[arg(long, default_value_t = 1000)]
         students: usize,
         #[arg(long, default_value_t = 42)]
@@ -91,6 +91,10 @@ enum Generated {
     University,
     /// 001 Table II: the paper's four students.
     Table2,
+    /// 000 Sec. 2.4 syntheticS: students, enrollments, purchases.
+    SyntheticS,
+    /// 000 Sec. 2.4 syntheticT: students, years, enrollments, purchases.
+    SyntheticT,
 }
 
 fn main() -> ExitCode {
