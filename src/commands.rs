@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use relanon::pipeline::{self, Request};
 use relanon::warehouse::write_staged;
 
-use crate::{Command, Generated};
+use crate::{Command, Experiment, Generated};
 
 /// The demo's declarations: the bundled university warehouse, k = 5.
 const DEMO_DECLARATIONS: &str = include_str!("../sql/university.sql");
@@ -23,8 +23,21 @@ const DEMO_HIERARCHIES: [(&str, &str); 2] = [
     ),
 ];
 
+/// The thesis experiment's declarations and the hierarchy files they read.
+const SYNTHETIC_S: &str = include_str!("../sql/synthetic_s.sql");
+const SYNTHETIC_T: &str = include_str!("../sql/synthetic_t.sql");
+
 pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
     match command {
+        Command::Experiment {
+            which,
+            out,
+            students,
+            seed,
+            l,
+            only,
+            json,
+        } => experiment(which, &out, students, seed, &l, &only, json.as_deref(), quiet).await,
         Command::Demo { out, parquet } => demo(&out, parquet, quiet).await,
         Command::Anonymize {
             declarations,
@@ -144,5 +157,81 @@ async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
             decl.display()
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `relanon experiment`: writes the dataset, its declarations and hierarchies under `out`
+/// (like `demo`), runs the table and prints it as Markdown.
+#[allow(clippy::too_many_arguments)]
+async fn experiment(
+    which: Experiment,
+    out: &Path,
+    students: usize,
+    seed: u64,
+    ls: &[usize],
+    only: &[String],
+    json: Option<&Path>,
+    quiet: bool,
+) -> Result<ExitCode> {
+    use relanon::experiment::{self, THESIS_VARIANTS};
+    use relanon::generate;
+    let (name, text, years) = match which {
+        Experiment::ThesisS => ("synthetic_s", SYNTHETIC_S, false),
+        Experiment::ThesisT => ("synthetic_t", SYNTHETIC_T, true),
+    };
+    let hierarchies = out.join("hierarchies");
+    std::fs::create_dir_all(&hierarchies)
+        .with_context(|| format!("cannot create '{}'", hierarchies.display()))?;
+    let files = [
+        ("synthetic_course.csv", generate::synthetic_course_hierarchy_csv()),
+        ("synthetic_book.csv", generate::synthetic_book_hierarchy_csv()),
+        ("synthetic_major.csv", generate::synthetic_major_hierarchy_csv()),
+        ("synthetic_year.csv", generate::synthetic_year_hierarchy_csv()),
+    ];
+    for (file, csv) in files {
+        std::fs::write(hierarchies.join(file), csv)
+            .with_context(|| format!("cannot write '{}'", hierarchies.join(file).display()))?;
+    }
+    let source = format!("{name}.sqlite");
+    let text = text
+        .replace(&format!("'../out/{name}.sqlite'"), &format!("'{source}'"))
+        .replace(
+            &format!("'../out/{name}-release.sqlite'"),
+            &format!("'releases/{name}-release.sqlite'"),
+        )
+        .replace("'../fixtures/hierarchies/", "'hierarchies/");
+    let decl = out.join(format!("{name}.sql"));
+    std::fs::write(&decl, &text).with_context(|| format!("cannot write '{}'", decl.display()))?;
+    write_staged(
+        &out.join(&source),
+        &generate::synthetic(students, seed, years),
+        true,
+    )?
+    .commit()?;
+    let work = experiment::work_dir(out);
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    let variants: Vec<_> = THESIS_VARIANTS
+        .iter()
+        .copied()
+        .filter(|v| only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(v.name)))
+        .collect();
+    if variants.is_empty() {
+        anyhow::bail!(
+            "--only matches no algorithm; choose from {}",
+            THESIS_VARIANTS.map(|v| v.name).join(", ")
+        );
+    }
+    let progress = |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let rows = experiment::thesis(&decl, &work, ls, &variants, &progress).await?;
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    println!("{}", experiment::markdown(&rows));
     Ok(ExitCode::SUCCESS)
 }

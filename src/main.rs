@@ -67,6 +67,27 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         key_map: Option<PathBuf>,
     },
+    /// Reproduce a paper's experiment: generate its data under --out, run every algorithm and
+    /// parameter through the whole pipeline (every release verified), print the table.
+    Experiment {
+        #[arg(value_enum)]
+        which: Experiment,
+        #[arg(long, default_value = "out/experiment")]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1000)]
+        students: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// The l values, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "2,3,4,5")]
+        l: Vec<usize>,
+        /// Only these algorithms (names as printed, e.g. CToff-LSAP), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Also write the table as JSON here.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+    },
     /// Write a seeded synthetic warehouse (SQLite file, or Parquet directory).
     Generate {
         #[arg(value_enum)]
@@ -82,6 +103,15 @@ enum Command {
         #[arg(long)]
         overwrite: bool,
     },
+}
+
+/// The papers' experiments `experiment` reproduces.
+#[derive(Clone, Copy, ValueEnum)]
+enum Experiment {
+    /// 000 Sec. 2.4, Fig. 2.3: LM, query accuracy, KL and time for l = 2..5 on syntheticS.
+    ThesisS,
+    /// 000 Sec. 2.4, Fig. 2.4: the same on syntheticT (a college-year level added).
+    ThesisT,
 }
 
 /// The synthetic warehouses `generate` writes.
