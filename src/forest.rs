@@ -15,6 +15,7 @@ use datafusion::datasource::MemTable;
 
 use crate::hierarchy::{Hierarchy, HierarchyError};
 use crate::plan::{OrphanPolicy, Plan};
+use crate::sensitive::{self, SensitiveColumn, SensitiveError};
 use crate::warehouse::{numeric_value, render_value, Warehouse, WarehouseError};
 
 /// Column the load queries add for a row's position in its table.
@@ -28,6 +29,8 @@ pub enum ForestError {
     Warehouse(#[from] WarehouseError),
     #[error(transparent)]
     Hierarchy(#[from] HierarchyError),
+    #[error(transparent)]
+    Sensitive(#[from] SensitiveError),
     #[error("table {table}: {count} row(s) have a NULL or duplicated primary key ({key}), e.g. {examples}; make the key unique and non-NULL in the source")]
     BadKey {
         table: String,
@@ -77,6 +80,8 @@ pub struct TableNodes {
     pub hierarchies: Vec<Hierarchy>,
     /// Row-major leaf codes: `qi[r * nqi + q]`.
     pub qi: Vec<u32>,
+    /// Sensitive columns, in source order.
+    pub sensitive: Vec<SensitiveColumn>,
     /// Parent row per row (`u32::MAX` for the entity table).
     pub parent: Vec<u32>,
     pub children: Vec<Children>,
@@ -92,6 +97,10 @@ impl TableNodes {
     }
     pub fn nqi(&self) -> usize {
         self.hierarchies.len()
+    }
+    /// Code of sensitive column `s` in `row`.
+    pub fn sa(&self, s: usize, row: u32) -> u32 {
+        self.sensitive[s].codes[row as usize]
     }
     pub fn codes(&self, row: u32) -> &[u32] {
         let n = self.nqi();
@@ -268,6 +277,27 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             hierarchies.push(built.hierarchy);
             per_col.push(built.codes);
         }
+        let mut sensitive = Vec::new();
+        for c in &ft.columns {
+            let crate::plan::ColumnRole::Sensitive { buckets } = &c.role else {
+                continue;
+            };
+            let array = batch
+                .column_by_name(&c.name)
+                .ok_or_else(|| ForestError::Internal(format!("column {} missing", c.name)))?;
+            let texts: Vec<Option<String>> = (0..array.len())
+                .map(|r| render_value(array.as_ref(), r))
+                .collect();
+            let numbers: Vec<Option<f64>> = (0..array.len())
+                .map(|r| numeric_value(array.as_ref(), r))
+                .collect();
+            sensitive.push(sensitive::intern(
+                &format!("{}.{}", ft.name, c.name),
+                buckets.as_deref(),
+                &texts,
+                &numbers,
+            )?);
+        }
         let n = batch.num_rows();
         let nqi = per_col.len();
         let mut qi = vec![0u32; n * nqi];
@@ -281,6 +311,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             batch,
             hierarchies,
             qi,
+            sensitive,
             parent,
             children: Vec::new(),
             orphans_dropped,

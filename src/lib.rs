@@ -14,6 +14,7 @@ pub mod plan;
 pub mod policy;
 pub mod release;
 pub mod report;
+pub mod sensitive;
 pub mod verify;
 pub mod views;
 pub mod warehouse;

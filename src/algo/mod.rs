@@ -25,5 +25,16 @@ pub fn run(forest: &Forest, params: &Params) -> Clustering {
                 climit: params.climit,
             },
         ),
+        // Work in progress on main: the l-diversity algorithms.
+        _ => cdgh::cluster(
+            forest,
+            &pw,
+            &order,
+            cdgh::CdghParams {
+                k: params.model.min_group(),
+                threshold: params.threshold,
+                climit: params.climit,
+            },
+        ),
     }
 }

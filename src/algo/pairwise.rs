@@ -17,7 +17,9 @@ pub struct Pairwise<'a> {
     forest: &'a Forest,
     /// Weight of one row per table: `max(|QI|, 1)`.
     weights: Vec<f64>,
-    algorithm: Algorithm,
+    /// MiRaCle ranks sibling candidates by their whole subtree (001 Alg. 4), MiRaCleX by the
+    /// node alone (Alg. 5).
+    subtree: bool,
 }
 
 /// A matching of two sibling sets: pairs of indices plus the unmatched on each side.
@@ -37,7 +39,7 @@ impl<'a> Pairwise<'a> {
         Pairwise {
             forest,
             weights,
-            algorithm,
+            subtree: !matches!(algorithm, Algorithm::Miraclex),
         }
     }
 
@@ -114,12 +116,11 @@ impl<'a> Pairwise<'a> {
                 }
                 // MiRaCle ranks candidates by the whole subtree's anonymization (Alg. 4 lines
                 // 4-6); MiRaCleX by the node alone and recurses only for the winner (Alg. 5).
-                let (rank, full) = match self.algorithm {
-                    Algorithm::Miracle => {
-                        let full = self.loss(s, l);
-                        (full, full)
-                    }
-                    Algorithm::Miraclex => (m * self.node_loss(s, l), f64::NAN),
+                let (rank, full) = if self.subtree {
+                    let full = self.loss(s, l);
+                    (full, full)
+                } else {
+                    (m * self.node_loss(s, l), f64::NAN)
                 };
                 if best.is_none_or(|(_, r, _)| rank < r) {
                     best = Some((j, rank, full));

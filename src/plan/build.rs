@@ -103,6 +103,7 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     assign_roles(policy, wh, &mut tables)?;
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let params = params(policy, entity)?;
+    check_sensitive(&params, &tables, entity)?;
     check_views(policy, &tables)?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
     let source = resolve(&policy.source).ok_or_else(|| {
@@ -299,9 +300,19 @@ fn assign_roles(
                     hierarchy: hierarchy.clone(),
                 }
             }
-            Role::Sensitive { buckets } => ColumnRole::Sensitive {
-                buckets: buckets.clone(),
-            },
+            Role::Sensitive { buckets } => {
+                if let Some(b) = buckets {
+                    if let Some(w) = b
+                        .windows(2)
+                        .find(|w| w[0] >= w[1] || !w[0].is_finite() || !w[1].is_finite())
+                    {
+                        return Err(at(label.pos, format!("BUCKETS boundaries must increase, but {} is followed by {}; list them in ascending order without repeats", w[0], w[1])));
+                    }
+                }
+                ColumnRole::Sensitive {
+                    buckets: buckets.clone(),
+                }
+            }
             Role::Insensitive => ColumnRole::Insensitive,
         };
         let Some(col) = &label.column else {
@@ -414,7 +425,7 @@ async fn resolve_hierarchies(
     Ok(out)
 }
 
-const OPTIONS: &str = "model, k, algorithm, threshold, climit, seed, keys, orphans";
+const OPTIONS: &str = "model, k, l, diversity, algorithm, mapping, m, s, threshold, climit, seed, keys, orphans, queries, query_seed";
 
 fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params, PlanError> {
     let an = policy.anonymize.as_ref().ok_or_else(|| {
@@ -437,11 +448,16 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         algorithm: Algorithm::Miraclex,
         threshold: 0.3,
         climit: 150,
+        mapping: Mapping::Lsap,
+        m: 4.0,
+        s: 0.5,
+        query_seed: 1,
+        queries: 200,
         seed: None,
         keys: KeyPolicy::Pseudonymize,
         orphans: OrphanPolicy::Refuse,
     };
-    let mut k = None;
+    let (mut k, mut l, mut model, mut diversity, mut algorithm) = (None, None, None, None, None);
     let text = |v: &Value| match v {
         Value::Text(s) => s.to_ascii_lowercase(),
         Value::Number(n) => n.to_string(),
@@ -466,36 +482,82 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
             )),
         };
         match name.as_str() {
-            "model" => match text(&value).as_str() {
-                "k-anonymity" => {}
-                other => {
-                    return Err(at(
-                        pos,
-                        format!(
-                            "unknown model '{other}'; this release supports model = 'k-anonymity'"
-                        ),
-                    ))
-                }
-            },
-            "k" => {
-                let n = number(1.0, 1e9)?;
-                if n.fract() != 0.0 {
-                    return Err(at(pos, format!("k must be a whole number, found {n}")));
-                }
-                k = Some(n as usize);
-            }
-            "algorithm" => {
-                p.algorithm = match text(&value).as_str() {
-                    "miracle" => Algorithm::Miracle,
-                    "miraclex" => Algorithm::Miraclex,
+            "model" => {
+                model = Some(match text(&value).as_str() {
+                    "k-anonymity" => false,
+                    "l-diversity" => true,
                     other => {
                         return Err(at(
                             pos,
-                            format!("unknown algorithm '{other}'; use 'miracle' or 'miraclex'"),
+                            format!(
+                                "unknown model '{other}'; use model = 'k-anonymity' or 'l-diversity'"
+                            ),
+                        ))
+                    }
+                })
+            }
+            "k" | "l" => {
+                let n = number(1.0, 1e9)?;
+                if n.fract() != 0.0 {
+                    return Err(at(pos, format!("{name} must be a whole number, found {n}")));
+                }
+                if name == "k" {
+                    k = Some((n as usize, pos));
+                } else {
+                    l = Some((n as usize, pos));
+                }
+            }
+            "diversity" => {
+                diversity = Some(match text(&value).as_str() {
+                    "probabilistic" => Diversity::Probabilistic,
+                    "distinct" => Diversity::Distinct,
+                    other => {
+                        return Err(at(
+                            pos,
+                            format!("diversity must be 'probabilistic' or 'distinct', found '{other}'"),
+                        ))
+                    }
+                })
+            }
+            "algorithm" => {
+                algorithm = Some((
+                    match text(&value).as_str() {
+                        "miracle" => Algorithm::Miracle,
+                        "miraclex" => Algorithm::Miraclex,
+                        "clustree" => Algorithm::Clustree,
+                        "ctoff" => Algorithm::Ctoff,
+                        "dmiracle" => Algorithm::Dmiracle,
+                        other => {
+                            return Err(at(
+                                pos,
+                                format!("unknown algorithm '{other}'; use 'miracle', 'miraclex', 'clustree', 'ctoff' or 'dmiracle'"),
+                            ))
+                        }
+                    },
+                    pos,
+                ))
+            }
+            "mapping" => {
+                p.mapping = match text(&value).as_str() {
+                    "lsap" => Mapping::Lsap,
+                    "grd" | "greedy" => Mapping::Grd,
+                    other => {
+                        return Err(at(
+                            pos,
+                            format!("mapping must be 'lsap' or 'grd', found '{other}'"),
                         ))
                     }
                 }
             }
+            "m" => p.m = number(0.0, 1e6)?,
+            "s" => {
+                p.s = number(0.0, 1e6)?;
+                if p.s <= 0.0 {
+                    return Err(at(pos, "s must be above 0 (it is the step chi grows by)".to_string()));
+                }
+            }
+            "queries" => p.queries = number(0.0, 1e6)? as usize,
+            "query_seed" => p.query_seed = number(0.0, 9.0e15)? as u64,
             "threshold" | "th" => p.threshold = number(0.0, 1.0)?,
             "climit" => p.climit = number(1.0, 1e9)? as usize,
             "seed" => p.seed = Some(number(0.0, 9.0e15)? as u64),
@@ -531,17 +593,74 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
             }
         }
     }
-    let k = k.ok_or_else(|| {
-        at(
-            an.pos,
-            format!(
-                "k-anonymity needs k; write ANONYMIZE {} WITH (k = 5, ...)",
-                entity.name
-            ),
-        )
-    })?;
-    p.model = Model::KAnonymity { k };
+    // The model is what was asked for, or what the parameters imply.
+    let ldiv = model.unwrap_or(l.is_some() && k.is_none());
+    let e = &entity.name;
+    p.model = if ldiv {
+        if let Some((_, pos)) = k {
+            return Err(at(pos, format!("k belongs to k-anonymity; with model = 'l-diversity' write l = ... (every EC then holds at least l entities)")));
+        }
+        let (l, _) = l.ok_or_else(|| {
+            at(an.pos, format!("l-diversity needs l; write ANONYMIZE {e} WITH (model = 'l-diversity', l = 3, ...)"))
+        })?;
+        Model::LDiversity {
+            l,
+            diversity: diversity.unwrap_or(Diversity::Probabilistic),
+        }
+    } else {
+        if let Some((_, pos)) = l {
+            return Err(at(pos, format!("l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity")));
+        }
+        let (k, _) = k.ok_or_else(|| {
+            at(
+                an.pos,
+                format!("k-anonymity needs k; write ANONYMIZE {e} WITH (k = 5, ...)"),
+            )
+        })?;
+        Model::KAnonymity { k }
+    };
+    let (algorithm, apos) = algorithm.unwrap_or(if ldiv {
+        (Algorithm::Clustree, an.pos)
+    } else {
+        (Algorithm::Miraclex, an.pos)
+    });
+    match (ldiv, algorithm) {
+        (true, Algorithm::Miracle | Algorithm::Miraclex) => return Err(at(apos, format!("{} is a k-anonymity algorithm and ignores sensitive values; for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(algorithm)))),
+        (false, Algorithm::Dmiracle) => return Err(at(apos, "dmiracle is MiRaCle's l-diversity extension; write model = 'l-diversity', l = ..., or use algorithm = 'miracle' for k-anonymity".to_string())),
+        _ => {}
+    }
+    p.algorithm = algorithm;
     Ok(p)
+}
+
+/// l-diversity without a sensitive column would be k-anonymity under another name.
+fn check_sensitive(
+    params: &Params,
+    tables: &[FamilyTable],
+    entity: &crate::policy::EntityDecl,
+) -> Result<(), PlanError> {
+    let any = tables.iter().any(|t| {
+        t.columns
+            .iter()
+            .any(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
+    });
+    if params.model.diversity().is_some() && !any {
+        return Err(PlanError::Schema(format!(
+            "l-diversity needs at least one SENSITIVE column in the {} family; add LABEL COLUMN <table>.<column> AS SENSITIVE, or use model = 'k-anonymity'",
+            entity.name
+        )));
+    }
+    Ok(())
+}
+
+fn name_of(a: Algorithm) -> &'static str {
+    match a {
+        Algorithm::Miracle => "miracle",
+        Algorithm::Miraclex => "miraclex",
+        Algorithm::Clustree => "clustree",
+        Algorithm::Ctoff => "ctoff",
+        Algorithm::Dmiracle => "dmiracle",
+    }
 }
 
 /// Views are written against the source; one that reads an IDENTIFIER column would publish it.

@@ -103,6 +103,17 @@ pub struct Params {
     pub threshold: f64,
     /// At most this many open clusters (001 Alg. 2 line 6).
     pub climit: usize,
+    /// How ClusTree / CToff pair up sibling subtrees (000 Alg. 2 or 3).
+    pub mapping: Mapping,
+    /// ClusTree's largest finite outlier multiplier chi (000 Alg. 5 line 26).
+    pub m: f64,
+    /// ClusTree's step for chi (000 Alg. 5 line 25).
+    pub s: f64,
+    /// Seeds the random count queries of the utility report. Not secret: the queries are
+    /// printed nowhere and only their accuracy is reported.
+    pub query_seed: u64,
+    /// How many random count queries the utility report runs (0 turns them off).
+    pub queries: usize,
     /// Seeds the key surrogates. `None` (the default) draws them from the OS: a public or
     /// default seed would let anyone replay the permutation and map released keys back to the
     /// source's key order. Never serialized, so report.json cannot leak it.
@@ -115,7 +126,14 @@ pub struct Params {
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum Model {
-    KAnonymity { k: usize },
+    KAnonymity {
+        k: usize,
+    },
+    /// 000 Def. 16: every EC is l-diverse on every sensitive column of every matched vertex.
+    LDiversity {
+        l: usize,
+        diversity: Diversity,
+    },
 }
 
 impl Model {
@@ -123,15 +141,51 @@ impl Model {
     pub fn min_group(&self) -> usize {
         match self {
             Model::KAnonymity { k } => *k,
+            Model::LDiversity { l, .. } => *l,
         }
     }
+
+    /// The diversity rule matched vertices must meet, if any.
+    pub fn diversity(&self) -> Option<(usize, Diversity)> {
+        match self {
+            Model::KAnonymity { .. } => None,
+            Model::LDiversity { l, diversity } => Some((*l, *diversity)),
+        }
+    }
+}
+
+/// Which l-diversity a group of sensitive values must meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Diversity {
+    /// 000 Def. 6: every value's frequency is at most 1/l (the default).
+    Probabilistic,
+    /// At least l distinct values (weaker for groups larger than l).
+    Distinct,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
+    /// 001 Alg. 2-4.
     Miracle,
+    /// 001 Alg. 2, 3, 5.
     Miraclex,
+    /// 000 Alg. 1-5.
+    Clustree,
+    /// 000 Alg. 5 with chi = infinity from the start.
+    Ctoff,
+    /// MiRaCle's l-diversity extension as 000 Sec. 2.4 describes it.
+    Dmiracle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mapping {
+    /// 000 Alg. 3: an optimal assignment with dummy suppression rows.
+    Lsap,
+    /// 000 Alg. 2: greedy, one sibling at a time.
+    Grd,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
