@@ -17,10 +17,29 @@ pub(super) struct Classes {
     pub entities: usize,
     pub classes: usize,
     pub smallest: Option<usize>,
+    /// The released trees the classes were formed from, for checks that need more than
+    /// the class sizes (l-diversity matches vertices inside each class).
+    pub trees: Trees,
+    /// Every EC as its entity rows, in order of first appearance in the release.
+    pub groups: Vec<Vec<usize>>,
+}
+
+/// A released row as a tree vertex: (family table index, released row).
+pub(super) type Vertex = (usize, usize);
+
+/// The released forest as kanon sees it: each row's canonical id and its children.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Trees {
+    /// Per table, the AHU id of every released row: equal ids mean QI-isomorphic subtrees
+    /// (same table, same QI labels, same multiset of children ids).
+    pub form: Vec<Vec<usize>>,
+    /// Per table, the children of every released row (rows with an unresolved FK are in
+    /// no tree, so in no list).
+    pub kids: Vec<Vec<Vec<Vertex>>>,
 }
 
 /// How many entity keys a failing EC lists.
-const NAMED: usize = 3;
+pub(super) const NAMED: usize = 3;
 
 type Form = (usize, Vec<Option<String>>, Vec<usize>);
 
@@ -31,7 +50,11 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
         .iter()
         .map(|t| vec![Vec::new(); t.rel.rows()])
         .collect();
-    let mut root_forms: Vec<usize> = Vec::new();
+    let mut links: Vec<Vec<Vec<Vertex>>> = tables
+        .iter()
+        .map(|t| vec![Vec::new(); t.rel.rows()])
+        .collect();
+    let mut all_forms: Vec<Vec<usize>> = vec![Vec::new(); tables.len()];
 
     // Children come after parents in plan order, so walking backwards finishes every child
     // table before its parent needs the children's ids.
@@ -52,21 +75,22 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
             let id = *interned.entry((ti, labels, children)).or_insert(next);
             forms.push(id);
         }
-        match t.parent {
-            // Rows with an unresolved FK belong to no tree; key atomicity reports them.
-            Some(p) => {
-                for (r, pr) in t.rel_parent.iter().enumerate() {
-                    if let (Some(pr), Some(slot)) = (pr, kids.get_mut(p)) {
-                        if let Some(list) = slot.get_mut(*pr) {
-                            list.push(forms[r]);
-                        }
-                    }
+        // Rows with an unresolved FK belong to no tree; key atomicity reports them.
+        if let Some(p) = t.parent {
+            for (r, pr) in t.rel_parent.iter().enumerate() {
+                let Some(pr) = *pr else { continue };
+                if let Some(list) = kids.get_mut(p).and_then(|slot| slot.get_mut(pr)) {
+                    list.push(forms[r]);
+                }
+                if let Some(list) = links.get_mut(p).and_then(|slot| slot.get_mut(pr)) {
+                    list.push((ti, r));
                 }
             }
-            None if ti == 0 => root_forms = forms,
-            None => {}
         }
+        all_forms[ti] = forms;
     }
+    // Table 0 is the entity table (data::load refuses a parent after its child).
+    let root_forms: &[usize] = all_forms.first().map_or(&[], Vec::as_slice);
 
     let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
@@ -110,9 +134,19 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
             ));
         }
     }
+    let (entities, classes) = (root_forms.len(), groups.len());
+    let ordered = order
+        .iter()
+        .filter_map(|f| groups.remove(f))
+        .collect::<Vec<_>>();
     Classes {
-        entities: root_forms.len(),
-        classes: groups.len(),
+        entities,
+        classes,
         smallest,
+        trees: Trees {
+            form: all_forms,
+            kids: links,
+        },
+        groups: ordered,
     }
 }

@@ -14,6 +14,7 @@ mod counts;
 mod data;
 mod hier;
 mod kanon;
+mod ldiv;
 mod matching;
 mod schema;
 mod truth;
@@ -180,13 +181,27 @@ fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> 
 }
 
 /// Re-checks `release` against `source` under `plan`: schema, key atomicity, truthfulness,
-/// k-anonymity of QI-isomorphism classes, and row counts (against `report` when given).
+/// k-anonymity of QI-isomorphism classes, row counts (against `report` when given) and,
+/// under the l-diversity model, l-diversity of every class.
 pub async fn verify(
     plan: &Plan,
     source: &Warehouse,
     release: &Warehouse,
     keys: Keys<'_>,
     report: Option<&serde_json::Value>,
+) -> Result<Verdict, VerifyError> {
+    verify_with_budget(plan, source, release, keys, report, ldiv::BUDGET).await
+}
+
+/// [`verify`] with the l-diversity search's per-EC step budget as a parameter, so tests can
+/// run it out.
+async fn verify_with_budget(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: Keys<'_>,
+    report: Option<&serde_json::Value>,
+    budget: usize,
 ) -> Result<Verdict, VerifyError> {
     let hiers = hierarchies(plan)?;
 
@@ -207,8 +222,15 @@ pub async fn verify(
     let mut counts = Check::new("counts");
     counts::check(&tables, report, &mut counts);
 
+    let mut checks = vec![schema, atomic, truth, kanon, counts];
+    if plan.params.model.diversity().is_some() {
+        let mut ldiv = Check::new("l-diversity");
+        ldiv::check(plan, &tables, &classes, budget, &mut ldiv)?;
+        checks.push(ldiv);
+    }
+
     Ok(Verdict {
-        checks: vec![schema, atomic, truth, kanon, counts],
+        checks,
         entities_released: classes.entities,
         equivalence_classes: classes.classes,
         smallest_ec: classes.smallest,

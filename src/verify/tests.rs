@@ -15,10 +15,12 @@ use serde_json::{json, Value};
 use super::*;
 use crate::keymap::{KeyPair, KeyValue, TableKeys};
 use crate::plan::{
-    Algorithm, ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Model, OrphanPolicy, Params,
-    PlannedColumn,
+    Algorithm, ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Mapping, Model, OrphanPolicy,
+    Params, PlannedColumn,
 };
 use crate::policy::{DatePart, Pos};
+
+mod ldiv;
 
 fn i(v: i64) -> Sql {
     Sql::Integer(v)
@@ -320,7 +322,7 @@ fn plan(k: usize) -> Plan {
             algorithm: Algorithm::Miraclex,
             threshold: 0.3,
             climit: 150,
-            mapping: crate::plan::Mapping::Lsap,
+            mapping: Mapping::Lsap,
             m: 4.0,
             s: 0.5,
             query_seed: 1,
