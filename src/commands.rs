@@ -37,7 +37,19 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             l,
             only,
             json,
-        } => experiment(which, &out, students, seed, &l, &only, json.as_deref(), quiet).await,
+        } => {
+            experiment(
+                which,
+                &out,
+                students,
+                seed,
+                &l,
+                &only,
+                json.as_deref(),
+                quiet,
+            )
+            .await
+        }
         Command::Demo { out, parquet } => demo(&out, parquet, quiet).await,
         Command::Anonymize {
             declarations,
@@ -183,10 +195,22 @@ async fn experiment(
     std::fs::create_dir_all(&hierarchies)
         .with_context(|| format!("cannot create '{}'", hierarchies.display()))?;
     let files = [
-        ("synthetic_course.csv", generate::synthetic_course_hierarchy_csv()),
-        ("synthetic_book.csv", generate::synthetic_book_hierarchy_csv()),
-        ("synthetic_major.csv", generate::synthetic_major_hierarchy_csv()),
-        ("synthetic_year.csv", generate::synthetic_year_hierarchy_csv()),
+        (
+            "synthetic_course.csv",
+            generate::synthetic_course_hierarchy_csv(),
+        ),
+        (
+            "synthetic_book.csv",
+            generate::synthetic_book_hierarchy_csv(),
+        ),
+        (
+            "synthetic_major.csv",
+            generate::synthetic_major_hierarchy_csv(),
+        ),
+        (
+            "synthetic_year.csv",
+            generate::synthetic_year_hierarchy_csv(),
+        ),
     ];
     for (file, csv) in files {
         std::fs::write(hierarchies.join(file), csv)

@@ -19,6 +19,13 @@ use crate::plan::{Diversity, Mapping};
 /// cost); 1e-6 of a cell is far below any difference LM' can make.
 const SCALE: f64 = 1e6;
 
+/// Up to this many vertices a group's sensitive values are counted without allocating.
+const SMALL_GROUP: usize = 32;
+
+/// Up to this many siblings an optimal assignment is found by trying every one (cheaper
+/// than setting up Kuhn-Munkres for the 0-3 books of a course).
+const SMALL_ASSIGNMENT: usize = 4;
+
 /// The diversity a finished group of `target` vertices must reach (`None`: k-anonymity only).
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
@@ -85,13 +92,36 @@ impl<'a> Diversifier<'a> {
             return true;
         };
         let t = &self.forest.tables[a.table as usize];
-        let size = a.member_count() + b.member_count();
-        t.sensitive.iter().all(|col| {
-            let mut counts = vec![0u32; col.labels.len()];
-            for &r in a.members.iter().chain(&b.members) {
-                counts[col.codes[r as usize] as usize] += 1;
+        let (na, size) = (a.member_count(), a.member_count() + b.member_count());
+        let row = |i: usize| {
+            if i < na {
+                a.members[i]
+            } else {
+                b.members[i - na]
             }
-            rule.feasible(&counts, size)
+        };
+        t.sensitive.iter().all(|col| {
+            if size > SMALL_GROUP {
+                let mut counts = vec![0u32; col.labels.len()];
+                for i in 0..size {
+                    counts[col.codes[row(i) as usize] as usize] += 1;
+                }
+                return rule.feasible(&counts, size);
+            }
+            // Groups are ClusTree clusters (l records): counting by pairwise comparison
+            // avoids an allocation per call on the hottest path.
+            let code = |i: usize| col.codes[row(i) as usize];
+            let mut counts = [0u32; SMALL_GROUP];
+            let mut n = 0;
+            for i in 0..size {
+                let c = code(i);
+                if (0..i).any(|j| code(j) == c) {
+                    continue;
+                }
+                counts[n] = (i..size).filter(|&j| code(j) == c).count() as u32;
+                n += 1;
+            }
+            rule.feasible(&counts[..n], size)
         })
     }
 
@@ -191,6 +221,9 @@ impl<'a> Diversifier<'a> {
                 cost,
             };
         }
+        if u.len() <= SMALL_ASSIGNMENT {
+            return self.mapping_exhaustive(s, u);
+        }
         let n = u.len();
         let mut exact = vec![0.0; s.len() * n];
         let mut scaled = Vec::with_capacity(n * n);
@@ -218,6 +251,78 @@ impl<'a> Diversifier<'a> {
             }
         }
         SiblingMapping { pairs, cost }
+    }
+
+    /// The optimal assignment of a tiny sibling list by enumeration: every injective map of
+    /// `s` into `u`, in lexicographic order, keeping the first of equal cost.
+    fn mapping_exhaustive(&self, s: &[Rep], u: &[Rep]) -> SiblingMapping {
+        let n = u.len();
+        let mut cost = [[0.0f64; SMALL_ASSIGNMENT]; SMALL_ASSIGNMENT];
+        for (i, f) in s.iter().enumerate() {
+            for (j, v) in u.iter().enumerate() {
+                cost[i][j] = self.cost(f, v);
+            }
+        }
+        let mut supp = [0.0f64; SMALL_ASSIGNMENT];
+        for (j, v) in u.iter().enumerate() {
+            supp[j] = self.suppression(v);
+        }
+        let all_suppressed: f64 = supp[..n].iter().sum();
+        // Search over assignments: pick[i] is the element of u given to s[i].
+        let mut best: Option<(f64, [usize; SMALL_ASSIGNMENT])> = None;
+        let mut pick = [0usize; SMALL_ASSIGNMENT];
+        fn search(
+            i: usize,
+            used: u32,
+            acc: f64,
+            s_len: usize,
+            n: usize,
+            cost: &[[f64; SMALL_ASSIGNMENT]; SMALL_ASSIGNMENT],
+            supp: &[f64; SMALL_ASSIGNMENT],
+            pick: &mut [usize; SMALL_ASSIGNMENT],
+            best: &mut Option<(f64, [usize; SMALL_ASSIGNMENT])>,
+        ) {
+            if i == s_len {
+                if best.is_none_or(|(b, _)| acc < b) {
+                    *best = Some((acc, *pick));
+                }
+                return;
+            }
+            for j in 0..n {
+                if used & (1 << j) == 0 {
+                    pick[i] = j;
+                    // Matching u_j replaces its suppression by the pair's cost.
+                    let next = acc + cost[i][j] - supp[j];
+                    search(
+                        i + 1,
+                        used | (1 << j),
+                        next,
+                        s_len,
+                        n,
+                        cost,
+                        supp,
+                        pick,
+                        best,
+                    );
+                }
+            }
+        }
+        search(
+            0,
+            0,
+            all_suppressed,
+            s.len(),
+            n,
+            &cost,
+            &supp,
+            &mut pick,
+            &mut best,
+        );
+        let (total, pick) = best.unwrap_or((all_suppressed, pick));
+        SiblingMapping {
+            pairs: (0..s.len()).map(|i| (i, pick[i])).collect(),
+            cost: total,
+        }
     }
 
     /// diversify (000 Alg. 1) building the merged representative: QIs generalized to common

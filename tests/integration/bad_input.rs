@@ -258,3 +258,95 @@ fn key_map_inside_a_parquet_release_is_refused() {
     assert!(stderr(&o).contains("inside the release"), "{}", stderr(&o));
     assert!(!dir.path().join("release").exists());
 }
+
+/// Table II under l-diversity: `options` replace the k-anonymity policy.
+fn table2_l(options: &str) -> String {
+    table2_text().replace(
+        "ANONYMIZE student WITH (k = 2, algorithm = 'miracle', threshold = 1, climit = 150);",
+        &format!("ANONYMIZE student WITH (model = 'l-diversity', {options});"),
+    )
+}
+
+#[test]
+fn l_beyond_what_the_entity_values_allow() {
+    // One bucket holds every GPA: no two students can ever be 2-diverse.
+    let text = table2_l("l = 2").replace(
+        "students.gpa   AS SENSITIVE",
+        "students.gpa   AS SENSITIVE BUCKETS (0, 5)",
+    );
+    let err = fails(&text, no_edit);
+    assert!(
+        err.contains("students.gpa") && err.contains("no entity can be released"),
+        "{err}"
+    );
+    let err = fails(&table2_l("l = 5"), no_edit);
+    assert!(err.contains("l = 5") && err.contains("only 4"), "{err}");
+}
+
+#[test]
+fn l_beyond_what_a_child_column_allows_warns_with_the_share() {
+    // Every grade in one bucket: every course must go, and the user is told before the run.
+    let text = table2_l("l = 2, algorithm = 'clustree'").replace(
+        "courses.grade  AS SENSITIVE",
+        "courses.grade  AS SENSITIVE BUCKETS (0, 100)",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = table2_workspace(dir.path(), &text);
+    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8")]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("courses.grade")
+            && err.contains("will be suppressed")
+            && err.contains("(100.0%)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn buckets_that_miss_a_value() {
+    let text = table2_l("l = 2").replace(
+        "students.gpa   AS SENSITIVE",
+        "students.gpa   AS SENSITIVE BUCKETS (0, 3, 3.9)",
+    );
+    let err = fails(&text, no_edit);
+    assert!(
+        err.contains("students.gpa") && err.contains("outside the buckets") && err.contains("4.00"),
+        "{err}"
+    );
+    let text = table2_l("l = 2").replace(
+        "students.gpa   AS SENSITIVE",
+        "students.gpa   AS SENSITIVE BUCKETS (0, 3, 2)",
+    );
+    let err = fails(&text, no_edit);
+    assert!(err.contains("must increase"), "{err}");
+}
+
+#[test]
+fn sensitive_label_on_a_join_key() {
+    let text = table2_l("l = 2") + "\nLABEL COLUMN courses.sid AS SENSITIVE;\n";
+    let err = fails(&text, no_edit);
+    assert!(
+        err.contains("courses.sid") && err.contains("join key"),
+        "{err}"
+    );
+}
+
+#[test]
+fn l_diversity_needs_sensitive_columns_and_a_diversity_algorithm() {
+    let text = table2_l("l = 2")
+        .replace("AS SENSITIVE;", "AS INSENSITIVE;")
+        .replace("AS SENSITIVE ", "AS INSENSITIVE ");
+    let err = fails(&text, no_edit);
+    assert!(err.contains("at least one SENSITIVE column"), "{err}");
+    let err = fails(&table2_l("l = 2, algorithm = 'miracle'"), no_edit);
+    assert!(
+        err.contains("k-anonymity algorithm") && err.contains("clustree"),
+        "{err}"
+    );
+    let err = fails(&table2_l("k = 2"), no_edit);
+    assert!(
+        err.contains("l-diversity needs l") || err.contains("k belongs"),
+        "{err}"
+    );
+}

@@ -4,6 +4,7 @@
 mod bad_input;
 mod common;
 mod dimensions;
+mod ldiversity;
 mod properties;
 mod table2;
 mod university;
