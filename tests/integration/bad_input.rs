@@ -311,7 +311,9 @@ fn buckets_that_miss_a_value() {
     );
     let err = fails(&text, no_edit);
     assert!(
-        err.contains("students.gpa") && err.contains("outside the buckets") && err.contains("4.00"),
+        err.contains("students.gpa")
+            && err.contains("outside the buckets [0, 3.9]")
+            && err.contains("e.g. 4;"),
         "{err}"
     );
     let text = table2_l("l = 2").replace(
