@@ -37,6 +37,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             l,
             only,
             json,
+            html,
         } => {
             experiment(
                 which,
@@ -46,6 +47,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
                 &l,
                 &only,
                 json.as_deref(),
+                html.as_deref(),
                 quiet,
             )
             .await
@@ -58,25 +60,42 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             overwrite,
             key_map,
             json,
+            report: report_html,
+            allow_unverified,
         } => {
             let mut req = Request::from_file(&declarations)?;
             req.source = source;
             req.target = target;
             req.overwrite = overwrite;
             req.key_map = key_map;
+            req.allow_unverified = allow_unverified;
             let outcome = pipeline::anonymize(&req).await?;
+            if let Some(path) = &report_html {
+                write_page(path, &relanon::html::report_page(&outcome.report)?)?;
+            }
+            let verified = outcome.verdict.passed();
             if json {
                 println!("{}", serde_json::to_string_pretty(&outcome.report)?);
             } else if !quiet {
                 println!("{}", outcome.report.summary());
-                println!("verify: passed ({} checks)", outcome.verdict.checks.len());
+                if verified {
+                    println!("verify: passed ({} checks)", outcome.verdict.checks.len());
+                }
                 println!(
                     "release written to {} (report: {})",
                     outcome.target.display(),
                     outcome.report_path.display()
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            if verified {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // Written on request only; the failure is said even with --quiet or --json.
+            eprintln!(
+                "warning: this release FAILED verification and must not be published:\n{}",
+                outcome.verdict.summary()
+            );
+            Ok(ExitCode::from(1))
         }
         Command::Verify {
             declarations,
@@ -96,6 +115,32 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        Command::Attack {
+            declarations,
+            source,
+            release,
+            facts,
+            json,
+        } => {
+            let mut req = Request::from_file(&declarations)?;
+            req.source = source;
+            let findings = pipeline::attack(&req, release.as_deref(), &facts).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&findings)?);
+            } else if !quiet {
+                print!("{}", findings.summary());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report { report, out } => {
+            let out = out.unwrap_or_else(|| report.with_extension("html"));
+            let parsed = relanon::report::read(&report)?;
+            write_page(&out, &relanon::html::report_page(&parsed)?)?;
+            if !quiet {
+                println!("wrote {}", out.display());
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Generate {
             kind,
@@ -183,6 +228,7 @@ async fn experiment(
     ls: &[usize],
     only: &[String],
     json: Option<&Path>,
+    html: Option<&Path>,
     quiet: bool,
 ) -> Result<ExitCode> {
     use relanon::experiment::{self, THESIS_VARIANTS};
@@ -256,6 +302,24 @@ async fn experiment(
         std::fs::write(path, serde_json::to_string_pretty(&rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
+    if let Some(path) = html {
+        let title = match which {
+            Experiment::ThesisS => "000 Sec. 2.4, Fig. 2.3: l-diversity on syntheticS",
+            Experiment::ThesisT => "000 Sec. 2.4, Fig. 2.4: l-diversity on syntheticT",
+        };
+        let title = format!("{title} ({students} students, seed {seed})");
+        write_page(path, &relanon::html::experiment_page(&title, &rows)?)?;
+    }
     println!("{}", experiment::markdown(&rows));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`).
+fn write_page(path: &Path, html: &str) -> Result<()> {
+    std::fs::write(path, html).with_context(|| {
+        format!(
+            "cannot write the HTML page '{}'; check that its directory exists and is writable",
+            path.display()
+        )
+    })
 }

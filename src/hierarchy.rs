@@ -101,6 +101,29 @@ impl Hierarchy {
         f64::from(self.leaves[code as usize] - 1) / f64::from(self.total_leaves - 1)
     }
 
+    /// A one-level hierarchy: `leaves` (codes 1..) directly under the root `*` (code 0). The
+    /// bitmap baseline's bit columns (001 Sec. III-C) are such domains.
+    pub fn flat(name: &str, leaves: &[&str]) -> Hierarchy {
+        let n = leaves.len();
+        let labels = std::iter::once(ROOT)
+            .chain(leaves.iter().copied())
+            .map(|l| Some(l.to_string()))
+            .collect();
+        Hierarchy {
+            name: name.to_string(),
+            labels,
+            parent: vec![0; n + 1],
+            depth: std::iter::once(0)
+                .chain(std::iter::repeat_n(1, n))
+                .collect(),
+            leaves: std::iter::once(n as u32)
+                .chain(std::iter::repeat_n(1, n))
+                .collect(),
+            root: 0,
+            total_leaves: n as u32,
+        }
+    }
+
     /// Builds the hierarchy `name` for one column. `texts` are the column's values rendered
     /// as text, `numbers` its numeric view (used by bands); `column` names it in errors.
     pub fn build(

@@ -4,11 +4,13 @@
 //! [`algo`] -> [`release`] -> [`verify`] / [`report`]. See ARCHITECTURE.md.
 
 pub mod algo;
+pub mod attack;
 pub mod decl;
 pub mod experiment;
 pub mod forest;
 pub mod generate;
 pub mod hierarchy;
+pub mod html;
 pub mod keymap;
 pub mod pipeline;
 pub mod plan;

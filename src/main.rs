@@ -52,6 +52,13 @@ enum Command {
         /// Print the report as JSON instead of the summary.
         #[arg(long)]
         json: bool,
+        /// Also write the report as a self-contained HTML page here.
+        #[arg(long, value_name = "PATH")]
+        report: Option<PathBuf>,
+        /// Write the release even if it fails verification, and exit 1 (to study the
+        /// single-table baselines; such a release must never be published).
+        #[arg(long)]
+        allow_unverified: bool,
     },
     /// Independently re-check a release: exit 0 only if it is k-anonymous, truthful and key-atomic.
     Verify {
@@ -66,6 +73,27 @@ enum Command {
         /// The key map `anonymize --key-map` wrote (needed unless keys = 'preserve').
         #[arg(long, value_name = "PATH")]
         key_map: Option<PathBuf>,
+    },
+    /// What an adversary who knows QI facts about one entity learns from a release: how many
+    /// released entities fit every fact (1 = singled out) and the posterior of each sensitive
+    /// column.
+    Attack {
+        /// The declarations file the release was made from.
+        declarations: PathBuf,
+        /// Override SET source (it supplies the QIs' leaves and hierarchies).
+        #[arg(long)]
+        source: Option<PathBuf>,
+        /// The release to attack (default: SET target).
+        #[arg(long)]
+        release: Option<PathBuf>,
+        /// A SQL boolean expression over the QI columns of one family table, columns written
+        /// table.column, e.g. "courses.course = 'Physics'". Repeat for more facts; facts on
+        /// one child table describe distinct rows.
+        #[arg(long = "fact", value_name = "SQL", required = true)]
+        facts: Vec<String>,
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Reproduce a paper's experiment: generate its data under --out, run every algorithm and
     /// parameter through the whole pipeline (every release verified), print the table.
@@ -87,6 +115,17 @@ enum Command {
         /// Also write the table as JSON here.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
+        /// Also write the table and its plots as a self-contained HTML page here.
+        #[arg(long, value_name = "PATH")]
+        html: Option<PathBuf>,
+    },
+    /// Draw a report.json (written by anonymize) as a self-contained HTML page a person can read.
+    Report {
+        /// The report.json to draw.
+        report: PathBuf,
+        /// Where to write the page (default: beside the JSON, same stem, .html).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
     },
     /// Write a seeded synthetic warehouse (SQLite file, or Parquet directory).
     Generate {

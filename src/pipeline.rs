@@ -31,6 +31,9 @@ pub struct Request {
     pub overwrite: bool,
     /// `--key-map PATH`: also write the released -> source key map there (mode 0600).
     pub key_map: Option<PathBuf>,
+    /// `--allow-unverified`: commit a release that fails verification (to study the
+    /// single-table baselines, which are meant to fail it) instead of refusing it.
+    pub allow_unverified: bool,
 }
 
 impl Request {
@@ -151,16 +154,16 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     }
     timings.insert("load".to_string(), ms(started));
     let t = Instant::now();
-    let clustering = algo::run(&forest, &plan.params);
+    let generalization = algo::run(&forest, &plan.params);
     timings.insert("cluster".to_string(), ms(t));
     let t = Instant::now();
-    let materialized = release::materialize(&plan, &forest, &clustering)?;
+    let materialized = release::materialize(&plan, &forest, &generalization)?;
     timings.insert("materialize".to_string(), ms(t));
     let t = Instant::now();
-    let utility = utility::measure(&plan, &forest, &clustering, &materialized).await?;
+    let utility = utility::measure(&plan, &forest, &generalization, &materialized).await?;
     timings.insert("utility".to_string(), ms(t));
     let t = Instant::now();
-    drop(clustering);
+    drop(generalization);
     let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
     for d in &plan.dimensions {
         let meta = wh
@@ -202,12 +205,18 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     )
     .await?;
     drop(released);
-    if !verdict.passed() {
+    if !verdict.passed() && !req.allow_unverified {
+        let hint = if plan.params.algorithm.is_baseline() {
+            "\n(the single-table baselines are not multi-relationally k-anonymous; pass --allow-unverified to write such a release for study, never for publication)"
+        } else {
+            ""
+        };
         bail!(
-            "the release failed verification and was not written:\n{}",
+            "the release failed verification and was not written:\n{}{hint}",
             verdict.summary()
         );
     }
+    report.verified = verdict.passed();
     timings.insert("verify".to_string(), ms(t));
     let target = staged.commit()?;
     timings.insert("total".to_string(), ms(started));
@@ -234,6 +243,24 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
         report_path,
         verdict,
     })
+}
+
+/// `relanon attack`: what an adversary knowing `facts` about one entity learns from the
+/// release (default: SET target); see [`crate::attack`].
+pub async fn attack(
+    req: &Request,
+    release_path: Option<&Path>,
+    facts: &[String],
+) -> Result<crate::attack::Findings> {
+    let (plan, wh) = prepare(req).await?;
+    let target = match release_path {
+        Some(p) => p.to_path_buf(),
+        None => target_of(&plan, &req.origin)?,
+    };
+    let released = Warehouse::open(&target)
+        .await
+        .with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    Ok(crate::attack::run(&plan, &wh, &released, facts).await?)
 }
 
 /// `relanon verify`: an independent re-check of an existing release.

@@ -1,7 +1,8 @@
-//! Materializing a release (the contract in DESIGN.md): copies each EC's representative onto
-//! every member, leaves suppressed rows out, writes QI cells as hierarchy labels, drops
-//! IDENTIFIER columns, pseudonymizes join keys and sorts rows by released key. Produces
-//! Arrow tables for the writer and the key map for the verifier; does no I/O itself.
+//! Materializing a release (the contract in DESIGN.md): publishes each kept row with the
+//! generalized QI codes its algorithm gave it, leaves suppressed rows out, writes QI cells as
+//! hierarchy labels, drops IDENTIFIER columns, pseudonymizes join keys and sorts rows by
+//! released key. Produces Arrow tables for the writer and the key map for the verifier; does
+//! no I/O itself.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,8 +15,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::algo::tree::Rep;
-use crate::algo::Clustering;
+use crate::algo::Generalization;
 use crate::forest::Forest;
 use crate::keymap::{KeyMap, KeyPair, KeyValue, TableKeys};
 use crate::plan::{ColumnRole, KeyPolicy, Plan};
@@ -39,6 +39,9 @@ pub struct TableStats {
     pub orphans_dropped: usize,
     /// 001 Def. 8 numerator over this table's released QI cells.
     pub lm_sum: f64,
+    /// The same numerator per QI column (name, sum), in source column order: shows which
+    /// column paid for the table's loss.
+    pub lm_sum_by_column: Vec<(String, f64)>,
     pub qi_columns: usize,
 }
 
@@ -52,44 +55,13 @@ pub struct Materialized {
     pub suppressed_entities: usize,
 }
 
-/// Which rows survive and the generalized QI codes they carry.
-struct Kept {
-    kept: Vec<Vec<bool>>,
-    codes: Vec<Vec<u32>>,
-}
-
-/// 001 Alg. 2 line 21: every member gets a copy of its EC's representative.
-fn copy_representatives(forest: &Forest, clustering: &Clustering) -> Kept {
-    let mut kept: Vec<Vec<bool>> = forest
-        .tables
-        .iter()
-        .map(|t| vec![false; t.rows()])
-        .collect();
-    let mut codes: Vec<Vec<u32>> = forest.tables.iter().map(|t| t.qi.clone()).collect();
-    fn walk(rep: &Rep, forest: &Forest, kept: &mut [Vec<bool>], codes: &mut [Vec<u32>]) {
-        let t = rep.table as usize;
-        let nqi = forest.tables[t].nqi();
-        for &row in &rep.members {
-            kept[t][row as usize] = true;
-            codes[t][row as usize * nqi..row as usize * nqi + nqi].copy_from_slice(&rep.qi);
-        }
-        for c in &rep.children {
-            walk(c, forest, kept, codes);
-        }
-    }
-    for ec in &clustering.ecs {
-        walk(ec, forest, &mut kept, &mut codes);
-    }
-    Kept { kept, codes }
-}
-
 /// Builds the release tables; `plan.params.seed` (or the OS) drives the key surrogates.
 pub fn materialize(
     plan: &Plan,
     forest: &Forest,
-    clustering: &Clustering,
+    generalization: &Generalization,
 ) -> Result<Materialized, ReleaseError> {
-    let Kept { kept, codes } = copy_representatives(forest, clustering);
+    let Generalization { kept, codes, .. } = generalization;
     // surrogate[t][row]: the released single-column key of a kept row.
     let mut surrogate: Vec<Vec<Option<i64>>> = Vec::with_capacity(forest.tables.len());
     let mut tables = Vec::new();
@@ -122,6 +94,7 @@ pub fn materialize(
         let mut qi_index = 0;
         let nqi = nodes.nqi();
         let mut lm_sum = 0.0;
+        let mut lm_sum_by_column = Vec::with_capacity(nqi);
         for (ci, col) in ft.columns.iter().enumerate() {
             let original = source.column(ci);
             let field = source.schema().field(ci).clone();
@@ -155,14 +128,18 @@ pub fn materialize(
                 }
                 ColumnRole::QuasiIdentifier { .. } => {
                     let h = &nodes.hierarchies[qi_index];
+                    let mut column_sum = 0.0;
                     let labels: StringArray = rows
                         .iter()
                         .map(|&r| {
                             let code = codes[ti][r as usize * nqi + qi_index];
-                            lm_sum += h.loss(code);
+                            let loss = h.loss(code);
+                            lm_sum += loss;
+                            column_sum += loss;
                             h.label(code)
                         })
                         .collect();
+                    lm_sum_by_column.push((col.name.clone(), column_sum));
                     qi_index += 1;
                     fields.push(Field::new(&col.name, DataType::Utf8, true));
                     columns.push(Arc::new(labels));
@@ -211,6 +188,7 @@ pub fn materialize(
             suppressed: nodes.rows() - rows.len(),
             orphans_dropped: nodes.orphans_dropped,
             lm_sum,
+            lm_sum_by_column,
             qi_columns: nqi,
         });
         tables.push(ReleaseTable {
@@ -224,8 +202,8 @@ pub fn materialize(
         tables,
         keys,
         stats,
-        ec_sizes: clustering.ecs.iter().map(Rep::member_count).collect(),
-        suppressed_entities: clustering.suppressed.len(),
+        ec_sizes: generalization.ec_sizes.clone(),
+        suppressed_entities: generalization.suppressed_entities,
     })
 }
 

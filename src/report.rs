@@ -1,7 +1,9 @@
 //! report.json: what a release kept and lost (001 Def. 8 LM, Def. 9 DM), its parameters and
-//! where the time went. Written beside the release; the verifier cross-checks its counts.
+//! where the time went. Written beside the release; the verifier cross-checks its counts;
+//! `relanon report` reads it back to draw the HTML page ([`crate::html`]).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use crate::plan::{Params, Plan};
 use crate::release::Materialized;
@@ -17,11 +19,15 @@ pub struct TableReport {
     pub qi_columns: usize,
     /// LM (001 Def. 8) over this table's released QI cells; 0 without QIs.
     pub lm: f64,
+    /// LM (001 Def. 8) per QI column over its released cells: which hierarchy paid.
+    /// (Absent from reports of earlier versions.)
+    #[serde(default)]
+    pub lm_by_column: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Report {
-    pub relanon_version: &'static str,
+    pub relanon_version: String,
     pub entity: String,
     pub params: Params,
     pub tables: Vec<TableReport>,
@@ -30,6 +36,10 @@ pub struct Report {
     pub suppressed_entities: usize,
     pub equivalence_classes: usize,
     pub smallest_ec: Option<usize>,
+    /// EC size (entities) -> how many ECs have it. Sizes far above k are utility lost to
+    /// clustering, not privacy gained. (Absent from reports of earlier versions.)
+    #[serde(default)]
+    pub ec_size_histogram: BTreeMap<usize, usize>,
     /// 001 Def. 8 over the released QI cells.
     pub lm: f64,
     /// LM over the source's QI cells with every suppressed cell counted as 1 (fully lost).
@@ -37,6 +47,10 @@ pub struct Report {
     /// 001 Def. 9: each released entity counts its EC's size; a suppressed entity counts
     /// every entity (it is indistinguishable from all of them).
     pub dm: u64,
+    /// Whether the independent verifier accepted the release; false only for a release
+    /// committed with `--allow-unverified` (a baseline of 001 Sec. III under study).
+    #[serde(default = "verified_by_default")]
+    pub verified: bool,
     /// Query accuracy, KL-divergence and suppression accuracy (000 Sec. 2.4, 3.5).
     pub utility: Utility,
     /// Milliseconds per phase.
@@ -60,6 +74,11 @@ pub fn build(
             orphans_dropped: s.orphans_dropped,
             qi_columns: s.qi_columns,
             lm: ratio(s.lm_sum, (s.released * s.qi_columns) as f64),
+            lm_by_column: s
+                .lm_sum_by_column
+                .iter()
+                .map(|(column, sum)| (column.clone(), ratio(*sum, s.released as f64)))
+                .collect(),
         })
         .collect();
     let lm_sum: f64 = m.stats.iter().map(|s| s.lm_sum).sum();
@@ -70,7 +89,7 @@ pub fn build(
     let dm = m.ec_sizes.iter().map(|&s| (s * s) as u64).sum::<u64>()
         + (m.suppressed_entities * entities) as u64;
     Report {
-        relanon_version: env!("CARGO_PKG_VERSION"),
+        relanon_version: env!("CARGO_PKG_VERSION").to_string(),
         entity: plan.entity.clone(),
         params: plan.params.clone(),
         tables,
@@ -79,6 +98,8 @@ pub fn build(
         suppressed_entities: m.suppressed_entities,
         equivalence_classes: m.ec_sizes.len(),
         smallest_ec: m.ec_sizes.iter().copied().min(),
+        ec_size_histogram: histogram(&m.ec_sizes),
+        verified: false,
         lm: ratio(lm_sum, released_cells as f64),
         lm_with_suppression: ratio(
             lm_sum + suppressed_cells as f64,
@@ -88,6 +109,47 @@ pub fn build(
         utility,
         timings_ms,
     }
+}
+
+/// How many times each value occurs.
+fn histogram(sizes: &[usize]) -> BTreeMap<usize, usize> {
+    let mut h = BTreeMap::new();
+    for &s in sizes {
+        *h.entry(s).or_insert(0) += 1;
+    }
+    h
+}
+
+/// Reading a report.json back failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read report '{}': {source}; pass the report.json `relanon anonymize` wrote (beside a SQLite release, inside a Parquet one)", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("'{}' is not a relanon report.json ({source}); pass the report.json `relanon anonymize` wrote, or re-run anonymize to write a fresh one", path.display())]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+/// Reads a report.json written by [`build`] (via `relanon anonymize`).
+pub fn read(path: &Path) -> Result<Report, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| ReportError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reports written before the field existed were only ever written for verified releases.
+fn verified_by_default() -> bool {
+    true
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

@@ -22,8 +22,7 @@ use datafusion::prelude::SessionContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::algo::tree::Rep;
-use crate::algo::Clustering;
+use crate::algo::Generalization;
 use crate::forest::Forest;
 use crate::hierarchy::Hierarchy;
 use crate::plan::{ColumnRole, Plan};
@@ -39,7 +38,7 @@ fn fail(e: impl std::fmt::Display) -> UtilityError {
 }
 
 /// The utility section of report.json.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Utility {
     /// 000 Sec. 2.4: mean over queries of `1 - |Y - X| / X` (1 is perfect; can be negative).
     pub query_accuracy: Option<f64>,
@@ -58,12 +57,11 @@ pub struct Utility {
 pub async fn measure(
     plan: &Plan,
     forest: &Forest,
-    clustering: &Clustering,
+    generalization: &Generalization,
     released: &Materialized,
 ) -> Result<Utility, UtilityError> {
-    let kept = kept_rows(forest, clustering);
-    let (kl_divergence, kl_by_column) = kl(forest, &kept);
-    let suppression_accuracy = suppression_accuracy(forest, clustering);
+    let (kl_divergence, kl_by_column) = kl(forest, &generalization.kept);
+    let suppression_accuracy = suppression_accuracy(forest, &generalization.kept);
     let queries = random_queries(plan, forest, plan.params.queries, plan.params.query_seed);
     let (query_accuracy, query_accuracy_by_depth) =
         query_accuracy(plan, forest, released, &queries).await?;
@@ -75,27 +73,6 @@ pub async fn measure(
         kl_by_column,
         suppression_accuracy,
     })
-}
-
-/// Which source rows of each table the release keeps (members of representative nodes).
-fn kept_rows(forest: &Forest, clustering: &Clustering) -> Vec<Vec<bool>> {
-    let mut kept: Vec<Vec<bool>> = forest
-        .tables
-        .iter()
-        .map(|t| vec![false; t.rows()])
-        .collect();
-    fn walk(rep: &Rep, kept: &mut [Vec<bool>]) {
-        for &m in &rep.members {
-            kept[rep.table as usize][m as usize] = true;
-        }
-        for c in &rep.children {
-            walk(c, kept);
-        }
-    }
-    for ec in &clustering.ecs {
-        walk(ec, &mut kept);
-    }
-    kept
 }
 
 /// KL(P || Q) per sensitive column, P the release's distribution, Q the source's (000
@@ -139,25 +116,34 @@ fn kl_divergence(p: &[usize], q: &[usize]) -> Option<f64> {
 
 /// 000 Sec. 3.5: the mean over every source entity of the share of its vertices the release
 /// keeps (0 for an entity suppressed whole), in percent.
-fn suppression_accuracy(forest: &Forest, clustering: &Clustering) -> f64 {
+fn suppression_accuracy(forest: &Forest, kept: &[Vec<bool>]) -> f64 {
     let n = forest.entities();
     if n == 0 {
         return 100.0;
     }
-    let sizes = tree_sizes(forest);
-    let mut total = 0.0;
-    for ec in &clustering.ecs {
-        let kept = ec.nodes() as f64;
-        for &e in &ec.members {
-            total += kept / sizes[e as usize] as f64;
-        }
-    }
+    let sizes = tree_sizes(forest, None);
+    let published = tree_sizes(forest, Some(kept));
+    let total: f64 = sizes
+        .iter()
+        .zip(&published)
+        .map(|(&all, &k)| k as f64 / all as f64)
+        .sum();
     100.0 * total / n as f64
 }
 
-/// Vertices of every entity's source tree.
-fn tree_sizes(forest: &Forest) -> Vec<usize> {
-    let mut sizes: Vec<Vec<usize>> = forest.tables.iter().map(|t| vec![1; t.rows()]).collect();
+/// Vertices of every entity's source tree; with `kept`, only the published ones (a published
+/// row's parent is published, so counting up the tree loses none).
+fn tree_sizes(forest: &Forest, kept: Option<&[Vec<bool>]>) -> Vec<usize> {
+    let mut sizes: Vec<Vec<usize>> = forest
+        .tables
+        .iter()
+        .enumerate()
+        .map(|(t, nodes)| {
+            (0..nodes.rows())
+                .map(|r| usize::from(kept.is_none_or(|k| k[t][r])))
+                .collect()
+        })
+        .collect();
     for ti in (0..forest.tables.len()).rev() {
         for g in &forest.tables[ti].children {
             for r in 0..forest.tables[ti].rows() {

@@ -1,10 +1,12 @@
 //! Anonymization algorithms. They see only the [`Forest`](crate::forest::Forest) and the
 //! parameters, and return clusters; they do no I/O and know no SQL.
 
+pub mod baseline;
 pub mod cdgh;
 pub mod clustree;
 pub mod diversify;
 pub mod dmiracle;
+pub mod generalization;
 pub mod pairwise;
 pub mod tree;
 
@@ -12,9 +14,12 @@ use crate::forest::Forest;
 use crate::plan::{Algorithm, Params};
 
 pub use cdgh::Clustering;
+pub use generalization::Generalization;
 
 /// Runs the configured algorithm over the whole forest, visiting entities in key order.
-pub fn run(forest: &Forest, params: &Params) -> Clustering {
+/// The multi-relational algorithms cluster whole trees (one representative per EC); the
+/// single-table baselines (001 Sec. III) generalize rows directly.
+pub fn run(forest: &Forest, params: &Params) -> Generalization {
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     let size = params.model.min_group();
     let cdgh = cdgh::CdghParams {
@@ -22,7 +27,11 @@ pub fn run(forest: &Forest, params: &Params) -> Clustering {
         threshold: params.threshold,
         climit: params.climit,
     };
-    match params.algorithm {
+    let clustering = match params.algorithm {
+        Algorithm::Universal => return baseline::universal(forest, params),
+        Algorithm::PerTable => return baseline::per_table(forest, params),
+        Algorithm::BitmapComplete => return baseline::bitmap(forest, params, true),
+        Algorithm::BitmapIncomplete => return baseline::bitmap(forest, params, false),
         Algorithm::Miracle | Algorithm::Miraclex => {
             let pw = pairwise::Pairwise::new(forest, params.algorithm);
             cdgh::cluster(forest, &pw, &order, cdgh)
@@ -57,5 +66,6 @@ pub fn run(forest: &Forest, params: &Params) -> Clustering {
                 .unwrap_or((size, crate::plan::Diversity::Probabilistic));
             dmiracle::cluster(forest, &pw, &order, cdgh, l, diversity)
         }
-    }
+    };
+    Generalization::from_clustering(forest, &clustering)
 }

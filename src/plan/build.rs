@@ -527,10 +527,14 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                         "clustree" => Algorithm::Clustree,
                         "ctoff" => Algorithm::Ctoff,
                         "dmiracle" => Algorithm::Dmiracle,
+                        "universal" => Algorithm::Universal,
+                        "per-table" => Algorithm::PerTable,
+                        "bitmap-complete" => Algorithm::BitmapComplete,
+                        "bitmap" | "bitmap-incomplete" => Algorithm::BitmapIncomplete,
                         other => {
                             return Err(at(
                                 pos,
-                                format!("unknown algorithm '{other}'; use 'miracle', 'miraclex', 'clustree', 'ctoff' or 'dmiracle'"),
+                                format!("unknown algorithm '{other}'; use 'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"),
                             ))
                         }
                     },
@@ -626,6 +630,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
     });
     match (ldiv, algorithm) {
         (true, Algorithm::Miracle | Algorithm::Miraclex) => return Err(at(apos, format!("{} is a k-anonymity algorithm and ignores sensitive values; for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(algorithm)))),
+        (true, a) if a.is_baseline() => return Err(at(apos, format!("{} is a k-anonymity baseline (001 Sec. III); for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(a)))),
         (false, Algorithm::Dmiracle) => return Err(at(apos, "dmiracle is MiRaCle's l-diversity extension; write model = 'l-diversity', l = ..., or use algorithm = 'miracle' for k-anonymity".to_string())),
         _ => {}
     }
@@ -660,6 +665,10 @@ fn name_of(a: Algorithm) -> &'static str {
         Algorithm::Clustree => "clustree",
         Algorithm::Ctoff => "ctoff",
         Algorithm::Dmiracle => "dmiracle",
+        Algorithm::Universal => "universal",
+        Algorithm::PerTable => "per-table",
+        Algorithm::BitmapComplete => "bitmap-complete",
+        Algorithm::BitmapIncomplete => "bitmap-incomplete",
     }
 }
 

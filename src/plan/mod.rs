@@ -95,7 +95,7 @@ pub enum HierarchyDef {
 }
 
 /// The privacy model and algorithm parameters (`ANONYMIZE ... WITH (...)` and `SET`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {
     pub model: Model,
     pub algorithm: Algorithm,
@@ -116,14 +116,14 @@ pub struct Params {
     pub queries: usize,
     /// Seeds the key surrogates. `None` (the default) draws them from the OS: a public or
     /// default seed would let anyone replay the permutation and map released keys back to the
-    /// source's key order. Never serialized, so report.json cannot leak it.
-    #[serde(skip_serializing)]
+    /// source's key order. Never serialized, so report.json cannot leak it (nor read back).
+    #[serde(skip)]
     pub seed: Option<u64>,
     pub keys: KeyPolicy,
     pub orphans: OrphanPolicy,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum Model {
     KAnonymity {
@@ -155,7 +155,7 @@ impl Model {
 }
 
 /// Which l-diversity a group of sensitive values must meet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Diversity {
     /// 000 Def. 6: every value's frequency is at most 1/l (the default).
@@ -164,7 +164,7 @@ pub enum Diversity {
     Distinct,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
     /// 001 Alg. 2-4.
@@ -177,9 +177,34 @@ pub enum Algorithm {
     Ctoff,
     /// MiRaCle's l-diversity extension as 000 Sec. 2.4 describes it.
     Dmiracle,
+    /// Baseline (001 Sec. III-A): the universal relation anonymized as one table. Not
+    /// multi-relationally k-anonymous; exists to be measured and attacked.
+    Universal,
+    /// Baseline (001 Sec. III-B): every table anonymized on its own. Not multi-relationally
+    /// k-anonymous either.
+    PerTable,
+    /// Baseline (001 Sec. III-C): one bit per child value path, absent paths known to be
+    /// absent (a complete database: "0").
+    BitmapComplete,
+    /// The same with absent paths unknown (an incomplete database: "*").
+    BitmapIncomplete,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+impl Algorithm {
+    /// The single-table baselines of 001 Sec. III, which the release may not satisfy
+    /// multi-relational k-anonymity with.
+    pub fn is_baseline(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Universal
+                | Algorithm::PerTable
+                | Algorithm::BitmapComplete
+                | Algorithm::BitmapIncomplete
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mapping {
     /// 000 Alg. 3: an optimal assignment with dummy suppression rows.
@@ -188,7 +213,7 @@ pub enum Mapping {
     Grd,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum KeyPolicy {
     /// A consistent random surrogate per key (the default).
@@ -197,7 +222,7 @@ pub enum KeyPolicy {
     Preserve,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OrphanPolicy {
     /// Child rows whose FK points at a missing parent stop the run (the default).

@@ -109,11 +109,20 @@ impl TableData {
     /// How a released row is named in violations: by its key, or by position and parent.
     pub(super) fn describe(&self, tables: &[TableData], row: usize) -> String {
         if !self.rel_pk.is_empty() {
-            return format!(
-                "{} key {}",
-                self.name,
-                show_key(self.rel.key(&self.rel_pk, row).as_deref())
-            );
+            let released = show_key(self.rel.key(&self.rel_pk, row).as_deref());
+            // Traced through the key map (or preserved keys): name the source entity too,
+            // for the owner running verify; the release itself never holds it.
+            let source = self
+                .rel_to_src
+                .get(row)
+                .copied()
+                .flatten()
+                .filter(|_| !self.src_pk.is_empty())
+                .map(|s| show_key(self.src.key(&self.src_pk, s).as_deref()))
+                .filter(|s| *s != released)
+                .map(|s| format!(" (source key {s})"))
+                .unwrap_or_default();
+            return format!("{} key {released}{source}", self.name);
         }
         let mut text = format!("{} row {}", self.name, row + 1);
         if let (Some(p), Some(pr)) = (self.parent, self.rel_parent.get(row).copied().flatten()) {

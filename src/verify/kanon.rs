@@ -38,6 +38,43 @@ pub(super) struct Trees {
     pub kids: Vec<Vec<Vec<Vertex>>>,
 }
 
+/// At most this many characters of a released tree are shown in a violation.
+const SHOWN: usize = 400;
+
+/// A released tree as text, `table(labels)[children]` with children sorted, cut at
+/// [`SHOWN`] characters.
+fn render(tables: &[TableData], links: &[Vec<Vec<Vertex>>], v: Vertex) -> String {
+    fn walk(tables: &[TableData], links: &[Vec<Vec<Vertex>>], (t, r): Vertex) -> String {
+        let table = &tables[t];
+        let labels: Vec<String> = table
+            .content
+            .iter()
+            .filter(|c| matches!(c.rule, Rule::Qi(_)))
+            .map(|c| {
+                table
+                    .rel
+                    .cell(c.rel, r)
+                    .unwrap_or_else(|| "NULL".to_string())
+            })
+            .collect();
+        let mut kids: Vec<String> = links[t][r]
+            .iter()
+            .map(|&child| walk(tables, links, child))
+            .collect();
+        kids.sort_unstable();
+        let mut text = format!("{}({})", table.name, labels.join(", "));
+        if !kids.is_empty() {
+            text.push_str(&format!("[{}]", kids.join(", ")));
+        }
+        text
+    }
+    let text = walk(tables, links, v);
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
 /// How many entity keys a failing EC lists.
 pub(super) const NAMED: usize = 3;
 
@@ -127,8 +164,11 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
             } else {
                 "entities"
             };
+            // Every member's tree is the class's shape: show it, so the owner sees what an
+            // adversary who knows it singles out.
+            let shape = render(tables, &links, (0, members[0]));
             out.record(format!(
-                "equivalence class of {} {noun}, fewer than k = {k}: {}{more}",
+                "equivalence class of {} {noun}, fewer than k = {k}: {}{more}; released tree {shape}",
                 members.len(),
                 named.join(", ")
             ));

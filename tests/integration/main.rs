@@ -1,7 +1,9 @@
 //! Integration tests: the `relanon` binary run on fixtures, and property tests over random
 //! snowflake warehouses. One test crate with modules keeps the link cost to one binary.
 
+mod attack;
 mod bad_input;
+mod baselines;
 mod common;
 mod dimensions;
 mod ldiversity;

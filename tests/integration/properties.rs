@@ -1,7 +1,8 @@
 //! Property: any random snowflake warehouse (1-4 tables in a random tree, random fan-out,
-//! random QI and sensitive values), anonymized by any algorithm (MiRaCle or MiRaCleX for a
-//! random k; ClusTree or CToff with either mapping, or dMiRaCle, for a random l), passes the
-//! independent verifier — both the self-check inside `anonymize` and a standalone `verify`.
+//! random QI and sensitive values), anonymized by any algorithm (MiRaCle, MiRaCleX or a
+//! bitmap baseline for a random k; ClusTree or CToff with either mapping, or dMiRaCle, for a
+//! random l), passes the independent verifier — both the self-check inside `anonymize` and a
+//! standalone `verify`.
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
@@ -51,7 +52,17 @@ fn warehouse() -> impl Strategy<Value = Warehouse> {
         })
 }
 
-const ALGORITHMS: [&str; 5] = ["miracle", "miraclex", "clustree", "ctoff", "dmiracle"];
+/// Every algorithm whose releases must pass verify (the universal and per-table baselines
+/// are meant to fail it: tests/integration/baselines.rs).
+const ALGORITHMS: [&str; 7] = [
+    "miracle",
+    "miraclex",
+    "clustree",
+    "ctoff",
+    "dmiracle",
+    "bitmap-complete",
+    "bitmap-incomplete",
+];
 
 fn diverse(algorithm: &str) -> bool {
     matches!(algorithm, "clustree" | "ctoff" | "dmiracle")

@@ -1,0 +1,90 @@
+//! What every algorithm hands to the release: per source row, whether it is published and the
+//! generalized QI codes it carries. Clustering algorithms produce it by copying each EC's
+//! representative onto its members (001 Alg. 2 line 21); the single-table baselines write it
+//! row by row.
+
+use crate::algo::cdgh::Clustering;
+use crate::algo::tree::Rep;
+use crate::forest::Forest;
+
+/// The outcome of an algorithm, one entry per source row of every family table.
+#[derive(Debug, Clone)]
+pub struct Generalization {
+    /// `kept[t][row]`: the row is published (its parent, if any, is published too).
+    pub kept: Vec<Vec<bool>>,
+    /// `codes[t]`: row-major generalized QI codes (hierarchy nodes), `nqi` per row; a
+    /// suppressed row keeps its leaf codes, which nothing reads.
+    pub codes: Vec<Vec<u32>>,
+    /// Size of every equivalence class of entities, as the algorithm formed them.
+    pub ec_sizes: Vec<usize>,
+    /// Entities left out whole.
+    pub suppressed_entities: usize,
+}
+
+impl Generalization {
+    /// Nothing published yet: every row suppressed, with its source leaf codes.
+    pub fn empty(forest: &Forest) -> Generalization {
+        Generalization {
+            kept: forest
+                .tables
+                .iter()
+                .map(|t| vec![false; t.rows()])
+                .collect(),
+            codes: forest.tables.iter().map(|t| t.qi.clone()).collect(),
+            ec_sizes: Vec::new(),
+            suppressed_entities: 0,
+        }
+    }
+
+    /// 001 Alg. 2 line 21: every member gets a copy of its EC's representative; rows no
+    /// representative node stands for are suppressed.
+    pub fn from_clustering(forest: &Forest, clustering: &Clustering) -> Generalization {
+        let mut g = Generalization::empty(forest);
+        fn walk(rep: &Rep, forest: &Forest, g: &mut Generalization) {
+            let t = rep.table as usize;
+            let nqi = forest.tables[t].nqi();
+            for &row in &rep.members {
+                g.kept[t][row as usize] = true;
+                g.codes[t][row as usize * nqi..row as usize * nqi + nqi].copy_from_slice(&rep.qi);
+            }
+            for c in &rep.children {
+                walk(c, forest, g);
+            }
+        }
+        for ec in &clustering.ecs {
+            walk(ec, forest, &mut g);
+        }
+        g.ec_sizes = clustering.ecs.iter().map(Rep::member_count).collect();
+        g.suppressed_entities = clustering.suppressed.len();
+        g
+    }
+
+    /// Generalized codes of one row.
+    pub fn row(&self, forest: &Forest, table: usize, row: u32) -> &[u32] {
+        let n = forest.tables[table].nqi();
+        &self.codes[table][row as usize * n..row as usize * n + n]
+    }
+
+    /// Drops every row whose parent is not published, top-down, so the release's FKs always
+    /// point at a published row.
+    pub fn close_under_parents(&mut self, forest: &Forest) {
+        for (t, nodes) in forest.tables.iter().enumerate() {
+            for group in &nodes.children {
+                for r in 0..nodes.rows() as u32 {
+                    if !self.kept[t][r as usize] {
+                        for &c in group.of(r) {
+                            self.kept[group.table][c as usize] = false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Entities whose root row is not published.
+    pub fn count_suppressed_entities(&self) -> usize {
+        self.kept
+            .first()
+            .map_or(0, |k| k.iter().filter(|&&kept| !kept).count())
+    }
+}

@@ -1,0 +1,805 @@
+//! `relanon attack`: what an adversary who knows a few quasi-identifier facts about one person
+//! learns from a release, so a data owner can check a release before publishing it.
+//!
+//! The adversary model is the papers' (001 Sec. II, 000 Def. 13): the adversary knows QI
+//! values of one victim entity and sees the release; anonymity means the victim's whole
+//! released record (the entity row and every row below it) cannot be told apart from others.
+//!
+//! - A fact is a SQL boolean expression over the QI columns of ONE family table, written as
+//!   `table.column` (`courses.course = 'Physics' AND courses.year > 2000` is one fact about one
+//!   course row). A fact on the entity table constrains the entity row; a fact on a child
+//!   table says "the victim has a row in that table (at any depth below the entity) that
+//!   satisfies this". Facts on one child table describe DISTINCT rows ("took Math" and "took
+//!   Physics" are two courses), so an entity fits them only if its rows can be assigned one
+//!   per fact: a bipartite matching ([`matching`]), never a greedy choice. Facts on different
+//!   tables, or on the entity table, constrain their rows independently. A fact naming a
+//!   column that is not a QI (SENSITIVE, INSENSITIVE, IDENTIFIER, a key) is refused: the model
+//!   covers QI knowledge only.
+//! - A released row is consistent with a fact iff some choice of one leaf under each of its
+//!   released labels satisfies the fact ([`domain`]; 001 Def. 3). Leaves are the distinct
+//!   values of the source column, typed as in the source; a fact is evaluated once, by
+//!   DataFusion, over the cross product of the leaves of the columns it names, and at most
+//!   [`DOMAIN_CAP`] combinations are evaluated (a larger product is refused). A fact that is
+//!   NULL (unknown) for a combination does not hold for it.
+//! - The candidates are the released entities consistent with every fact. One candidate means
+//!   the victim is singled out; none means the victim is not in the release (suppressed or
+//!   never in the source) or a fact is not true of them.
+//! - The posterior of every SENSITIVE column of the family, each candidate equally likely:
+//!   for an entity-table column, the distribution of the candidates' values; for a child-table
+//!   column and each fact on that table, the value of the row the fact describes: within a
+//!   candidate, every row that fact is assigned to in some complete assignment of that
+//!   table's facts to distinct rows is equally likely; for a child-table column no fact is
+//!   about, a uniformly chosen row of the victim's in that table (candidates without such
+//!   rows do not contribute).
+//!
+//! Released keys may be pseudonyms: released FKs still link released rows to released
+//! parents, which is all the trees need. The source supplies only each QI's leaves and
+//! hierarchy; everything matched against is the release. Reads through [`crate::warehouse`];
+//! shares nothing with the algorithms.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use arrow::array::RecordBatch;
+
+mod domain;
+mod fact;
+mod matching;
+
+pub use domain::DOMAIN_CAP;
+pub use fact::FactError;
+
+use crate::hierarchy::HierarchyError;
+use crate::plan::{ColumnRole, Plan};
+use crate::warehouse::{render_value, Warehouse, WarehouseError};
+use domain::{ColumnDomain, Satisfying};
+use fact::Fact;
+
+/// At most this many candidates are listed by released key; more are only counted.
+const KEYS_LISTED: usize = 10;
+
+/// Why an attack could not be run. One line each, saying what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum AttackError {
+    #[error("fact {number} `{text}` {problem}")]
+    Fact {
+        number: usize,
+        text: String,
+        problem: FactError,
+    },
+    #[error(transparent)]
+    Warehouse(#[from] WarehouseError),
+    #[error(transparent)]
+    Hierarchy(#[from] HierarchyError),
+    #[error("the plan gives QI {column} hierarchy '{hierarchy}', which it does not define; check the declarations")]
+    UndefinedHierarchy { column: String, hierarchy: String },
+    #[error("the release has no table '{table}': pass the release these declarations made (--release PATH)")]
+    MissingTable { table: String },
+    #[error("release table '{table}' has no column '{column}': pass the release these declarations made (--release PATH)")]
+    MissingColumn { table: String, column: String },
+    #[error("release column {column} holds {label}, which is no label of hierarchy '{hierarchy}': pass the release these declarations made, and check it with `relanon verify`")]
+    UnknownLabel {
+        column: String,
+        label: String,
+        hierarchy: String,
+    },
+    #[error("release table '{table}': {count} row(s) have a foreign key ({fk}) that names no single released {parent} row, e.g. {example}; the release is not key-atomic: check it with `relanon verify`")]
+    BrokenLink {
+        table: String,
+        fk: String,
+        parent: String,
+        count: usize,
+        example: String,
+    },
+}
+
+/// What the adversary learns: the command's output.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Findings {
+    /// The entity's declared name and its table.
+    pub entity: String,
+    pub entity_table: String,
+    pub released_entities: usize,
+    pub facts: Vec<FactFinding>,
+    /// Released entities consistent with every fact.
+    pub candidates: usize,
+    /// Exactly one candidate: the victim's released record is found.
+    pub singled_out: bool,
+    /// The candidates' released keys (a composite key joined by `,`), when at most 10.
+    pub candidate_keys: Option<Vec<String>>,
+    /// One per SENSITIVE column (and per fact on its table); none without candidates.
+    pub posteriors: Vec<Posterior>,
+}
+
+/// One fact and how much of the release it fits.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FactFinding {
+    pub fact: String,
+    pub table: String,
+    /// Leaf combinations the fact was evaluated over, and how many satisfy it.
+    pub domain: usize,
+    pub satisfying: usize,
+    /// Released rows of the table consistent with the fact, of how many.
+    pub consistent_rows: usize,
+    pub released_rows: usize,
+}
+
+/// The posterior distribution of one sensitive value of the victim.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Posterior {
+    /// `table.column`.
+    pub column: String,
+    pub subject: Subject,
+    /// The fact (1-based) whose row this is, for [`Subject::FactRow`].
+    pub fact: Option<usize>,
+    /// Candidates contributing (each with weight 1 / this).
+    pub entities: usize,
+    /// Most likely first.
+    pub distribution: Vec<Share>,
+}
+
+/// Whose value a posterior is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Subject {
+    /// The victim's entity row.
+    Entity,
+    /// The row a fact on the column's table describes.
+    FactRow,
+    /// A uniformly chosen row of the victim's in the column's table (no fact is about it).
+    AnyRow,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Share {
+    /// As released (`None`: NULL).
+    pub value: Option<String>,
+    pub probability: f64,
+}
+
+/// Runs the attack of `facts` on `release`, made from `source` under `plan`.
+pub async fn run(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    facts: &[String],
+) -> Result<Findings, AttackError> {
+    let parsed: Vec<Fact> = facts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            fact::parse(text, &plan.entity, &plan.tables).map_err(|problem| AttackError::Fact {
+                number: i + 1,
+                text: text.clone(),
+                problem,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let released = read_release(plan, release).await?;
+    let family = link(plan, &released)?;
+    let domains = column_domains(plan, source, &parsed).await?;
+
+    let mut evidence = Vec::with_capacity(parsed.len());
+    let mut findings = Vec::with_capacity(parsed.len());
+    for (i, f) in parsed.iter().enumerate() {
+        let table = &plan.tables[f.table].name;
+        let columns: Vec<&ColumnDomain> = f
+            .columns
+            .iter()
+            .map(|c| &domains[&(f.table, c.clone())])
+            .collect();
+        let satisfying = domain::evaluate(table, &f.columns, &f.sql, columns.clone(), DOMAIN_CAP)
+            .await
+            .map_err(|problem| AttackError::Fact {
+                number: i + 1,
+                text: f.text.clone(),
+                problem,
+            })?;
+        let consistent =
+            consistent_rows(table, &released[f.table], &f.columns, &columns, &satisfying)?;
+        findings.push(FactFinding {
+            fact: f.text.clone(),
+            table: table.clone(),
+            domain: satisfying.size(),
+            satisfying: satisfying.count(),
+            consistent_rows: consistent.iter().filter(|&&c| c).count(),
+            released_rows: consistent.len(),
+        });
+        evidence.push(Evidence {
+            table: f.table,
+            consistent,
+        });
+    }
+
+    let candidates = candidates(&family, &evidence);
+    let entity_table = &plan.tables[0];
+    let keys = key_columns(&released[0], &entity_table.name, &entity_table.primary_key)?;
+    let candidate_keys = (candidates.len() <= KEYS_LISTED).then(|| {
+        candidates
+            .iter()
+            .map(|&e| {
+                keys.iter()
+                    .map(|&k| {
+                        render_value(released[0].column(k).as_ref(), e as usize)
+                            .unwrap_or_else(|| "NULL".to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    });
+    let mut posteriors = Vec::new();
+    // With no candidate there is no victim's record to infer anything from.
+    let inferable = if candidates.is_empty() {
+        &[][..]
+    } else {
+        &plan.tables[..]
+    };
+    for (ti, t) in inferable.iter().enumerate() {
+        for c in &t.columns {
+            if !matches!(c.role, ColumnRole::Sensitive { .. }) {
+                continue;
+            }
+            let at = column_index(&released[ti], &t.name, &c.name)?;
+            let values: Vec<Option<String>> = (0..released[ti].num_rows())
+                .map(|r| render_value(released[ti].column(at).as_ref(), r))
+                .collect();
+            let column = format!("{}.{}", t.name, c.name);
+            posteriors.extend(posteriors_of(
+                &column,
+                ti,
+                &values,
+                &family,
+                &evidence,
+                &candidates,
+            ));
+        }
+    }
+    Ok(Findings {
+        entity: plan.entity.clone(),
+        entity_table: entity_table.name.clone(),
+        released_entities: released[0].num_rows(),
+        facts: findings,
+        candidates: candidates.len(),
+        singled_out: candidates.len() == 1,
+        candidate_keys,
+        posteriors,
+    })
+}
+
+/// Every family table as released, in plan order.
+async fn read_release(plan: &Plan, release: &Warehouse) -> Result<Vec<RecordBatch>, AttackError> {
+    let mut out = Vec::with_capacity(plan.tables.len());
+    for t in &plan.tables {
+        let Some(meta) = release.table(&t.name) else {
+            return Err(AttackError::MissingTable {
+                table: t.name.clone(),
+            });
+        };
+        out.push(release.read_table(&meta.name, None, &[]).await?);
+    }
+    Ok(out)
+}
+
+/// Exact name first, else the unique case-insensitive match.
+fn column_index(batch: &RecordBatch, table: &str, name: &str) -> Result<usize, AttackError> {
+    let schema = batch.schema();
+    let fields = schema.fields();
+    if let Some(i) = fields.iter().position(|f| f.name() == name) {
+        return Ok(i);
+    }
+    let mut hits = (0..fields.len()).filter(|&i| fields[i].name().eq_ignore_ascii_case(name));
+    match (hits.next(), hits.next()) {
+        (Some(i), None) => Ok(i),
+        _ => Err(AttackError::MissingColumn {
+            table: table.to_string(),
+            column: name.to_string(),
+        }),
+    }
+}
+
+fn key_columns(
+    batch: &RecordBatch,
+    table: &str,
+    names: &[String],
+) -> Result<Vec<usize>, AttackError> {
+    names
+        .iter()
+        .map(|n| column_index(batch, table, n))
+        .collect()
+}
+
+/// The rendered key of a row; None when a part is NULL.
+fn key_of(batch: &RecordBatch, cols: &[usize], row: usize) -> Option<Vec<String>> {
+    cols.iter()
+        .map(|&c| render_value(batch.column(c).as_ref(), row))
+        .collect()
+}
+
+/// The released rows of every table grouped by entity: `rows_of[t][e]` are entity `e`'s rows
+/// of table `t` (for the entity table, just `e`), found by following released FKs upward.
+fn link(plan: &Plan, released: &[RecordBatch]) -> Result<Vec<Vec<Vec<u32>>>, AttackError> {
+    let entities = released[0].num_rows();
+    let mut entity_of: Vec<Vec<u32>> = vec![(0..entities as u32).collect()];
+    for (ti, t) in plan.tables.iter().enumerate().skip(1) {
+        let p = t
+            .parent
+            .expect("every family table but the entity table has a parent");
+        let (child, parent) = (&released[ti], &released[p]);
+        let fk = key_columns(child, &t.name, &t.parent_fk)?;
+        let referenced = key_columns(parent, &plan.tables[p].name, &t.parent_key)?;
+        let mut index: HashMap<Vec<String>, (u32, usize)> = HashMap::new();
+        for r in 0..parent.num_rows() {
+            if let Some(k) = key_of(parent, &referenced, r) {
+                index.entry(k).or_insert((r as u32, 0)).1 += 1;
+            }
+        }
+        let mut owners = Vec::with_capacity(child.num_rows());
+        let mut broken = Vec::new();
+        for r in 0..child.num_rows() {
+            let key = key_of(child, &fk, r);
+            match key.as_ref().and_then(|k| index.get(k)) {
+                Some(&(row, 1)) => owners.push(entity_of[p][row as usize]),
+                _ => {
+                    broken.push(key.map_or_else(|| "NULL".to_string(), |k| k.join(",")));
+                    owners.push(u32::MAX);
+                }
+            }
+        }
+        if let Some(example) = broken.first() {
+            return Err(AttackError::BrokenLink {
+                table: t.name.clone(),
+                fk: t.parent_fk.join(", "),
+                parent: plan.tables[p].name.clone(),
+                count: broken.len(),
+                example: format!("{} = {example}", t.parent_fk.join(", ")),
+            });
+        }
+        entity_of.push(owners);
+    }
+    Ok(entity_of
+        .iter()
+        .map(|owners| {
+            let mut rows = vec![Vec::new(); entities];
+            for (r, &e) in owners.iter().enumerate() {
+                rows[e as usize].push(r as u32);
+            }
+            rows
+        })
+        .collect())
+}
+
+/// The leaves and hierarchy of every column some fact names, built once each.
+async fn column_domains(
+    plan: &Plan,
+    source: &Warehouse,
+    facts: &[Fact],
+) -> Result<BTreeMap<(usize, String), ColumnDomain>, AttackError> {
+    let mut out = BTreeMap::new();
+    for f in facts {
+        let t = &plan.tables[f.table];
+        for c in &f.columns {
+            let key = (f.table, c.clone());
+            if out.contains_key(&key) {
+                continue;
+            }
+            let qualified = format!("{}.{c}", t.name);
+            let hierarchy = t
+                .qi_columns()
+                .find(|(name, _)| name == c)
+                .map(|(_, h)| h)
+                .expect("a parsed fact names only QI columns of its table");
+            let def =
+                plan.hierarchies
+                    .get(hierarchy)
+                    .ok_or_else(|| AttackError::UndefinedHierarchy {
+                        column: qualified.clone(),
+                        hierarchy: hierarchy.to_string(),
+                    })?;
+            let values = domain::distinct_values(source, &t.name, c).await?;
+            out.insert(key, ColumnDomain::new(&qualified, values, hierarchy, def)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Which released rows of `table` are consistent with a fact, testing each distinct tuple
+/// of labels once.
+fn consistent_rows(
+    table: &str,
+    batch: &RecordBatch,
+    names: &[String],
+    columns: &[&ColumnDomain],
+    satisfying: &Satisfying<'_>,
+) -> Result<Vec<bool>, AttackError> {
+    let at: Vec<usize> = names
+        .iter()
+        .map(|n| column_index(batch, table, n))
+        .collect::<Result<_, _>>()?;
+    let mut seen: HashMap<Vec<u32>, bool> = HashMap::new();
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for r in 0..batch.num_rows() {
+        let mut nodes = Vec::with_capacity(at.len());
+        for ((&c, d), name) in at.iter().zip(columns).zip(names) {
+            let label = render_value(batch.column(c).as_ref(), r);
+            let node = d
+                .node(label.as_deref())
+                .ok_or_else(|| AttackError::UnknownLabel {
+                    column: format!("{table}.{name}"),
+                    label: label.map_or_else(|| "NULL".to_string(), |l| format!("'{l}'")),
+                    hierarchy: d.hierarchy_name().to_string(),
+                })?;
+            nodes.push(node);
+        }
+        let fits = match seen.get(&nodes) {
+            Some(&fits) => fits,
+            None => {
+                let fits = satisfying.consistent(&nodes);
+                seen.insert(nodes, fits);
+                fits
+            }
+        };
+        out.push(fits);
+    }
+    Ok(out)
+}
+
+/// One fact's verdict on every released row of its table.
+struct Evidence {
+    table: usize,
+    consistent: Vec<bool>,
+}
+
+/// For the facts `on` one child table: which of `rows` (an entity's rows of that table,
+/// by position) each fact may be.
+fn adjacency(rows: &[u32], evidence: &[Evidence], on: &[usize]) -> Vec<Vec<usize>> {
+    on.iter()
+        .map(|&f| {
+            (0..rows.len())
+                .filter(|&i| evidence[f].consistent[rows[i] as usize])
+                .collect()
+        })
+        .collect()
+}
+
+/// Fact indices per table, in order.
+fn facts_by_table(evidence: &[Evidence]) -> BTreeMap<usize, Vec<usize>> {
+    let mut out: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, e) in evidence.iter().enumerate() {
+        out.entry(e.table).or_default().push(i);
+    }
+    out
+}
+
+/// The entities consistent with every fact: entity-table facts all hold of the entity row;
+/// the facts on each child table get distinct rows of the entity's tree (a matching).
+fn candidates(family: &[Vec<Vec<u32>>], evidence: &[Evidence]) -> Vec<u32> {
+    let by_table = facts_by_table(evidence);
+    let entities = family.first().map_or(0, Vec::len);
+    (0..entities as u32)
+        .filter(|&e| {
+            by_table.iter().all(|(&t, on)| {
+                if t == 0 {
+                    return on.iter().all(|&f| evidence[f].consistent[e as usize]);
+                }
+                let rows = &family[t][e as usize];
+                matching::saturates(&adjacency(rows, evidence, on), rows.len())
+            })
+        })
+        .collect()
+}
+
+/// The posteriors of one sensitive column of table `t` (module doc: which row, which weights).
+fn posteriors_of(
+    column: &str,
+    t: usize,
+    values: &[Option<String>],
+    family: &[Vec<Vec<u32>>],
+    evidence: &[Evidence],
+    candidates: &[u32],
+) -> Vec<Posterior> {
+    let posterior = |subject, fact, picks: Vec<Vec<u32>>| {
+        let (entities, distribution) = distribution(&picks, values);
+        Posterior {
+            column: column.to_string(),
+            subject,
+            fact,
+            entities,
+            distribution,
+        }
+    };
+    if t == 0 {
+        let picks = candidates.iter().map(|&e| vec![e]).collect();
+        return vec![posterior(Subject::Entity, None, picks)];
+    }
+    let by_table = facts_by_table(evidence);
+    let Some(on) = by_table.get(&t) else {
+        let picks = candidates
+            .iter()
+            .map(|&e| family[t][e as usize].clone())
+            .collect();
+        return vec![posterior(Subject::AnyRow, None, picks)];
+    };
+    on.iter()
+        .enumerate()
+        .map(|(k, &f)| {
+            let picks = candidates
+                .iter()
+                .map(|&e| {
+                    let rows = &family[t][e as usize];
+                    let adj = adjacency(rows, evidence, on);
+                    matching::possible_rows(&adj, rows.len(), k)
+                        .into_iter()
+                        .map(|i| rows[i])
+                        .collect()
+                })
+                .collect();
+            posterior(Subject::FactRow, Some(f + 1), picks)
+        })
+        .collect()
+}
+
+/// Each non-empty pick (one per candidate) weighs 1, spread evenly over its rows; returns how
+/// many picks contribute and the normalized distribution, most likely first.
+fn distribution(picks: &[Vec<u32>], values: &[Option<String>]) -> (usize, Vec<Share>) {
+    let mut mass: BTreeMap<Option<&str>, f64> = BTreeMap::new();
+    let mut entities = 0;
+    for rows in picks.iter().filter(|p| !p.is_empty()) {
+        entities += 1;
+        for &r in rows {
+            *mass.entry(values[r as usize].as_deref()).or_default() += 1.0 / rows.len() as f64;
+        }
+    }
+    let mut shares: Vec<Share> = mass
+        .into_iter()
+        .map(|(value, m)| Share {
+            value: value.map(str::to_string),
+            probability: m / entities as f64,
+        })
+        .collect();
+    shares.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+    (entities, shares)
+}
+
+impl Findings {
+    /// The human-readable report `relanon attack` prints.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let _ = writeln!(out, "facts the adversary knows about one {}:", self.entity);
+        for (i, f) in self.facts.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  {}. {}  ({} of {} released {} rows fit)",
+                i + 1,
+                f.fact,
+                f.consistent_rows,
+                f.released_rows,
+                f.table
+            );
+        }
+        let keys = match &self.candidate_keys {
+            Some(k) if !k.is_empty() => {
+                let composite = k.iter().any(|key| key.contains(','));
+                let shown: Vec<String> = k
+                    .iter()
+                    .map(|key| {
+                        if composite {
+                            format!("({key})")
+                        } else {
+                            key.clone()
+                        }
+                    })
+                    .collect();
+                format!(
+                    " (released {} key{} {})",
+                    self.entity_table,
+                    plural(k.len()),
+                    shown.join(", ")
+                )
+            }
+            _ => String::new(),
+        };
+        let verb = if self.candidates == 1 { "fits" } else { "fit" };
+        let _ = writeln!(
+            out,
+            "candidates: {} of {} released {} entities {verb} every fact{keys}",
+            self.candidates, self.released_entities, self.entity
+        );
+        match self.candidates {
+            0 => {
+                let _ = writeln!(out, "no released {} fits: the victim is not in the release (suppressed, or never in the source), or a fact is not true of them", self.entity);
+                return out;
+            }
+            1 => {
+                let _ = writeln!(out, "SINGLED OUT: exactly one released {} fits every fact; the adversary has found the victim's record and reads its sensitive values below exactly", self.entity);
+            }
+            _ => {}
+        }
+        if self.posteriors.is_empty() {
+            let _ = writeln!(out, "the family has no SENSITIVE column");
+            return out;
+        }
+        let _ = writeln!(
+            out,
+            "what the adversary learns of the victim's sensitive values:"
+        );
+        for p in &self.posteriors {
+            let whose = match (p.subject, p.fact) {
+                (Subject::Entity, _) => format!(
+                    "over the {} candidate{}",
+                    p.entities,
+                    plural(p.entities)
+                ),
+                (Subject::FactRow, Some(f)) => format!(
+                    "of the row fact {f} describes, over the rows of the {} candidate{} that can be it",
+                    p.entities,
+                    plural(p.entities)
+                ),
+                _ => format!(
+                    "of a row of the victim's picked at random (no fact is about the table), over the {} candidate{} with such rows",
+                    p.entities,
+                    plural(p.entities)
+                ),
+            };
+            let _ = writeln!(out, "  {} {whose}:", p.column);
+            let width = p
+                .distribution
+                .iter()
+                .map(|s| s.value.as_deref().unwrap_or("NULL").len())
+                .max()
+                .unwrap_or(0);
+            for s in &p.distribution {
+                let disclosed = if s.probability >= 1.0 - 1e-12 {
+                    "  (disclosed)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "    {:<width$}  {:5.1}%{disclosed}",
+                    s.value.as_deref().unwrap_or("NULL"),
+                    100.0 * s.probability
+                );
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evidence(table: usize, consistent: &[bool]) -> Evidence {
+        Evidence {
+            table,
+            consistent: consistent.to_vec(),
+        }
+    }
+
+    /// Three students; courses rows 0..5: student 0 has rows 0 ('Science') and 1
+    /// ('Physics'), student 1 has row 2 ('Science'), student 2 has rows 3 ('Social') and 4
+    /// ('Physics').
+    fn family() -> Vec<Vec<Vec<u32>>> {
+        vec![
+            vec![vec![0], vec![1], vec![2]],
+            vec![vec![0, 1], vec![2], vec![3, 4]],
+        ]
+    }
+
+    #[test]
+    fn child_facts_need_distinct_rows_and_entity_facts_share_the_root() {
+        // "took Physics" fits 'Science' and 'Physics'; "took Math" fits 'Science' only.
+        let physics = evidence(1, &[true, true, true, false, true]);
+        let math = evidence(1, &[true, false, true, false, false]);
+        assert_eq!(candidates(&family(), &[physics, math]), vec![0]);
+        // Twice "took Math": only one 'Science' row per student.
+        let math = || evidence(1, &[true, false, true, false, false]);
+        assert!(candidates(&family(), &[math(), math()]).is_empty());
+        // Entity-table facts all hold of the one root row.
+        let born = evidence(0, &[true, true, false]);
+        let city = evidence(0, &[false, true, true]);
+        assert_eq!(candidates(&family(), &[born, city]), vec![1]);
+        // No facts: every released entity.
+        assert_eq!(candidates(&family(), &[]), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn posteriors_weigh_candidates_equally_and_rows_by_the_matching() {
+        let gpa: Vec<Option<String>> = ["3.7", "2.3", "3.1"]
+            .iter()
+            .map(|s| Some(s.to_string()))
+            .collect();
+        let grade: Vec<Option<String>> = ["A", "B", "C", "D", "E"]
+            .iter()
+            .map(|s| Some(s.to_string()))
+            .collect();
+        // "took Physics": students 0, 1 and 2 fit.
+        let ev = vec![evidence(1, &[true, true, true, false, true])];
+        let cands = candidates(&family(), &ev);
+        assert_eq!(cands, vec![0, 1, 2]);
+        let p = posteriors_of("students.gpa", 0, &gpa, &family(), &ev, &cands);
+        assert_eq!(p.len(), 1);
+        assert_eq!((p[0].subject, p[0].entities), (Subject::Entity, 3));
+        assert!(p[0]
+            .distribution
+            .iter()
+            .all(|s| (s.probability - 1.0 / 3.0).abs() < 1e-12));
+        // The fact's row: student 0 could mean row 0 or 1 (1/6 each), student 1 row 2 (1/3),
+        // student 2 row 4 (1/3).
+        let p = posteriors_of("courses.grade", 1, &grade, &family(), &ev, &cands);
+        assert_eq!((p[0].subject, p[0].fact), (Subject::FactRow, Some(1)));
+        let got: BTreeMap<String, f64> = p[0]
+            .distribution
+            .iter()
+            .map(|s| (s.value.clone().expect("non-null"), s.probability))
+            .collect();
+        let want = [
+            ("A", 1.0 / 6.0),
+            ("B", 1.0 / 6.0),
+            ("C", 1.0 / 3.0),
+            ("E", 1.0 / 3.0),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (v, w) in want {
+            assert!((got[v] - w).abs() < 1e-12, "{v}: {got:?}");
+        }
+        // With "took Math" as well, student 0's Physics fact can only be row 1.
+        let ev = vec![
+            evidence(1, &[true, true, true, false, true]),
+            evidence(1, &[true, false, true, false, false]),
+        ];
+        let cands = candidates(&family(), &ev);
+        let p = posteriors_of("courses.grade", 1, &grade, &family(), &ev, &cands);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].distribution.len(), 1);
+        assert_eq!(p[0].distribution[0].value.as_deref(), Some("B"));
+        assert_eq!(p[1].distribution[0].value.as_deref(), Some("A"));
+        // A table no fact is about: a uniformly chosen row of each candidate.
+        let ev = vec![evidence(0, &[true, false, true])];
+        let cands = candidates(&family(), &ev);
+        let p = posteriors_of("courses.grade", 1, &grade, &family(), &ev, &cands);
+        assert_eq!((p[0].subject, p[0].entities), (Subject::AnyRow, 2));
+        let total: f64 = p[0].distribution.iter().map(|s| s.probability).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+        assert_eq!(p[0].distribution.len(), 4);
+    }
+
+    #[test]
+    fn a_single_candidate_is_reported_as_singled_out() {
+        let findings = Findings {
+            entity: "student".into(),
+            entity_table: "students".into(),
+            released_entities: 4,
+            facts: vec![FactFinding {
+                fact: "courses.course = 'Math'".into(),
+                table: "courses".into(),
+                domain: 6,
+                satisfying: 1,
+                consistent_rows: 1,
+                released_rows: 11,
+            }],
+            candidates: 1,
+            singled_out: true,
+            candidate_keys: Some(vec!["3".into()]),
+            posteriors: vec![Posterior {
+                column: "students.gpa".into(),
+                subject: Subject::Entity,
+                fact: None,
+                entities: 1,
+                distribution: vec![Share {
+                    value: Some("3.72".into()),
+                    probability: 1.0,
+                }],
+            }],
+        };
+        let text = findings.summary();
+        assert!(
+            text.contains("candidates: 1 of 4 released student entities fits every fact (released students key 3)")
+                && text.contains("SINGLED OUT")
+                && text.contains("3.72  100.0%  (disclosed)"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,408 @@
+//! What the adversary knows: one `--fact`, a SQL boolean expression about one row of one
+//! family table, over that table's quasi-identifiers only.
+//!
+//! The adversary model of 001 Sec. II (and 000 Def. 13) is background knowledge of QI values:
+//! sensitive values are what the release must not disclose, so "knowing" one is outside the
+//! model, and keys or identifiers are not published as the source has them. A fact naming any
+//! column that is not a QI is therefore refused rather than silently ignored.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{Expr, Ident, Query, VisitMut, VisitorMut};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use crate::plan::{ColumnRole, FamilyTable};
+use crate::warehouse::one_line;
+
+/// Why a fact cannot be used. Shown after "fact N `text`", so each message finishes that
+/// sentence and says what to write instead.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FactError {
+    #[error("cannot be parsed ({msg}); write a SQL boolean expression over table-qualified QI columns, e.g. {example}")]
+    Unparsable { msg: String, example: String },
+    #[error("contains a subquery; a fact speaks of one row: use only that row's QI columns, constants and functions")]
+    Subquery,
+    #[error("names column '{column}' without its table; write it as <table>.{column}{hint}")]
+    Unqualified { column: String, hint: String },
+    #[error("names '{name}'; write every column as <table>.<column>")]
+    LongName { name: String },
+    #[error("names no column; say what the victim's row holds, e.g. {example}")]
+    NoColumn { example: String },
+    #[error("names columns of several tables ({tables}); a fact is about one row of one table: give one --fact per table")]
+    SeveralTables { tables: String },
+    #[error("names table '{table}', which is not a table of the {entity} family ({family}); facts are about the protected entity's own rows")]
+    UnknownTable {
+        table: String,
+        entity: String,
+        family: String,
+    },
+    #[error("names '{table}.{column}', but table {table} has no such column; the adversary model covers these QI columns: {qis}")]
+    UnknownColumn {
+        table: String,
+        column: String,
+        qis: String,
+    },
+    #[error("names {column}, which is {role}: the adversary model covers knowledge of quasi-identifiers only; state facts over QI columns ({qis})")]
+    NotQi {
+        column: String,
+        role: &'static str,
+        qis: String,
+    },
+    #[error("ranges over {size} combinations of leaves ({detail}), more than the {cap} relanon evaluates; name fewer columns in one fact (on the entity table, one fact per column means the same)")]
+    DomainTooLarge {
+        size: String,
+        detail: String,
+        cap: usize,
+    },
+    #[error("cannot be evaluated: {msg}; write a SQL boolean expression over the named QI columns, compared with values of the source's types (e.g. {example})")]
+    Evaluation { msg: String, example: String },
+}
+
+/// A checked fact, ready to be evaluated over its leaf domain.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Fact {
+    /// As the user wrote it, for messages and the output.
+    pub text: String,
+    /// Index of its family table in the plan.
+    pub table: usize,
+    /// The QI columns it names (catalog spelling), in order of first mention.
+    pub columns: Vec<String>,
+    /// The expression with every column resolved to the catalog's spelling and quoted.
+    pub sql: String,
+}
+
+/// Parses and checks one fact against the family tables (`tables[0]` is the entity table).
+pub(super) fn parse(text: &str, entity: &str, tables: &[FamilyTable]) -> Result<Fact, FactError> {
+    let dialect = GenericDialect {};
+    let unparsable = |msg: String| FactError::Unparsable {
+        msg,
+        example: example(tables),
+    };
+    let mut parser = Parser::new(&dialect)
+        .try_with_sql(text)
+        .map_err(|e| unparsable(one_line(e)))?;
+    let mut expr = parser.parse_expr().map_err(|e| unparsable(one_line(e)))?;
+    let rest = parser.peek_token().token;
+    if rest != Token::EOF {
+        return Err(unparsable(format!(
+            "unexpected '{rest}' after the expression"
+        )));
+    }
+    let mut resolve = Resolve {
+        entity,
+        tables,
+        table: None,
+        columns: Vec::new(),
+        error: None,
+    };
+    if let ControlFlow::Break(()) = VisitMut::visit(&mut expr, &mut resolve) {
+        return Err(resolve
+            .error
+            .expect("the resolver records why it stopped before breaking"));
+    }
+    let Some(table) = resolve.table else {
+        return Err(FactError::NoColumn {
+            example: example(tables),
+        });
+    };
+    Ok(Fact {
+        text: text.to_string(),
+        table,
+        columns: resolve.columns,
+        sql: expr.to_string(),
+    })
+}
+
+/// Resolves every `table.column` to the catalog's spelling, quoted, and checks that all of
+/// them are QIs of one family table.
+struct Resolve<'a> {
+    entity: &'a str,
+    tables: &'a [FamilyTable],
+    table: Option<usize>,
+    columns: Vec<String>,
+    error: Option<FactError>,
+}
+
+impl Resolve<'_> {
+    fn fail(&mut self, e: FactError) -> ControlFlow<()> {
+        self.error = Some(e);
+        ControlFlow::Break(())
+    }
+
+    fn column(&mut self, table: &Ident, column: &Ident) -> Result<Expr, FactError> {
+        let names: Vec<&str> = self.tables.iter().map(|t| t.name.as_str()).collect();
+        let ti = unique(&names, &table.value).ok_or_else(|| FactError::UnknownTable {
+            table: table.value.clone(),
+            entity: self.entity.to_string(),
+            family: names.join(", "),
+        })?;
+        if let Some(first) = self.table.filter(|&t| t != ti) {
+            return Err(FactError::SeveralTables {
+                tables: format!("{}, {}", self.tables[first].name, self.tables[ti].name),
+            });
+        }
+        self.table = Some(ti);
+        let t = &self.tables[ti];
+        let cols: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+        let ci = unique(&cols, &column.value).ok_or_else(|| FactError::UnknownColumn {
+            table: t.name.clone(),
+            column: column.value.clone(),
+            qis: qi_list(self.tables),
+        })?;
+        let planned = &t.columns[ci];
+        let role = match planned.role {
+            ColumnRole::QuasiIdentifier { .. } => None,
+            ColumnRole::Key => Some("a join key"),
+            ColumnRole::Identifier => Some("an IDENTIFIER"),
+            ColumnRole::Sensitive { .. } => Some("SENSITIVE"),
+            ColumnRole::Insensitive => Some("INSENSITIVE"),
+        };
+        if let Some(role) = role {
+            return Err(FactError::NotQi {
+                column: format!("{}.{}", t.name, planned.name),
+                role,
+                qis: qi_list(self.tables),
+            });
+        }
+        if !self.columns.contains(&planned.name) {
+            self.columns.push(planned.name.clone());
+        }
+        Ok(Expr::CompoundIdentifier(vec![
+            Ident::with_quote('"', t.name.clone()),
+            Ident::with_quote('"', planned.name.clone()),
+        ]))
+    }
+}
+
+impl VisitorMut for Resolve<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+        self.fail(FactError::Subquery)
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Identifier(id) => {
+                let hint = if id.quote_style == Some('"') {
+                    format!(" (a string literal takes single quotes: '{}')", id.value)
+                } else {
+                    String::new()
+                };
+                let column = id.value.clone();
+                self.fail(FactError::Unqualified { column, hint })
+            }
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+                match self.column(&parts[0], &parts[1]) {
+                    Ok(resolved) => {
+                        *expr = resolved;
+                        ControlFlow::Continue(())
+                    }
+                    Err(e) => self.fail(e),
+                }
+            }
+            Expr::CompoundIdentifier(parts) => {
+                let name = parts
+                    .iter()
+                    .map(|p| p.value.as_str())
+                    .collect::<Vec<_>>()
+                    .join(".");
+                self.fail(FactError::LongName { name })
+            }
+            _ => ControlFlow::Continue(()),
+        }
+    }
+}
+
+/// Exact name first, else the unique case-insensitive match (as the warehouse resolves names).
+fn unique(names: &[&str], wanted: &str) -> Option<usize> {
+    if let Some(i) = names.iter().position(|n| *n == wanted) {
+        return Some(i);
+    }
+    let mut hits = names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.eq_ignore_ascii_case(wanted));
+    match (hits.next(), hits.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
+}
+
+/// Every QI of the family as `table.column`, for messages.
+fn qi_list(tables: &[FamilyTable]) -> String {
+    let all: Vec<String> = tables
+        .iter()
+        .flat_map(|t| t.qi_columns().map(move |(c, _)| format!("{}.{c}", t.name)))
+        .collect();
+    if all.is_empty() {
+        "none: the declarations label no column QUASI IDENTIFIER".to_string()
+    } else {
+        all.join(", ")
+    }
+}
+
+/// A well-formed fact over the family's first QI, for messages.
+pub(super) fn example(tables: &[FamilyTable]) -> String {
+    tables
+        .iter()
+        .find_map(|t| {
+            t.qi_columns()
+                .next()
+                .map(|(c, _)| format!("{}.{c} = <value>", t.name))
+        })
+        .unwrap_or_else(|| "<table>.<qi column> = <value>".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::PlannedColumn;
+
+    fn col(name: &str, role: ColumnRole) -> PlannedColumn {
+        PlannedColumn {
+            name: name.to_string(),
+            role,
+        }
+    }
+
+    fn qi(name: &str) -> PlannedColumn {
+        col(
+            name,
+            ColumnRole::QuasiIdentifier {
+                hierarchy: format!("{name}_h"),
+            },
+        )
+    }
+
+    fn table(name: &str, parent: Option<usize>, columns: Vec<PlannedColumn>) -> FamilyTable {
+        FamilyTable {
+            name: name.to_string(),
+            primary_key: vec![],
+            parent,
+            parent_fk: vec![],
+            parent_key: vec![],
+            children: vec![],
+            columns,
+        }
+    }
+
+    /// students(sid, name, yob QI, gpa SA) <- courses(scid, sid, course QI, year QI, grade SA).
+    fn family() -> Vec<FamilyTable> {
+        vec![
+            table(
+                "students",
+                None,
+                vec![
+                    col("sid", ColumnRole::Key),
+                    col("name", ColumnRole::Identifier),
+                    qi("yob"),
+                    col("gpa", ColumnRole::Sensitive { buckets: None }),
+                ],
+            ),
+            table(
+                "Courses",
+                Some(0),
+                vec![
+                    col("scid", ColumnRole::Key),
+                    col("sid", ColumnRole::Key),
+                    qi("course"),
+                    qi("year"),
+                    col("grade", ColumnRole::Sensitive { buckets: None }),
+                    col("room", ColumnRole::Insensitive),
+                ],
+            ),
+        ]
+    }
+
+    fn parse_one(text: &str) -> Result<Fact, FactError> {
+        parse(text, "student", &family())
+    }
+
+    #[test]
+    fn a_fact_resolves_to_one_table_and_its_quoted_columns() {
+        let f = parse_one(
+            "courses.COURSE = 'Physics' AND Courses.year > 2000 OR courses.course IN ('Math')",
+        )
+        .expect("valid fact");
+        assert_eq!(f.table, 1);
+        assert_eq!(f.columns, vec!["course".to_string(), "year".to_string()]);
+        assert_eq!(
+            f.sql,
+            "\"Courses\".\"course\" = 'Physics' AND \"Courses\".\"year\" > 2000 OR \"Courses\".\"course\" IN ('Math')"
+        );
+        let root = parse_one("students.yob BETWEEN 1990 AND 1995").expect("valid fact");
+        assert_eq!((root.table, root.columns), (0, vec!["yob".to_string()]));
+    }
+
+    #[test]
+    fn non_qi_columns_are_refused_with_the_list_of_qis() {
+        for (text, role) in [
+            ("students.gpa > 3.5", "SENSITIVE"),
+            ("students.name = 'Ann'", "an IDENTIFIER"),
+            ("courses.room = 'B1'", "INSENSITIVE"),
+            ("courses.sid = 'S1'", "a join key"),
+        ] {
+            let e = parse_one(text).expect_err(text);
+            assert!(
+                matches!(&e, FactError::NotQi { role: r, .. } if *r == role),
+                "{text}: {e:?}"
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains("quasi-identifiers only")
+                    && msg.contains("students.yob, Courses.course, Courses.year"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn facts_must_name_qualified_columns_of_one_family_table() {
+        assert!(matches!(
+            parse_one("course = 'Math'"),
+            Err(FactError::Unqualified { .. })
+        ));
+        let e = parse_one("courses.course = \"Math\"").expect_err("double-quoted literal");
+        assert!(e.to_string().contains("single quotes: 'Math'"), "{e}");
+        assert!(matches!(
+            parse_one("students.yob = 1990 AND courses.course = 'Math'"),
+            Err(FactError::SeveralTables { .. })
+        ));
+        assert!(matches!(
+            parse_one("teachers.name = 'X'"),
+            Err(FactError::UnknownTable { .. })
+        ));
+        assert!(matches!(
+            parse_one("courses.credits = 5"),
+            Err(FactError::UnknownColumn { .. })
+        ));
+        assert!(matches!(
+            parse_one("main.courses.course = 'Math'"),
+            Err(FactError::LongName { .. })
+        ));
+        assert!(matches!(
+            parse_one("1 = 1"),
+            Err(FactError::NoColumn { .. })
+        ));
+        assert!(matches!(
+            parse_one("courses.course IN (SELECT c FROM t)"),
+            Err(FactError::Subquery)
+        ));
+    }
+
+    #[test]
+    fn unparsable_facts_say_so() {
+        for text in [
+            "courses.course = ",
+            "courses.course = 'Math' courses.course",
+            "",
+        ] {
+            let e = parse_one(text).expect_err(text);
+            assert!(matches!(e, FactError::Unparsable { .. }), "{text}: {e:?}");
+            assert!(e.to_string().contains("e.g. students.yob = <value>"), "{e}");
+        }
+    }
+}
