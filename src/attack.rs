@@ -11,12 +11,12 @@
 //!   table says "the victim has a row in that table (at any depth below the entity) that
 //!   satisfies this". Facts on one child table describe DISTINCT rows ("took Math" and "took
 //!   Physics" are two courses), so an entity fits them only if its rows can be assigned one
-//!   per fact: a bipartite matching ([`matching`]), never a greedy choice. Facts on different
+//!   per fact: a bipartite matching (`matching`), never a greedy choice. Facts on different
 //!   tables, or on the entity table, constrain their rows independently. A fact naming a
 //!   column that is not a QI (SENSITIVE, INSENSITIVE, IDENTIFIER, a key) is refused: the model
 //!   covers QI knowledge only.
 //! - A released row is consistent with a fact iff some choice of one leaf under each of its
-//!   released labels satisfies the fact ([`domain`]; 001 Def. 3). Leaves are the distinct
+//!   released labels satisfies the fact (`domain`; 001 Def. 3). Leaves are the distinct
 //!   values of the source column, typed as in the source; a fact is evaluated once, by
 //!   DataFusion, over the cross product of the leaves of the columns it names, and at most
 //!   [`DOMAIN_CAP`] combinations are evaluated (a larger product is refused). A fact that is

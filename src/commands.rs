@@ -164,10 +164,15 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
     }
 }
 
-/// Generates the university warehouse (001 Sec. V, 1000 students, seed 42) under `out`,
-/// writes the bundled declarations and hierarchies beside it (`out/university.sql`, runnable
-/// again with `relanon anonymize`), anonymizes, verifies and prints what happened.
-async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
+/// Writes the university warehouse (001 Sec. V) under `out` with the bundled declarations and
+/// hierarchies beside it (pointing at their neighbours); returns the declarations' and the
+/// warehouse's paths.
+fn write_university(
+    out: &Path,
+    parquet: bool,
+    students: usize,
+    seed: u64,
+) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
     let hierarchies = out.join("hierarchies");
     std::fs::create_dir_all(&hierarchies)
         .with_context(|| format!("cannot create '{}'", hierarchies.display()))?;
@@ -196,7 +201,20 @@ async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
     });
     std::fs::write(&decl, &text).with_context(|| format!("cannot write '{}'", decl.display()))?;
     let source = out.join(source_name);
-    write_staged(&source, &relanon::generate::university(1000, 42), true)?.commit()?;
+    write_staged(
+        &source,
+        &relanon::generate::university(students, seed),
+        true,
+    )?
+    .commit()?;
+    Ok((decl, source))
+}
+
+/// Generates the university warehouse (001 Sec. V, 1000 students, seed 42) under `out`,
+/// writes the bundled declarations and hierarchies beside it (`out/university.sql`, runnable
+/// again with `relanon anonymize`), anonymizes, verifies and prints what happened.
+async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
+    let (decl, source) = write_university(out, parquet, 1000, 42)?;
     let mut req = Request::from_file(&decl)?;
     req.overwrite = true;
     let outcome = pipeline::anonymize(&req).await?;
@@ -233,9 +251,22 @@ async fn experiment(
 ) -> Result<ExitCode> {
     use relanon::experiment::{self, THESIS_VARIANTS};
     use relanon::generate;
-    let (name, text, years) = match which {
-        Experiment::ThesisS => ("synthetic_s", SYNTHETIC_S, false),
-        Experiment::ThesisT => ("synthetic_t", SYNTHETIC_T, true),
+    let (name, text, years, title) = match which {
+        Experiment::ThesisS => (
+            "synthetic_s",
+            SYNTHETIC_S,
+            false,
+            "000 Sec. 2.4, Fig. 2.3: l-diversity on syntheticS",
+        ),
+        Experiment::ThesisT => (
+            "synthetic_t",
+            SYNTHETIC_T,
+            true,
+            "000 Sec. 2.4, Fig. 2.4: l-diversity on syntheticT",
+        ),
+        Experiment::Miracle => {
+            return miracle_experiment(out, students, seed, json, html, quiet).await;
+        }
     };
     let hierarchies = out.join("hierarchies");
     std::fs::create_dir_all(&hierarchies)
@@ -303,14 +334,48 @@ async fn experiment(
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
     if let Some(path) = html {
-        let title = match which {
-            Experiment::ThesisS => "000 Sec. 2.4, Fig. 2.3: l-diversity on syntheticS",
-            Experiment::ThesisT => "000 Sec. 2.4, Fig. 2.4: l-diversity on syntheticT",
-        };
         let title = format!("{title} ({students} students, seed {seed})");
         write_page(path, &relanon::html::experiment_page(&title, &rows)?)?;
     }
     println!("{}", experiment::markdown(&rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `relanon experiment miracle` (001 Sec. V): the university warehouse under `out`; LM, DM
+/// and time for MiRaCle, MiRaCleX and both bitmaps versus k (threshold 0.3, the default:
+/// the paper names none) and versus threshold at k = 50; climit 150 as in the paper.
+async fn miracle_experiment(
+    out: &Path,
+    students: usize,
+    seed: u64,
+    json: Option<&Path>,
+    html: Option<&Path>,
+    quiet: bool,
+) -> Result<ExitCode> {
+    use relanon::experiment::{self, MIRACLE_VARIANTS};
+    let (decl, _) = write_university(out, false, students, seed)?;
+    let work = experiment::work_dir(out);
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    let mut settings: Vec<(usize, f64)> = [2, 5, 10, 25, 50, 100]
+        .into_iter()
+        .map(|k| (k, 0.3))
+        .collect();
+    settings.extend((0..=10).map(|i| (50, f64::from(i) / 10.0)));
+    let progress = |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let rows = experiment::miracle(&decl, &work, &settings, &MIRACLE_VARIANTS, &progress).await?;
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if let Some(path) = html {
+        write_page(path, &relanon::html::miracle_page(&rows)?)?;
+    }
+    println!("{}", experiment::k_markdown(&rows));
     Ok(ExitCode::SUCCESS)
 }
 

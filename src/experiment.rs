@@ -190,6 +190,111 @@ pub fn markdown(rows: &[Row]) -> String {
     s
 }
 
+/// The four algorithms of 001 Sec. V, Fig. 4-8, as `ANONYMIZE ... WITH (...)` options.
+pub const MIRACLE_VARIANTS: [(&str, &str); 4] = [
+    ("MiRaCle", "algorithm = 'miracle'"),
+    ("MiRaCleX", "algorithm = 'miraclex'"),
+    ("Bitmap (incomplete)", "algorithm = 'bitmap-incomplete'"),
+    ("Bitmap (complete)", "algorithm = 'bitmap-complete'"),
+];
+
+/// One cell of the MiRaCle experiment (001 Sec. V).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KRow {
+    pub algorithm: String,
+    pub k: usize,
+    pub threshold: f64,
+    /// 001 Def. 8 over the released QI cells (what the paper plots for MiRaCle).
+    pub lm: f64,
+    /// LM with every suppressed cell counted as fully lost: the comparable figure when an
+    /// algorithm (bitmap) loses utility by suppression rather than generalization.
+    pub lm_with_suppression: f64,
+    /// 001 Def. 9.
+    pub dm: u64,
+    pub equivalence_classes: usize,
+    pub entities_suppressed: usize,
+    /// Clustering alone, and the whole run (load to verified release), in seconds.
+    pub cluster_s: f64,
+    pub total_s: f64,
+}
+
+/// 001 Sec. V: every variant at every `(k, threshold)` over the declarations in `decl`
+/// with climit = 150 as in the paper, releases written under `work`.
+pub async fn miracle(
+    decl: &Path,
+    work: &Path,
+    settings: &[(usize, f64)],
+    variants: &[(&str, &str)],
+    progress: &dyn Fn(&str),
+) -> Result<Vec<KRow>> {
+    let base = Request::from_file(decl)?;
+    let mut rows = Vec::new();
+    for &(k, threshold) in settings {
+        for &(name, options) in variants {
+            let options = format!("k = {k}, threshold = {threshold}, {options}");
+            let slug: String = name
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .collect::<String>()
+                .to_ascii_lowercase();
+            let req = Request {
+                text: with_policy(&base.text, "student", &format!("{options}, climit = 150"))?,
+                target: Some(work.join(format!("{slug}-k{k}-th{threshold}.sqlite"))),
+                overwrite: true,
+                ..base.clone()
+            };
+            let r = pipeline::anonymize(&req)
+                .await
+                .with_context(|| format!("{name} at k = {k}, threshold = {threshold}"))?
+                .report;
+            let secs = |phase: &str| r.timings_ms.get(phase).copied().unwrap_or(0.0) / 1000.0;
+            progress(&format!(
+                "{name} k = {k} th = {threshold}: LM {:.4} (with suppression {:.4}), DM {}, {:.2} s",
+                r.lm,
+                r.lm_with_suppression,
+                r.dm,
+                secs("total")
+            ));
+            rows.push(KRow {
+                algorithm: name.to_string(),
+                k,
+                threshold,
+                lm: r.lm,
+                lm_with_suppression: r.lm_with_suppression,
+                dm: r.dm,
+                equivalence_classes: r.equivalence_classes,
+                entities_suppressed: r.suppressed_entities,
+                cluster_s: secs("cluster"),
+                total_s: secs("total"),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The MiRaCle experiment as Markdown, one row per (k, threshold, algorithm).
+pub fn k_markdown(rows: &[KRow]) -> String {
+    let mut s = String::from(
+        "| k | threshold | algorithm | LM | LM with suppression | DM | ECs | entities suppressed | cluster (s) | total (s) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        s += &format!(
+            "| {} | {} | {} | {:.4} | {:.4} | {} | {} | {} | {:.2} | {:.2} |\n",
+            r.k,
+            r.threshold,
+            r.algorithm,
+            r.lm,
+            r.lm_with_suppression,
+            r.dm,
+            r.equivalence_classes,
+            r.entities_suppressed,
+            r.cluster_s,
+            r.total_s
+        );
+    }
+    s
+}
+
 /// Where `thesis` writes its releases for a dataset directory.
 pub fn work_dir(out: &Path) -> PathBuf {
     out.join("releases")

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::experiment::Row;
+use crate::experiment::{KRow, Row};
 use crate::report::Report;
 
 /// Fill of every bar and the first series of every line plot. The page uses this colour
@@ -135,12 +136,14 @@ h1 { font-size: 1.6rem; margin-bottom: .2rem; }
 h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ccc; padding-bottom: .2rem; }
 table { border-collapse: collapse; margin: .6rem 0; }
 th, td { border: 1px solid #ccc; padding: .25rem .7rem; text-align: left; }
+td { white-space: nowrap; }
 th { background: #f3f3f3; }
 .num { text-align: right; }
 figure { margin: 1.2rem 0; }
 figcaption { font-weight: 600; margin-bottom: .3rem; }
 svg { max-width: 100%; height: auto; }
 .note { color: #555; font-size: .92rem; }
+.warning { color: #a00; font-weight: 700; border: 2px solid #a00; padding: .5rem .8rem; }
 ";
 
 /// An HTML table; every header and cell is escaped here. A column whose cells are all
@@ -408,8 +411,9 @@ pub fn horizontal_bars(
             // Category 0 at the top, as in the tables.
             .y_label_formatter(&|v| {
                 let i = v.round().max(0.0) as usize;
-                (i < n)
-                    .then(|| short(&labels[n - 1 - i]))
+                n.checked_sub(i + 1)
+                    .and_then(|row| labels.get(row))
+                    .map(|l| short(l))
                     .unwrap_or_default()
             })
             .x_label_formatter(&|v| trim_number(*v))
@@ -478,28 +482,36 @@ pub fn line_plot(
                     s.points.iter().copied(),
                     colour.stroke_width(3),
                 ))
-                .map_err(|e| e.to_string())?
-                .label(cut(&s.name, MAX_LEGEND))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3))
-                });
+                .map_err(|e| e.to_string())?;
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 5, colour.filled())))
                 .map_err(|e| e.to_string())?;
         }
-        if !series.is_empty() {
-            let frame_width = chart.plotting_area().dim_in_pixel().0 as i32;
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::Coordinate(frame_width + 14, 0))
-                .label_font(("sans-serif", TICK_FONT))
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.4))
-                .draw()
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        legend(root, series).map_err(|e| e.to_string())
     })
+}
+
+/// The legend of a line plot in the strip right of its frame: a swatch of each series'
+/// line and marker, then its name. (plotters' own legend is clipped to the frame, where it
+/// would hide lines.)
+fn legend(
+    root: &DrawingArea<SVGBackend, Shift>,
+    series: &[Series],
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    let x = (PLOT_WIDTH - LEGEND_WIDTH) as i32 + 14;
+    let font = TextStyle::from(("sans-serif", TICK_FONT).into_font())
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, s) in series.iter().enumerate() {
+        let colour = rgb(SERIES_COLOURS[i % SERIES_COLOURS.len()]);
+        let y = 30 + 26 * i as i32;
+        root.draw(&PathElement::new(
+            vec![(x, y), (x + 28, y)],
+            colour.stroke_width(3),
+        ))?;
+        root.draw(&Circle::new((x + 14, y), 5, colour.filled()))?;
+        root.draw(&Text::new(cut(&s.name, MAX_LEGEND), (x + 38, y), &font))?;
+    }
+    Ok(())
 }
 
 /// A tick value without trailing zeros: `2`, `0.25`, `1.5e-5` stays readable.
@@ -556,6 +568,10 @@ pub fn report_page(r: &Report) -> Result<String, HtmlError> {
 
 fn summary(r: &Report) -> String {
     let rows = vec![
+        vec![
+            "independent verification".to_string(),
+            if r.verified { "passed" } else { "FAILED" }.to_string(),
+        ],
         vec!["entities".to_string(), r.entities.to_string()],
         vec![
             "entities released".to_string(),
@@ -588,8 +604,14 @@ fn summary(r: &Report) -> String {
             format!("{:.1}%", r.utility.suppression_accuracy),
         ],
     ];
+    let warning = if r.verified {
+        ""
+    } else {
+        "<p class=\"warning\">This release FAILED independent verification: it must not be \
+         published.</p>\n"
+    };
     format!(
-        "<h2>Summary</h2>\n{}<p class=\"note\">LM is the share of information lost to \
+        "<h2>Summary</h2>\n{warning}{}<p class=\"note\">LM is the share of information lost to \
          generalization: 0 keeps every value, 1 turns every value into <code>*</code>. \
          Suppressed rows are left out of the release, never filled with <code>*</code>.</p>\n",
         table(&["measure", "value"], &rows)
@@ -837,4 +859,361 @@ pub fn experiment_page(title: &str, rows: &[Row]) -> Result<String, HtmlError> {
         &cells,
     );
     Ok(page(title, &b))
+}
+
+/// The page of the MiRaCle experiment (001 Sec. V, Fig. 4-8): LM, LM with suppression, DM
+/// and time versus k at threshold 0.3, and LM versus threshold at k = 50, one series per
+/// algorithm, then the whole table.
+pub fn miracle_page(rows: &[KRow]) -> Result<String, HtmlError> {
+    let by_k: Vec<KRow> = rows
+        .iter()
+        .filter(|r| r.threshold == 0.3)
+        .cloned()
+        .collect();
+    let by_th: Vec<KRow> = rows.iter().filter(|r| r.k == 50).cloned().collect();
+    fn name(r: &KRow) -> &str {
+        &r.algorithm
+    }
+    fn k(r: &KRow) -> f64 {
+        r.k as f64
+    }
+    fn th(r: &KRow) -> f64 {
+        r.threshold
+    }
+    let versus_k = [
+        Metric {
+            title: "LM (Fig. 4)".to_string(),
+            y_label: "LM".to_string(),
+            series: series_by(&by_k, name, k, |r| Some(r.lm)),
+        },
+        Metric {
+            title: "LM with suppression".to_string(),
+            y_label: "LM".to_string(),
+            series: series_by(&by_k, name, k, |r| Some(r.lm_with_suppression)),
+        },
+        Metric {
+            title: "DM (Fig. 6, 7)".to_string(),
+            y_label: "DM".to_string(),
+            series: series_by(&by_k, name, k, |r| Some(r.dm as f64)),
+        },
+        Metric {
+            title: "Time (Fig. 8)".to_string(),
+            y_label: "seconds".to_string(),
+            series: series_by(&by_k, name, k, |r| Some(r.total_s)),
+        },
+    ];
+    let versus_th = [
+        Metric {
+            title: "LM at k = 50 (Fig. 5)".to_string(),
+            y_label: "LM".to_string(),
+            series: series_by(&by_th, name, th, |r| Some(r.lm)),
+        },
+        Metric {
+            title: "LM with suppression at k = 50".to_string(),
+            y_label: "LM".to_string(),
+            series: series_by(&by_th, name, th, |r| Some(r.lm_with_suppression)),
+        },
+    ];
+    let title = "MiRaCle experiment (001 Sec. V)";
+    let mut b = format!("<h1>{}</h1>\n", escape(title));
+    b += "<h2>Versus k (threshold 0.3)</h2>\n";
+    b += &metric_figures("k", &versus_k)?;
+    b += "<h2>Versus threshold (k = 50)</h2>\n";
+    b += &metric_figures("threshold", &versus_th)?;
+    b += "<h2>Table</h2>\n";
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.k.to_string(),
+                r.threshold.to_string(),
+                r.algorithm.clone(),
+                fixed(r.lm, 4),
+                fixed(r.lm_with_suppression, 4),
+                r.dm.to_string(),
+                r.equivalence_classes.to_string(),
+                r.entities_suppressed.to_string(),
+                fixed(r.cluster_s, 2),
+                fixed(r.total_s, 2),
+            ]
+        })
+        .collect();
+    b += &table(
+        &[
+            "k",
+            "threshold",
+            "algorithm",
+            "LM",
+            "LM with suppression",
+            "DM",
+            "ECs",
+            "entities suppressed",
+            "cluster (s)",
+            "total (s)",
+        ],
+        &cells,
+    );
+    Ok(page(title, &b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report as report.json carries it, with `table` as the child table's name.
+    fn report(table: &str, column: &str, histogram: &[(usize, usize)]) -> Report {
+        let hist: serde_json::Map<String, serde_json::Value> = histogram
+            .iter()
+            .map(|(size, n)| (size.to_string(), serde_json::json!(n)))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "relanon_version": "0.1.0",
+            "entity": "student",
+            "params": {
+                "model": {"name": "k-anonymity", "k": 2}, "algorithm": "miracle",
+                "threshold": 0.3, "climit": 150, "mapping": "lsap", "m": 4.0, "s": 0.5,
+                "query_seed": 1, "queries": 200, "keys": "pseudonymize", "orphans": "refuse"
+            },
+            "tables": [
+                {"name": "students", "rows_in": 4, "released": 4, "suppressed": 0,
+                 "orphans_dropped": 0, "qi_columns": 0, "lm": 0.0, "lm_by_column": {}},
+                {"name": table, "rows_in": 11, "released": 10, "suppressed": 1,
+                 "orphans_dropped": 0, "qi_columns": 1, "lm": 0.25,
+                 "lm_by_column": {column: 0.25}}
+            ],
+            "entities": 4, "entities_released": 4, "suppressed_entities": 0,
+            "equivalence_classes": 2, "smallest_ec": 2, "ec_size_histogram": hist,
+            "lm": 0.25, "lm_with_suppression": 0.3, "dm": 8,
+            "utility": {
+                "query_accuracy": 0.9, "query_accuracy_by_depth": [1.0, null],
+                "queries": 200, "kl_divergence": 0.05,
+                "kl_by_column": {"courses.grade": 0.05}, "suppression_accuracy": 90.0
+            },
+            "timings_ms": {"total": 12.0, "cluster": 1.0}
+        }))
+        .expect("the sample is a report")
+    }
+
+    /// The value of attribute `name` in the start tag `tag`.
+    fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[start..].split('"').next()
+    }
+
+    /// Every start tag `<element ...>` in `svg`.
+    fn tags<'a>(svg: &'a str, element: &str) -> Vec<&'a str> {
+        let open = format!("<{element} ");
+        svg.match_indices(&open)
+            .map(|(i, _)| &svg[i..i + svg[i..].find('>').expect("tag closes")])
+            .collect()
+    }
+
+    fn hex(c: [u8; 3]) -> String {
+        format!("#{:02X}{:02X}{:02X}", c[0], c[1], c[2])
+    }
+
+    /// The inline SVG documents of a page, in order.
+    fn svgs(page: &str) -> Vec<&str> {
+        page.split("<svg ").skip(1).collect()
+    }
+
+    #[test]
+    fn hostile_names_are_escaped_everywhere() {
+        let hostile = "<script>alert('x')</script>";
+        let r = report(hostile, "<img src=x onerror=alert(1)>", &[(2, 2)]);
+        let page = report_page(&r).expect("page renders");
+        let lower = page.to_ascii_lowercase();
+        assert!(
+            !lower.contains("<script"),
+            "a raw <script> reached the page"
+        );
+        assert!(!lower.contains("<img"), "a raw <img> reached the page");
+        assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+        // The table name is drawn in the LM plots too, escaped by the SVG backend.
+        assert!(svgs(&page).iter().any(|svg| svg.contains("&lt;script&gt;")));
+        assert_eq!(
+            escape(r#"a&b<c>"d"'e'"#),
+            "a&amp;b&lt;c&gt;&quot;d&quot;&#39;e&#39;"
+        );
+    }
+
+    #[test]
+    fn the_page_forbids_loading_anything() {
+        let page = report_page(&report("courses", "course", &[(2, 2)])).expect("renders");
+        assert!(page.contains("default-src 'none'"));
+        for external in ["<script", "<link", "<img", "http://", "https://", "url("] {
+            let hits: Vec<_> = page.match_indices(external).collect();
+            // The SVG namespace is an identifier, not a fetch.
+            let fetches = hits
+                .iter()
+                .filter(|(i, _)| !page[..*i].ends_with("xmlns=\""))
+                .count();
+            assert_eq!(fetches, 0, "the page contains {external}");
+        }
+    }
+
+    #[test]
+    fn histogram_has_one_bar_per_ec_size_with_heights_as_counts() {
+        let histogram: BTreeMap<usize, usize> = [(2, 3), (3, 1), (5, 6), (9, 1)].into();
+        let svg = ec_histogram(&histogram).expect("draws");
+        let bars: Vec<&str> = tags(&svg, "rect")
+            .into_iter()
+            .filter(|t| attr(t, "fill") == Some(hex(PLOT_COLOUR).as_str()))
+            .collect();
+        assert_eq!(bars.len(), 4, "one bar per EC size");
+        let heights: Vec<f64> = bars
+            .iter()
+            .map(|t| {
+                attr(t, "height")
+                    .and_then(|h| h.parse().ok())
+                    .expect("a rect has a height")
+            })
+            .collect();
+        // Bars in size order: 3, 1, 6, 1 classes.
+        assert!((heights[0] / heights[1] - 3.0).abs() < 0.1, "{heights:?}");
+        assert!((heights[2] / heights[1] - 6.0).abs() < 0.2, "{heights:?}");
+        assert_eq!(heights[1], heights[3]);
+        for size in ["2", "3", "5", "9"] {
+            assert!(svg.contains(&format!(">\n{size}\n</text>")), "label {size}");
+        }
+    }
+
+    #[test]
+    fn report_page_draws_its_plots() {
+        let page = report_page(&report("courses", "course", &[(2, 1), (3, 1)])).expect("ok");
+        // EC sizes, LM per column, LM per table.
+        assert_eq!(svgs(&page).len(), 3);
+        assert!(page.contains("courses.course"));
+        assert!(page.contains("<td class=\"num\">0.2500</td>"));
+        // Phases first, their total last.
+        assert!(page.find(">cluster<") < page.find(">total<"));
+    }
+
+    #[test]
+    fn a_report_of_an_earlier_version_still_renders() {
+        let mut v = serde_json::to_value(report("courses", "course", &[])).expect("serializes");
+        let obj = v.as_object_mut().expect("an object");
+        obj.remove("ec_size_histogram");
+        for t in obj["tables"].as_array_mut().expect("tables") {
+            t.as_object_mut().expect("a table").remove("lm_by_column");
+        }
+        let old: Report = serde_json::from_value(v).expect("missing new fields default");
+        let page = report_page(&old).expect("renders");
+        assert!(page.contains("No equivalence class was released"));
+        assert!(page.contains("no per-column LM"));
+    }
+
+    #[test]
+    fn an_unverified_release_is_flagged() {
+        let mut r = report("courses", "course", &[(2, 2)]);
+        let verified = report_page(&r).expect("renders");
+        assert!(!verified.contains("FAILED"));
+        r.verified = false;
+        let page = report_page(&r).expect("renders");
+        assert!(page.contains("FAILED independent verification"));
+    }
+
+    fn row(algorithm: &str, l: usize, lm: f64, accuracy: Option<f64>) -> Row {
+        Row {
+            algorithm: algorithm.to_string(),
+            l,
+            lm,
+            query_accuracy: accuracy,
+            kl_divergence: Some(lm / 10.0),
+            suppression_accuracy: 90.0,
+            entities_suppressed: 1,
+            cluster_s: 0.5,
+            total_s: 1.0 + lm,
+            threshold: None,
+            sweep_s: None,
+        }
+    }
+
+    #[test]
+    fn experiment_page_has_one_series_per_algorithm_in_every_plot() {
+        let algorithms = ["ClusTree-LSAP", "CToff-GRD", "dMiRaCle"];
+        let mut rows = Vec::new();
+        for l in [2, 3, 4] {
+            for (i, a) in algorithms.iter().enumerate() {
+                // dMiRaCle ran no queries at l = 3: its line skips that point.
+                let accuracy = (!(i == 2 && l == 3)).then_some(0.8);
+                rows.push(row(a, l, 0.1 * (i + l) as f64, accuracy));
+            }
+        }
+        let page = experiment_page("thesis <S>", &rows).expect("renders");
+        assert!(page.contains("<title>thesis &lt;S&gt;</title>"));
+        let plots = svgs(&page);
+        assert_eq!(plots.len(), 4, "LM, query accuracy, KL, time");
+        let palette: Vec<String> = SERIES_COLOURS.iter().map(|&c| hex(c)).collect();
+        for svg in plots {
+            let mut strokes: Vec<&str> = tags(svg, "polyline")
+                .into_iter()
+                .filter_map(|t| attr(t, "stroke"))
+                .filter(|s| palette.iter().any(|p| p == s))
+                .collect();
+            strokes.sort();
+            strokes.dedup();
+            assert_eq!(strokes.len(), algorithms.len(), "one colour per algorithm");
+            for a in algorithms {
+                let legend = format!(">\n{a}\n</text>");
+                assert_eq!(svg.matches(&legend).count(), 1, "{a} in the legend once");
+            }
+            // Every swept l is a tick.
+            for l in ["2", "3", "4"] {
+                assert!(svg.contains(&format!(">\n{l}\n</text>")), "tick l = {l}");
+            }
+        }
+    }
+
+    #[test]
+    fn series_group_by_name_sort_by_x_and_skip_missing_values() {
+        let rows = [
+            row("b", 3, 0.3, Some(0.5)),
+            row("a", 2, 0.2, None),
+            row("b", 2, 0.1, Some(f64::NAN)),
+            row("a", 3, 0.4, Some(0.7)),
+        ];
+        let s = series_by(
+            &rows,
+            |r| &r.algorithm,
+            |r| r.l as f64,
+            |r| r.query_accuracy,
+        );
+        assert_eq!(
+            s,
+            vec![
+                Series {
+                    name: "b".into(),
+                    points: vec![(3.0, 0.5)]
+                },
+                Series {
+                    name: "a".into(),
+                    points: vec![(3.0, 0.7)]
+                },
+            ]
+        );
+        let by_lm = series_by(&rows, |r| &r.algorithm, |r| r.l as f64, |r| Some(r.lm));
+        assert_eq!(by_lm[0].points, vec![(2.0, 0.1), (3.0, 0.3)]);
+    }
+
+    #[test]
+    fn degenerate_plots_still_draw() {
+        let one = [Series {
+            name: "only".into(),
+            points: vec![(5.0, 0.0)],
+        }];
+        assert!(line_plot("one point", "k", "LM", &one).is_ok());
+        assert!(line_plot("nothing", "k", "LM", &[]).is_ok());
+        assert!(count_bars("none", &[], &[], "size", "classes").is_ok());
+        assert!(horizontal_bars("none", &[], &[], "LM").is_ok());
+    }
+
+    #[test]
+    fn count_ticks_are_whole_and_cover_the_maximum() {
+        assert_eq!(count_ticks(0), vec![0.0, 1.0]);
+        assert_eq!(count_ticks(2), vec![0.0, 1.0, 2.0]);
+        let t = count_ticks(37);
+        assert!(t.len() <= 9 && *t.last().expect("ticks") >= 37.0, "{t:?}");
+        assert!(t.iter().all(|v| v.fract() == 0.0));
+    }
 }

@@ -151,6 +151,9 @@ enum Experiment {
     ThesisS,
     /// 000 Sec. 2.4, Fig. 2.4: the same on syntheticT (a college-year level added).
     ThesisT,
+    /// 001 Sec. V, Fig. 4-8: LM, DM and time of MiRaCle, MiRaCleX and the bitmap baselines
+    /// versus k and versus threshold on the university warehouse.
+    Miracle,
 }
 
 /// The synthetic warehouses `generate` writes.

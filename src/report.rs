@@ -209,3 +209,67 @@ impl Report {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_counts_each_size() {
+        let h = histogram(&[3, 2, 3, 7, 3]);
+        assert_eq!(h, BTreeMap::from([(2, 1), (3, 3), (7, 1)]));
+        assert!(histogram(&[]).is_empty());
+    }
+
+    #[test]
+    fn read_names_the_file_and_what_to_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("missing.json");
+        let e = read(&missing).expect_err("no file").to_string();
+        assert!(
+            e.contains("missing.json") && e.contains("pass the report.json"),
+            "{e}"
+        );
+
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, r#"{"entity": "student"}"#).expect("write");
+        let e = read(&bad).expect_err("not a report").to_string();
+        assert!(
+            e.contains("bad.json") && e.contains("not a relanon report.json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_written_report_reads_back_unchanged() {
+        let json = serde_json::json!({
+            "relanon_version": "0.1.0", "entity": "student",
+            "params": {
+                "model": {"name": "l-diversity", "l": 3, "diversity": "probabilistic"},
+                "algorithm": "clustree", "threshold": 0.3, "climit": 150, "mapping": "grd",
+                "m": 4.0, "s": 0.5, "query_seed": 1, "queries": 0,
+                "keys": "preserve", "orphans": "drop"
+            },
+            "tables": [{"name": "students", "rows_in": 4, "released": 3, "suppressed": 1,
+                        "orphans_dropped": 0, "qi_columns": 1, "lm": 0.5,
+                        "lm_by_column": {"yob": 0.5}}],
+            "entities": 4, "entities_released": 3, "suppressed_entities": 1,
+            "equivalence_classes": 1, "smallest_ec": 3, "ec_size_histogram": {"3": 1},
+            "lm": 0.5, "lm_with_suppression": 0.625, "dm": 13,
+            "utility": {"query_accuracy": null, "query_accuracy_by_depth": [], "queries": 0,
+                        "kl_divergence": null, "kl_by_column": {}, "suppression_accuracy": 75.0},
+            "timings_ms": {"total": 3.5}
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, json.to_string()).expect("write");
+        let r = read(&path).expect("reads");
+        assert_eq!(r.ec_size_histogram, BTreeMap::from([(3, 1)]));
+        assert_eq!(r.params.seed, None);
+        // Every field written survives (fields added since default).
+        let back = serde_json::to_value(&r).expect("serializes");
+        for (field, value) in json.as_object().expect("an object") {
+            assert_eq!(&back[field], value, "{field}");
+        }
+    }
+}

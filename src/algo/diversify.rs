@@ -52,6 +52,37 @@ impl Rule {
     }
 }
 
+/// The state of [`Diversifier::mapping_exhaustive`]'s depth-first enumeration.
+struct Enumeration {
+    s_len: usize,
+    n: usize,
+    cost: [[f64; SMALL_ASSIGNMENT]; SMALL_ASSIGNMENT],
+    supp: [f64; SMALL_ASSIGNMENT],
+    pick: [usize; SMALL_ASSIGNMENT],
+    best: Option<(f64, [usize; SMALL_ASSIGNMENT])>,
+}
+
+impl Enumeration {
+    /// Assigns `s[i..]` given the elements of u in `used` and the cost `acc` so far; the
+    /// first assignment of least cost wins (strict `<`).
+    fn assign(&mut self, i: usize, used: u32, acc: f64) {
+        if i == self.s_len {
+            if self.best.is_none_or(|(b, _)| acc < b) {
+                self.best = Some((acc, self.pick));
+            }
+            return;
+        }
+        for j in 0..self.n {
+            if used & (1 << j) == 0 {
+                self.pick[i] = j;
+                // Matching u_j replaces its suppression by the pair's cost.
+                let next = acc + self.cost[i][j] - self.supp[j];
+                self.assign(i + 1, used | (1 << j), next);
+            }
+        }
+    }
+}
+
 /// What diversify needs to know about the forest.
 pub struct Diversifier<'a> {
     forest: &'a Forest,
@@ -269,55 +300,16 @@ impl<'a> Diversifier<'a> {
         }
         let all_suppressed: f64 = supp[..n].iter().sum();
         // Search over assignments: pick[i] is the element of u given to s[i].
-        let mut best: Option<(f64, [usize; SMALL_ASSIGNMENT])> = None;
-        let mut pick = [0usize; SMALL_ASSIGNMENT];
-        fn search(
-            i: usize,
-            used: u32,
-            acc: f64,
-            s_len: usize,
-            n: usize,
-            cost: &[[f64; SMALL_ASSIGNMENT]; SMALL_ASSIGNMENT],
-            supp: &[f64; SMALL_ASSIGNMENT],
-            pick: &mut [usize; SMALL_ASSIGNMENT],
-            best: &mut Option<(f64, [usize; SMALL_ASSIGNMENT])>,
-        ) {
-            if i == s_len {
-                if best.is_none_or(|(b, _)| acc < b) {
-                    *best = Some((acc, *pick));
-                }
-                return;
-            }
-            for j in 0..n {
-                if used & (1 << j) == 0 {
-                    pick[i] = j;
-                    // Matching u_j replaces its suppression by the pair's cost.
-                    let next = acc + cost[i][j] - supp[j];
-                    search(
-                        i + 1,
-                        used | (1 << j),
-                        next,
-                        s_len,
-                        n,
-                        cost,
-                        supp,
-                        pick,
-                        best,
-                    );
-                }
-            }
-        }
-        search(
-            0,
-            0,
-            all_suppressed,
-            s.len(),
+        let mut search = Enumeration {
+            s_len: s.len(),
             n,
-            &cost,
-            &supp,
-            &mut pick,
-            &mut best,
-        );
+            cost,
+            supp,
+            pick: [0; SMALL_ASSIGNMENT],
+            best: None,
+        };
+        search.assign(0, 0, all_suppressed);
+        let (pick, best) = (search.pick, search.best);
         let (total, pick) = best.unwrap_or((all_suppressed, pick));
         SiblingMapping {
             pairs: (0..s.len()).map(|i| (i, pick[i])).collect(),

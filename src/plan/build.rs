@@ -602,7 +602,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
     let e = &entity.name;
     p.model = if ldiv {
         if let Some((_, pos)) = k {
-            return Err(at(pos, format!("k belongs to k-anonymity; with model = 'l-diversity' write l = ... (every EC then holds at least l entities)")));
+            return Err(at(pos, "k belongs to k-anonymity; with model = 'l-diversity' write l = ... (every EC then holds at least l entities)".to_string()));
         }
         let (l, _) = l.ok_or_else(|| {
             at(an.pos, format!("l-diversity needs l; write ANONYMIZE {e} WITH (model = 'l-diversity', l = 3, ...)"))
@@ -613,7 +613,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         }
     } else {
         if let Some((_, pos)) = l {
-            return Err(at(pos, format!("l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity")));
+            return Err(at(pos, "l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity".to_string()));
         }
         let (k, _) = k.ok_or_else(|| {
             at(

@@ -145,3 +145,44 @@ fn baselines_refuse_l_diversity() {
         "{err}"
     );
 }
+
+#[test]
+fn attack_singles_out_s1_on_the_baselines_but_not_on_miracle() {
+    // S1 bought Discrete for Math and Calc and Dyn for Physics (001 Table II). On the
+    // universal and per-table releases only one student has three book rows those fit,
+    // and the adversary reads S1's GPA; MiRaCle suppressed Calc and hides Dyn and Discrete
+    // among two students.
+    let facts = |books: &[&str]| -> Vec<String> {
+        books
+            .iter()
+            .flat_map(|b| ["--fact".to_string(), format!("books.book = '{b}'")])
+            .collect()
+    };
+    for algorithm in ["universal", "per-table"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = anonymize(dir.path(), algorithm, &["--allow-unverified"]);
+        assert_eq!(o.status.code(), Some(1), "{algorithm}: {}", stderr(&o));
+        let mut args = vec!["attack".to_string(), "decl.sql".to_string()];
+        args.extend(facts(&["Calc", "Dyn", "Discrete"]));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = relanon(dir.path(), &args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{algorithm}: {}", stderr(&o));
+        assert!(
+            out.contains("candidates: 1 of 4") && out.contains("SINGLED OUT"),
+            "{algorithm}: {out}"
+        );
+        assert!(out.contains("3.72  100.0%  (disclosed)"), "{algorithm}: {out}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = anonymize(dir.path(), "miracle", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut args = vec!["attack".to_string(), "decl.sql".to_string()];
+    args.extend(facts(&["Dyn", "Discrete"]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = stdout(&relanon(dir.path(), &args));
+    assert!(
+        out.contains("candidates: 2 of 4") && !out.contains("SINGLED OUT"),
+        "{out}"
+    );
+}
