@@ -9,6 +9,7 @@ use relanon::algo::pairwise::Pairwise;
 use relanon::algo::tree::Rep;
 use relanon::forest::{self, Forest};
 use relanon::plan::{self, Algorithm};
+use relanon::progress::Progress;
 use relanon::warehouse::{write_staged, Warehouse};
 
 /// The generated university (students, seed 42) loaded as a forest through the real pipeline.
@@ -56,8 +57,9 @@ fn benches(c: &mut Criterion) {
         climit: 150,
     };
     let pw = Pairwise::new(&forest, Algorithm::Miraclex);
+    let progress = Progress::new();
     group.bench_function("miraclex/300 students k=10", |bench| {
-        bench.iter(|| cluster(&forest, &pw, &order, params))
+        bench.iter(|| cluster(&forest, &pw, &order, params, &progress))
     });
     group.finish();
 }

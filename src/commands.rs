@@ -1,5 +1,6 @@
 //! One function per subcommand; each returns the process exit code or an error for main.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -69,6 +70,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             req.overwrite = overwrite;
             req.key_map = key_map;
             req.allow_unverified = allow_unverified;
+            req.progress = show_progress(quiet);
             let outcome = pipeline::anonymize(&req).await?;
             if let Some(path) = &report_html {
                 write_page(path, &relanon::html::report_page(&outcome.report)?)?;
@@ -105,6 +107,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
         } => {
             let mut req = Request::from_file(&declarations)?;
             req.source = source;
+            req.progress = show_progress(quiet);
             let verdict =
                 pipeline::verify_release(&req, release.as_deref(), key_map.as_deref()).await?;
             if !quiet || !verdict.passed() {
@@ -125,6 +128,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
         } => {
             let mut req = Request::from_file(&declarations)?;
             req.source = source;
+            req.progress = show_progress(quiet);
             let findings = pipeline::attack(&req, release.as_deref(), &facts).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&findings)?);
@@ -217,6 +221,7 @@ async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
     let (decl, source) = write_university(out, parquet, 1000, 42)?;
     let mut req = Request::from_file(&decl)?;
     req.overwrite = true;
+    req.progress = show_progress(quiet);
     let outcome = pipeline::anonymize(&req).await?;
     if !quiet {
         println!(
@@ -377,6 +382,12 @@ async fn miracle_experiment(
     }
     println!("{}", experiment::k_markdown(&rows));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether to draw the phases of a run: only for a person watching a terminal (bars in a log
+/// file or a pipe are noise) who did not pass `--quiet`.
+fn show_progress(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
 }
 
 /// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`).

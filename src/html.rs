@@ -1166,6 +1166,54 @@ mod tests {
     }
 
     #[test]
+    fn miracle_page_plots_every_algorithm_against_k_and_threshold() {
+        let algorithms = ["MiRaCle", "MiRaCleX", "Bitmap (incomplete)"];
+        let settings = [(2, 0.3), (10, 0.3), (50, 0.3), (50, 0.0), (50, 1.0)];
+        let mut rows = Vec::new();
+        for (k, threshold) in settings {
+            for (i, a) in algorithms.iter().enumerate() {
+                rows.push(KRow {
+                    algorithm: a.to_string(),
+                    k,
+                    threshold,
+                    lm: 0.1 * i as f64 + threshold,
+                    lm_with_suppression: 0.2,
+                    dm: 100 * k as u64,
+                    equivalence_classes: 3,
+                    entities_suppressed: 0,
+                    cluster_s: 0.1,
+                    total_s: 0.2,
+                });
+            }
+        }
+        let page = miracle_page(&rows).expect("renders");
+        let plots = svgs(&page);
+        assert_eq!(
+            plots.len(),
+            6,
+            "LM, LM+suppression, DM, time vs k; two vs threshold"
+        );
+        for svg in &plots {
+            for a in algorithms {
+                let legend = format!(">\n{}\n</text>", escape(a));
+                assert_eq!(svg.matches(&legend).count(), 1, "{a} in every legend once");
+            }
+        }
+        // Versus k: the three swept k are ticks; versus threshold: 0 and 1 are.
+        for k in ["2", "10", "50"] {
+            assert!(
+                plots[0].contains(&format!(">\n{k}\n</text>")),
+                "tick k = {k}"
+            );
+        }
+        assert_eq!(
+            page.matches("<tr>").count() - 1,
+            rows.len(),
+            "one table row each"
+        );
+    }
+
+    #[test]
     fn series_group_by_name_sort_by_x_and_skip_missing_values() {
         let rows = [
             row("b", 3, 0.3, Some(0.5)),

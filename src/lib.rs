@@ -15,6 +15,7 @@ pub mod keymap;
 pub mod pipeline;
 pub mod plan;
 pub mod policy;
+pub mod progress;
 pub mod release;
 pub mod report;
 pub mod sensitive;

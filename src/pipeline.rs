@@ -4,12 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::keymap::KeyMap;
 use crate::plan::{KeyPolicy, Plan};
+use crate::progress::{Progress, Snapshot};
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
 use crate::warehouse::{
@@ -34,6 +37,10 @@ pub struct Request {
     /// `--allow-unverified`: commit a release that fails verification (to study the
     /// single-table baselines, which are meant to fail it) instead of refusing it.
     pub allow_unverified: bool,
+    /// Draw each phase on stderr (a spinner, a bar over entities while clustering). Off by
+    /// default so library callers and tests see nothing; the command line turns it on only
+    /// when stderr is a terminal and `--quiet` is not given.
+    pub progress: bool,
 }
 
 impl Request {
@@ -59,8 +66,118 @@ pub struct Outcome {
     pub verdict: Verdict,
 }
 
+/// How often a phase's line is redrawn.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The phase being worked on, drawn on stderr when the request asks for progress, else
+/// nothing. Each phase replaces the previous one's line; dropping clears the last, so an
+/// error is never printed beside a half-drawn bar.
+struct Phases {
+    show: bool,
+    bar: ProgressBar,
+    /// The phase `bar` shows ("" before the first).
+    phase: &'static str,
+}
+
+impl Phases {
+    fn new(show: bool) -> Phases {
+        Phases {
+            show,
+            bar: ProgressBar::hidden(),
+            phase: "",
+        }
+    }
+
+    /// Shows phase `name` (one of the report's timing names) with a spinner and `step`; a
+    /// new step of the same phase keeps its line and elapsed time.
+    fn spin(&mut self, name: &'static str, step: &'static str) {
+        if name != self.phase {
+            self.replace(name, "{spinner} {prefix:<11} {elapsed:>4} {wide_msg}");
+        }
+        self.bar.set_message(step);
+    }
+
+    /// Runs `work`, showing phase `name` as a bar over what `progress` counts; a thread polls
+    /// the counter so the work itself only adds to it.
+    fn count<R>(&mut self, name: &'static str, progress: &Progress, work: impl FnOnce() -> R) -> R {
+        if !self.show {
+            return work();
+        }
+        self.replace(
+            name,
+            "{spinner} {prefix:<11} {elapsed:>4} [{bar:25}] {pos}/{len} {wide_msg}",
+        );
+        let stop = AtomicBool::new(false);
+        let bar = &self.bar;
+        std::thread::scope(|s| {
+            let poller = s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    draw(bar, &progress.snapshot());
+                    std::thread::park_timeout(TICK);
+                }
+            });
+            let _stop = StopPoller {
+                stop: &stop,
+                poller: poller.thread().clone(),
+            };
+            work()
+        })
+    }
+
+    /// Prints a warning above the phase's line.
+    fn warn(&self, message: &str) {
+        self.bar.suspend(|| eprintln!("warning: {message}"));
+    }
+
+    /// Clears the current phase's line and starts a new one styled by `template`.
+    fn replace(&mut self, name: &'static str, template: &str) {
+        self.bar.finish_and_clear();
+        self.phase = name;
+        if !self.show {
+            return;
+        }
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        self.bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_style(style)
+            .with_prefix(name);
+        self.bar.enable_steady_tick(TICK);
+    }
+}
+
+/// Stops a bar's poller when dropped: after the work, and also when the work panics, since
+/// the thread scope would otherwise wait for the poller forever.
+struct StopPoller<'a> {
+    stop: &'a AtomicBool,
+    poller: std::thread::Thread,
+}
+
+impl Drop for StopPoller<'_> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.poller.unpark();
+    }
+}
+
+impl Drop for Phases {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Puts a counter's snapshot on a bar (the count clamped: a new stage may start mid-read).
+fn draw(bar: &ProgressBar, s: &Snapshot) {
+    bar.set_length(s.total);
+    bar.set_position(s.done.min(s.total));
+    if bar.message() != s.label {
+        bar.set_message(s.label.clone());
+    }
+}
+
 /// Parses, opens the source and plans: the shared first half of anonymize and verify.
-async fn prepare(req: &Request) -> Result<(Plan, Warehouse)> {
+async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)> {
+    phases.spin("load", "reading the declarations");
     let policy = decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
     let source = match (&req.source, &policy.source) {
         (Some(s), _) => s.clone(),
@@ -70,10 +187,12 @@ async fn prepare(req: &Request) -> Result<(Plan, Warehouse)> {
             req.origin
         ),
     };
+    phases.spin("load", "opening the source");
     let mut wh = Warehouse::open(&source).await?;
     for w in wh.warnings() {
-        eprintln!("warning: {w}");
+        phases.warn(w);
     }
+    phases.spin("load", "planning");
     let mut plan = plan::build(&policy, &mut wh, &req.base)
         .await
         .map_err(|e| anyhow!("{}:{e}", req.origin))?;
@@ -113,7 +232,8 @@ pub fn report_path(target: &Path) -> PathBuf {
 pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let mut timings = BTreeMap::new();
     let started = Instant::now();
-    let (plan, wh) = prepare(req).await?;
+    let mut phases = Phases::new(req.progress);
+    let (plan, wh) = prepare(req, &mut phases).await?;
     let target = target_of(&plan, &req.origin)?;
     let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(&target));
     if src_abs == tgt_abs || tgt_abs.starts_with(&src_abs) {
@@ -134,6 +254,7 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
             target.display()
         );
     }
+    phases.spin("load", "loading the entity forest");
     let forest = forest::load(&plan, &wh).await?;
     let k = plan.params.model.min_group();
     let letter = if plan.params.model.diversity().is_some() {
@@ -150,20 +271,29 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
         );
     }
     for w in diversity_warnings(&plan, &forest)? {
-        eprintln!("warning: {w}");
+        phases.warn(&w);
     }
     timings.insert("load".to_string(), ms(started));
     let t = Instant::now();
-    let generalization = algo::run(&forest, &plan.params);
+    let progress = Progress::new();
+    let generalization = phases.count("cluster", &progress, || {
+        algo::run(&forest, &plan.params, &progress)
+    });
     timings.insert("cluster".to_string(), ms(t));
     let t = Instant::now();
+    phases.spin("materialize", "building the released tables");
     let materialized = release::materialize(&plan, &forest, &generalization)?;
     timings.insert("materialize".to_string(), ms(t));
     let t = Instant::now();
+    phases.spin(
+        "utility",
+        "count queries and divergences, source and release",
+    );
     let utility = utility::measure(&plan, &forest, &generalization, &materialized).await?;
     timings.insert("utility".to_string(), ms(t));
     let t = Instant::now();
     drop(generalization);
+    phases.spin("assemble", "dimension tables and views");
     let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
     for d in &plan.dimensions {
         let meta = wh
@@ -187,10 +317,12 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let set = ReleaseSet { tables, views };
     timings.insert("assemble".to_string(), ms(t));
     let t = Instant::now();
+    phases.spin("write", "staging the release");
     let staged = write_staged(&target, &set, req.overwrite)?;
     drop(set);
     timings.insert("write".to_string(), ms(t));
     let t = Instant::now();
+    phases.spin("verify", "checking the staged release independently");
     let mut report = report::build(&plan, &materialized, utility, timings.clone());
     let report_json = serde_json::to_value(&report)?;
     let released = Warehouse::open(staged.path())
@@ -235,7 +367,7 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
         )?;
     }
     if plan.params.keys == KeyPolicy::Preserve {
-        eprintln!("warning: keys = 'preserve': released keys are the source's and can link rows back to other systems");
+        phases.warn("keys = 'preserve': released keys are the source's and can link rows back to other systems");
     }
     Ok(Outcome {
         report,
@@ -252,7 +384,8 @@ pub async fn attack(
     release_path: Option<&Path>,
     facts: &[String],
 ) -> Result<crate::attack::Findings> {
-    let (plan, wh) = prepare(req).await?;
+    let mut phases = Phases::new(req.progress);
+    let (plan, wh) = prepare(req, &mut phases).await?;
     let target = match release_path {
         Some(p) => p.to_path_buf(),
         None => target_of(&plan, &req.origin)?,
@@ -260,6 +393,7 @@ pub async fn attack(
     let released = Warehouse::open(&target)
         .await
         .with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    phases.spin("attack", "matching the facts against the release");
     Ok(crate::attack::run(&plan, &wh, &released, facts).await?)
 }
 
@@ -269,7 +403,8 @@ pub async fn verify_release(
     release_path: Option<&Path>,
     key_map: Option<&Path>,
 ) -> Result<Verdict> {
-    let (plan, wh) = prepare(req).await?;
+    let mut phases = Phases::new(req.progress);
+    let (plan, wh) = prepare(req, &mut phases).await?;
     let target = match release_path {
         Some(p) => p.to_path_buf(),
         None => target_of(&plan, &req.origin)?,
@@ -303,6 +438,7 @@ pub async fn verify_release(
         ),
         Err(_) => None,
     };
+    phases.spin("verify", "checking the release independently");
     Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)
 }
 

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use crate::algo::pairwise::Pairwise;
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
+use crate::progress::Progress;
 
 /// The result of clustering: closed equivalence classes and the entities suppressed whole.
 #[derive(Debug, Clone)]
@@ -47,11 +48,22 @@ fn nearest(pw: &Pairwise, open: &[Rep], v: &Rep, skip: Option<usize>) -> Option<
 /// Decisions: line 11 closes a cluster when it reaches k members ("more than k" in the text
 /// would make every EC k + 1 large for no privacy gain); line 6 opens a new cluster only while
 /// fewer than `climit` are open, so there are never more than `climit`.
-pub fn cluster(forest: &Forest, pw: &Pairwise, order: &[u32], p: CdghParams) -> Clustering {
+///
+/// Progress: stage "clustering" counts each entity as it is visited; stage "merging leftover
+/// clusters" counts the entities left open as their cluster closes or is suppressed.
+pub fn cluster(
+    forest: &Forest,
+    pw: &Pairwise,
+    order: &[u32],
+    p: CdghParams,
+    progress: &Progress,
+) -> Clustering {
     let mut open: Vec<Rep> = Vec::new();
     let mut ecs = Vec::new();
     let k = p.k.max(1);
+    progress.stage("clustering", order.len());
     for &row in order {
+        progress.advance(1);
         let v = Rep::from_forest(forest, 0, row);
         let target = match nearest(pw, &open, &v, None) {
             None => None,
@@ -74,6 +86,10 @@ pub fn cluster(forest: &Forest, pw: &Pairwise, order: &[u32], p: CdghParams) -> 
         }
     }
     // Lines 13-20: merge leftovers with their nearest cluster until each reaches k.
+    if !open.is_empty() {
+        let left: usize = open.iter().map(Rep::member_count).sum();
+        progress.stage("merging leftover clusters", left);
+    }
     while open.len() > 1 {
         let Some((j, _)) = nearest(pw, &open, &open[0], Some(0)) else {
             break;
@@ -81,10 +97,12 @@ pub fn cluster(forest: &Forest, pw: &Pairwise, order: &[u32], p: CdghParams) -> 
         let other = open.remove(j);
         open[0] = pw.merge(&open[0], &other);
         if open[0].member_count() >= k {
+            progress.advance(open[0].member_count());
             ecs.push(open.remove(0));
         }
     }
     // Line 22: the remaining fewer-than-k entities are suppressed whole.
-    let suppressed = open.into_iter().flat_map(|c| c.members).collect();
+    let suppressed: Vec<u32> = open.into_iter().flat_map(|c| c.members).collect();
+    progress.advance(suppressed.len());
     Clustering { ecs, suppressed }
 }

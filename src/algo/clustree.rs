@@ -7,6 +7,7 @@ use crate::algo::cdgh::Clustering;
 use crate::algo::diversify::Diversifier;
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
+use crate::progress::Progress;
 
 /// Parameters of Alg. 5.
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +56,18 @@ impl Welford {
 /// cannot complete a cluster (no remaining record can join it diversely) the seed waits for a
 /// later pass; in the final pass (chi = infinity) it is suppressed whole, like the fewer than l
 /// records left at the end (lines 6-8).
-pub fn cluster(forest: &Forest, dv: &Diversifier, order: &[u32], p: ClustreeParams) -> Clustering {
+///
+/// Progress: one stage per pass, named by its number, chi and the entities placed before it,
+/// counting the pass's seeds as they are tried. Seeds, not placed entities, because a pass at
+/// a low chi can reject most clusters: counting placements would stand still while CreateCluster
+/// (the cost of a pass) runs once per seed.
+pub fn cluster(
+    forest: &Forest,
+    dv: &Diversifier,
+    order: &[u32],
+    p: ClustreeParams,
+    progress: &Progress,
+) -> Clustering {
     let size = p.size.max(1);
     let trees: Vec<Rep> = (0..forest.entities() as u32)
         .map(|e| Rep::from_forest(forest, 0, e))
@@ -71,19 +83,30 @@ pub fn cluster(forest: &Forest, dv: &Diversifier, order: &[u32], p: ClustreePara
     let mut costs = Welford::default();
     // Line 3 (CToff: infinity from the start).
     let mut chi = if p.ctoff { f64::INFINITY } else { 0.0 };
+    let mut number = 0;
     loop {
+        number += 1;
         let pass: Vec<u32> = order
             .iter()
             .copied()
             .filter(|&e| in_f[e as usize])
             .collect();
-        for &a in &pass {
+        let placed = order.len() - remaining;
+        let label = format!(
+            "pass {number} (chi {chi:.2}; {placed} of {} placed)",
+            order.len()
+        );
+        progress.stage(&label, pass.len());
+        for (tried, &a) in pass.iter().enumerate() {
+            progress.advance(1);
             if !in_f[a as usize] {
                 continue;
             }
             // Lines 6-8.
             if remaining < size {
                 suppressed.extend(order.iter().copied().filter(|&e| in_f[e as usize]));
+                // The seeds left in this pass are among them.
+                progress.advance(pass.len() - tried - 1);
                 return Clustering { ecs, suppressed };
             }
             let Some(c) = create_cluster(dv, &trees, order, &in_f, a, size) else {

@@ -15,7 +15,10 @@ use crate::algo::pairwise::Pairwise;
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
 use crate::plan::Diversity;
+use crate::progress::Progress;
 
+/// Progress: CDGH's stages, then stage "diversifying classes" counting the entities of each
+/// k-anonymous class as it leaves the queue of classes still to check.
 pub fn cluster(
     forest: &Forest,
     pw: &Pairwise,
@@ -23,17 +26,25 @@ pub fn cluster(
     cdgh: CdghParams,
     l: usize,
     diversity: Diversity,
+    progress: &Progress,
 ) -> Clustering {
-    let base = cdgh::cluster(forest, pw, order, CdghParams { k: l, ..cdgh });
+    let base = cdgh::cluster(forest, pw, order, CdghParams { k: l, ..cdgh }, progress);
     let mut pending: VecDeque<Rep> = base.ecs.into();
     let mut done: Vec<Rep> = Vec::new();
     let mut suppressed = base.suppressed;
+    let to_check = pending.iter().map(Rep::member_count).sum();
+    progress.stage("diversifying classes", to_check);
     'ecs: while let Some(mut ec) = pending.pop_front() {
+        progress.advance(ec.member_count());
         while !group_is_diverse(forest, &ec, l, diversity) {
+            let queued = pending.len();
             let Some(other) = take_nearest(pw, &ec, &mut pending, &mut done) else {
                 suppressed.extend(ec.members);
                 continue 'ecs;
             };
+            if pending.len() < queued {
+                progress.advance(other.member_count());
+            }
             ec = pw.merge(&ec, &other);
         }
         prune(forest, &mut ec, l, diversity);

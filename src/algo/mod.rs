@@ -12,14 +12,16 @@ pub mod tree;
 
 use crate::forest::Forest;
 use crate::plan::{Algorithm, Params};
+use crate::progress::Progress;
 
 pub use cdgh::Clustering;
 pub use generalization::Generalization;
 
 /// Runs the configured algorithm over the whole forest, visiting entities in key order.
 /// The multi-relational algorithms cluster whole trees (one representative per EC); the
-/// single-table baselines (001 Sec. III) generalize rows directly.
-pub fn run(forest: &Forest, params: &Params) -> Generalization {
+/// single-table baselines (001 Sec. III) generalize rows directly. `progress` counts each
+/// stage's work: entities (for the baselines, flat rows) visited or placed, ClusTree's seeds.
+pub fn run(forest: &Forest, params: &Params, progress: &Progress) -> Generalization {
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     let size = params.model.min_group();
     let cdgh = cdgh::CdghParams {
@@ -28,13 +30,13 @@ pub fn run(forest: &Forest, params: &Params) -> Generalization {
         climit: params.climit,
     };
     let clustering = match params.algorithm {
-        Algorithm::Universal => return baseline::universal(forest, params),
-        Algorithm::PerTable => return baseline::per_table(forest, params),
-        Algorithm::BitmapComplete => return baseline::bitmap(forest, params, true),
-        Algorithm::BitmapIncomplete => return baseline::bitmap(forest, params, false),
+        Algorithm::Universal => return baseline::universal(forest, params, progress),
+        Algorithm::PerTable => return baseline::per_table(forest, params, progress),
+        Algorithm::BitmapComplete => return baseline::bitmap(forest, params, true, progress),
+        Algorithm::BitmapIncomplete => return baseline::bitmap(forest, params, false, progress),
         Algorithm::Miracle | Algorithm::Miraclex => {
             let pw = pairwise::Pairwise::new(forest, params.algorithm);
-            cdgh::cluster(forest, &pw, &order, cdgh)
+            cdgh::cluster(forest, &pw, &order, cdgh, progress)
         }
         Algorithm::Clustree | Algorithm::Ctoff => {
             let rule = params
@@ -56,6 +58,7 @@ pub fn run(forest: &Forest, params: &Params) -> Generalization {
                     s: params.s,
                     ctoff: params.algorithm == Algorithm::Ctoff,
                 },
+                progress,
             )
         }
         Algorithm::Dmiracle => {
@@ -64,7 +67,7 @@ pub fn run(forest: &Forest, params: &Params) -> Generalization {
                 .model
                 .diversity()
                 .unwrap_or((size, crate::plan::Diversity::Probabilistic));
-            dmiracle::cluster(forest, &pw, &order, cdgh, l, diversity)
+            dmiracle::cluster(forest, &pw, &order, cdgh, l, diversity, progress)
         }
     };
     Generalization::from_clustering(forest, &clustering)

@@ -613,7 +613,11 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         }
     } else {
         if let Some((_, pos)) = l {
-            return Err(at(pos, "l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity".to_string()));
+            return Err(at(
+                pos,
+                "l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity"
+                    .to_string(),
+            ));
         }
         let (k, _) = k.ok_or_else(|| {
             at(

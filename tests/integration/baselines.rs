@@ -172,7 +172,10 @@ fn attack_singles_out_s1_on_the_baselines_but_not_on_miracle() {
             out.contains("candidates: 1 of 4") && out.contains("SINGLED OUT"),
             "{algorithm}: {out}"
         );
-        assert!(out.contains("3.72  100.0%  (disclosed)"), "{algorithm}: {out}");
+        assert!(
+            out.contains("3.72  100.0%  (disclosed)"),
+            "{algorithm}: {out}"
+        );
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let o = anonymize(dir.path(), "miracle", &[]);

@@ -8,6 +8,7 @@ mod common;
 mod dimensions;
 mod html;
 mod ldiversity;
+mod progress;
 mod properties;
 mod table2;
 mod university;

@@ -23,6 +23,7 @@ use crate::algo::generalization::Generalization;
 use crate::forest::Forest;
 use crate::hierarchy::Hierarchy;
 use crate::plan::Params;
+use crate::progress::Progress;
 
 use super::{cluster_flat, FlatTable};
 
@@ -40,11 +41,16 @@ struct Paths {
 }
 
 /// 001 Sec. III-C over the whole forest.
-pub fn bitmap(forest: &Forest, params: &Params, complete: bool) -> Generalization {
+pub fn bitmap(
+    forest: &Forest,
+    params: &Params,
+    complete: bool,
+    progress: &Progress,
+) -> Generalization {
     let parent_table = parent_tables(forest);
     let paths = intern_paths(forest, &parent_table);
     let table = bitmap_table(forest, &paths, &parent_table, complete);
-    let clustering = cluster_flat(table, params);
+    let clustering = cluster_flat(table, params, progress);
     map_back(forest, &paths, &parent_table, &clustering)
 }
 

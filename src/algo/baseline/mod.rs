@@ -27,6 +27,7 @@ use crate::algo::pairwise::Pairwise;
 use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
 use crate::plan::{Algorithm, Params};
+use crate::progress::Progress;
 
 /// A single table for the single-table algorithm: `rows` records of row-major QI codes.
 struct FlatTable {
@@ -61,8 +62,9 @@ impl FlatTable {
 }
 
 /// 001 Alg. 2 over a flat table, rows visited in order: clusters of at least k rows whose
-/// representative carries the generalized codes; leftovers suppressed (line 22).
-fn cluster_flat(table: FlatTable, params: &Params) -> Clustering {
+/// representative carries the generalized codes; leftovers suppressed (line 22). `progress`
+/// counts flat rows.
+fn cluster_flat(table: FlatTable, params: &Params, progress: &Progress) -> Clustering {
     let forest = table.into_forest();
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     // Node matching is all a childless row needs; MiRaCle and MiRaCleX agree here.
@@ -76,6 +78,7 @@ fn cluster_flat(table: FlatTable, params: &Params) -> Clustering {
             threshold: params.threshold,
             climit: params.climit,
         },
+        progress,
     )
 }
 

@@ -8,11 +8,12 @@
 use crate::algo::generalization::Generalization;
 use crate::forest::Forest;
 use crate::plan::Params;
+use crate::progress::Progress;
 
 use super::{cluster_flat, entity_table_classes, FlatTable};
 
 /// 001 Sec. III-B over the whole forest.
-pub fn per_table(forest: &Forest, params: &Params) -> Generalization {
+pub fn per_table(forest: &Forest, params: &Params, progress: &Progress) -> Generalization {
     let mut g = Generalization::empty(forest);
     for (t, nodes) in forest.tables.iter().enumerate() {
         if nodes.nqi() == 0 {
@@ -24,7 +25,7 @@ pub fn per_table(forest: &Forest, params: &Params) -> Generalization {
             codes: nodes.qi.clone(),
             rows: nodes.rows(),
         };
-        let clustering = cluster_flat(table, params);
+        let clustering = cluster_flat(table, params, progress);
         let n = nodes.nqi();
         for ec in &clustering.ecs {
             for &row in &ec.members {

@@ -13,6 +13,7 @@
 use crate::algo::generalization::Generalization;
 use crate::forest::Forest;
 use crate::plan::Params;
+use crate::progress::Progress;
 
 use super::{cluster_flat, entity_table_classes, FlatTable};
 
@@ -20,11 +21,11 @@ use super::{cluster_flat, entity_table_classes, FlatTable};
 type Path = Vec<(usize, u32)>;
 
 /// 001 Sec. III-A over the whole forest.
-pub fn universal(forest: &Forest, params: &Params) -> Generalization {
+pub fn universal(forest: &Forest, params: &Params, progress: &Progress) -> Generalization {
     let offsets = column_offsets(forest);
     let paths = universal_relation(forest);
     let table = flat_relation(forest, &paths, &offsets);
-    let clustering = cluster_flat(table, params);
+    let clustering = cluster_flat(table, params, progress);
     let mut g = Generalization::empty(forest);
     for ec in &clustering.ecs {
         for &p in &ec.members {
