@@ -333,7 +333,8 @@ async fn experiment(
             eprintln!("{line}");
         }
     };
-    let rows = experiment::thesis(&decl, &work, ls, &variants, &progress).await?;
+    let rows =
+        experiment::thesis(&decl, &work, ls, &variants, &progress, show_progress(quiet)).await?;
     if let Some(path) = json {
         std::fs::write(path, serde_json::to_string_pretty(&rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
@@ -372,7 +373,15 @@ async fn miracle_experiment(
             eprintln!("{line}");
         }
     };
-    let rows = experiment::miracle(&decl, &work, &settings, &MIRACLE_VARIANTS, &progress).await?;
+    let rows = experiment::miracle(
+        &decl,
+        &work,
+        &settings,
+        &MIRACLE_VARIANTS,
+        &progress,
+        show_progress(quiet),
+    )
+    .await?;
     if let Some(path) = json {
         std::fs::write(path, serde_json::to_string_pretty(&rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;

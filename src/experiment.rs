@@ -88,15 +88,20 @@ pub fn with_policy(text: &str, entity: &str, options: &str) -> Result<String> {
 }
 
 /// Runs the thesis table: every variant at every l over the declarations in `decl` (whose
-/// source must exist), releases written under `work`. `progress` hears about each run.
+/// source must exist), releases written under `work`. `progress` hears about each run;
+/// `bars` draws each run's phases on the terminal.
 pub async fn thesis(
     decl: &Path,
     work: &Path,
     ls: &[usize],
     variants: &[Variant],
     progress: &dyn Fn(&str),
+    bars: bool,
 ) -> Result<Vec<Row>> {
-    let base = Request::from_file(decl)?;
+    let base = Request {
+        progress: bars,
+        ..Request::from_file(decl)?
+    };
     let mut rows = Vec::new();
     for &l in ls {
         for v in variants {
@@ -226,8 +231,12 @@ pub async fn miracle(
     settings: &[(usize, f64)],
     variants: &[(&str, &str)],
     progress: &dyn Fn(&str),
+    bars: bool,
 ) -> Result<Vec<KRow>> {
-    let base = Request::from_file(decl)?;
+    let base = Request {
+        progress: bars,
+        ..Request::from_file(decl)?
+    };
     let mut rows = Vec::new();
     for &(k, threshold) in settings {
         for &(name, options) in variants {
