@@ -367,7 +367,12 @@ async fn miracle_experiment(
         .into_iter()
         .map(|k| (k, 0.3))
         .collect();
-    settings.extend((0..=10).map(|i| (50, f64::from(i) / 10.0)));
+    // k = 50 at the default threshold is already in the k sweep: run it once.
+    for th in (0..=10).map(|i| f64::from(i) / 10.0) {
+        if !settings.contains(&(50, th)) {
+            settings.push((50, th));
+        }
+    }
     let progress = |line: &str| {
         if !quiet {
             eprintln!("{line}");
