@@ -377,6 +377,24 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     })
 }
 
+/// The plan, the source, an existing release and its path (`release_path`, default: SET
+/// target), for the commands that read a release back.
+async fn open_release(
+    req: &Request,
+    release_path: Option<&Path>,
+    phases: &mut Phases,
+) -> Result<(Plan, Warehouse, Warehouse, PathBuf)> {
+    let (plan, wh) = prepare(req, phases).await?;
+    let target = match release_path {
+        Some(p) => p.to_path_buf(),
+        None => target_of(&plan, &req.origin)?,
+    };
+    let released = Warehouse::open(&target)
+        .await
+        .with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    Ok((plan, wh, released, target))
+}
+
 /// `relanon attack`: what an adversary knowing `facts` about one entity learns from the
 /// release (default: SET target); see [`crate::attack`].
 pub async fn attack(
@@ -385,14 +403,7 @@ pub async fn attack(
     facts: &[String],
 ) -> Result<crate::attack::Findings> {
     let mut phases = Phases::new(req.progress);
-    let (plan, wh) = prepare(req, &mut phases).await?;
-    let target = match release_path {
-        Some(p) => p.to_path_buf(),
-        None => target_of(&plan, &req.origin)?,
-    };
-    let released = Warehouse::open(&target)
-        .await
-        .with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    let (plan, wh, released, _) = open_release(req, release_path, &mut phases).await?;
     phases.spin("attack", "matching the facts against the release");
     Ok(crate::attack::run(&plan, &wh, &released, facts).await?)
 }
@@ -404,14 +415,7 @@ pub async fn verify_release(
     key_map: Option<&Path>,
 ) -> Result<Verdict> {
     let mut phases = Phases::new(req.progress);
-    let (plan, wh) = prepare(req, &mut phases).await?;
-    let target = match release_path {
-        Some(p) => p.to_path_buf(),
-        None => target_of(&plan, &req.origin)?,
-    };
-    let released = Warehouse::open(&target)
-        .await
-        .with_context(|| format!("cannot open the release '{}'", target.display()))?;
+    let (plan, wh, released, target) = open_release(req, release_path, &mut phases).await?;
     let map: Option<KeyMap> =
         match key_map {
             Some(p) => {

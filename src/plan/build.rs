@@ -443,20 +443,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
             ),
         ));
     }
-    let mut p = Params {
-        model: Model::KAnonymity { k: 0 },
-        algorithm: Algorithm::Miraclex,
-        threshold: 0.3,
-        climit: 150,
-        mapping: Mapping::Lsap,
-        m: 4.0,
-        s: 0.5,
-        query_seed: 1,
-        queries: 200,
-        seed: None,
-        keys: KeyPolicy::Pseudonymize,
-        orphans: OrphanPolicy::Refuse,
-    };
+    let mut p = Params::defaults(Model::KAnonymity { k: 0 });
     let (mut k, mut l, mut model, mut diversity, mut algorithm) = (None, None, None, None, None);
     let text = |v: &Value| match v {
         Value::Text(s) => s.to_ascii_lowercase(),

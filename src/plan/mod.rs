@@ -123,6 +123,26 @@ pub struct Params {
     pub orphans: OrphanPolicy,
 }
 
+impl Params {
+    /// Every option at its documented default, under `model` (README, `ANONYMIZE` options).
+    pub fn defaults(model: Model) -> Params {
+        Params {
+            model,
+            algorithm: Algorithm::Miraclex,
+            threshold: 0.3,
+            climit: 150,
+            mapping: Mapping::Lsap,
+            m: 4.0,
+            s: 0.5,
+            query_seed: 1,
+            queries: 200,
+            seed: None,
+            keys: KeyPolicy::Pseudonymize,
+            orphans: OrphanPolicy::Refuse,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum Model {

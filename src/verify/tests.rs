@@ -14,10 +14,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::keymap::{KeyPair, KeyValue, TableKeys};
-use crate::plan::{
-    Algorithm, ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Mapping, Model, OrphanPolicy,
-    Params, PlannedColumn,
-};
+use crate::plan::{ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Model, Params, PlannedColumn};
 use crate::policy::{DatePart, Pos};
 
 mod ldiv;
@@ -318,18 +315,10 @@ fn plan(k: usize) -> Plan {
         dimensions: vec!["catalog".to_string()],
         hierarchies,
         params: Params {
-            model: Model::KAnonymity { k },
-            algorithm: Algorithm::Miraclex,
-            threshold: 0.3,
-            climit: 150,
-            mapping: Mapping::Lsap,
-            m: 4.0,
-            s: 0.5,
-            query_seed: 1,
             queries: 0,
             seed: Some(7),
             keys: KeyPolicy::Preserve,
-            orphans: OrphanPolicy::Refuse,
+            ..Params::defaults(Model::KAnonymity { k })
         },
         views: vec![],
         source: PathBuf::from("source.sqlite"),

@@ -5,7 +5,7 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
 use super::*;
 use crate::forest::Children;
-use crate::plan::{KeyPolicy, Mapping, Model, OrphanPolicy};
+use crate::plan::Model;
 use crate::progress::Snapshot;
 
 /// Students (no QI) -> courses (QI `course`: Math, Physics, CS, History, Religion under `*`),
@@ -68,18 +68,11 @@ fn nodes(name: &str, hierarchies: Vec<Hierarchy>, qi: Vec<u32>, parent: Vec<u32>
 
 fn params(algorithm: Algorithm, k: usize) -> Params {
     Params {
-        model: Model::KAnonymity { k },
         algorithm,
         threshold: 1.0,
-        climit: 150,
-        mapping: Mapping::Lsap,
-        m: 4.0,
-        s: 0.5,
-        query_seed: 1,
         queries: 0,
         seed: Some(1),
-        keys: KeyPolicy::Pseudonymize,
-        orphans: OrphanPolicy::Refuse,
+        ..Params::defaults(Model::KAnonymity { k })
     }
 }
 
