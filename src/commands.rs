@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use relanon::pipeline::{self, Request};
 use relanon::warehouse::write_staged;
 
-use crate::{Command, Experiment, Generated};
+use crate::{Command, Experiment, ExperimentArgs, Generated};
 
 /// The demo's declarations: the bundled university warehouse, k = 5.
 const DEMO_DECLARATIONS: &str = include_str!("../sql/university.sql");
@@ -30,29 +30,7 @@ const SYNTHETIC_T: &str = include_str!("../sql/synthetic_t.sql");
 
 pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
     match command {
-        Command::Experiment {
-            which,
-            out,
-            students,
-            seed,
-            l,
-            only,
-            json,
-            html,
-        } => {
-            experiment(
-                which,
-                &out,
-                students,
-                seed,
-                &l,
-                &only,
-                json.as_deref(),
-                html.as_deref(),
-                quiet,
-            )
-            .await
-        }
+        Command::Experiment(args) => experiment(&args, quiet).await,
         Command::Demo { out, parquet } => demo(&out, parquet, quiet).await,
         Command::Anonymize {
             declarations,
@@ -242,21 +220,13 @@ async fn demo(out: &Path, parquet: bool, quiet: bool) -> Result<ExitCode> {
 
 /// `relanon experiment`: writes the dataset, its declarations and hierarchies under `out`
 /// (like `demo`), runs the table and prints it as Markdown.
-#[allow(clippy::too_many_arguments)]
-async fn experiment(
-    which: Experiment,
-    out: &Path,
-    students: usize,
-    seed: u64,
-    ls: &[usize],
-    only: &[String],
-    json: Option<&Path>,
-    html: Option<&Path>,
-    quiet: bool,
-) -> Result<ExitCode> {
+async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
     use relanon::experiment::{self, THESIS_VARIANTS};
     use relanon::generate;
-    let (name, text, years, title) = match which {
+    let (out, students, seed) = (args.out.as_path(), args.students, args.seed);
+    let (json, html) = (args.json.as_deref(), args.html.as_deref());
+    let (ls, only) = (&args.l, &args.only);
+    let (name, text, years, title) = match args.which {
         Experiment::ThesisS => (
             "synthetic_s",
             SYNTHETIC_S,
@@ -270,7 +240,7 @@ async fn experiment(
             "000 Sec. 2.4, Fig. 2.4: l-diversity on syntheticT",
         ),
         Experiment::Miracle => {
-            return miracle_experiment(out, students, seed, json, html, quiet).await;
+            return miracle_experiment(args, quiet).await;
         }
     };
     let hierarchies = out.join("hierarchies");
@@ -349,28 +319,20 @@ async fn experiment(
 
 /// `relanon experiment miracle` (001 Sec. V): the university warehouse under `out`; LM, DM
 /// and time for MiRaCle, MiRaCleX and both bitmaps versus k (threshold 0.3, the default:
-/// the paper names none) and versus threshold at k = 50; climit 150 as in the paper.
-async fn miracle_experiment(
-    out: &Path,
-    students: usize,
-    seed: u64,
-    json: Option<&Path>,
-    html: Option<&Path>,
-    quiet: bool,
-) -> Result<ExitCode> {
+/// the paper names none) and versus threshold at `--sweep-k` (50 in the paper); climit 150
+/// as in the paper.
+async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
     use relanon::experiment::{self, MIRACLE_VARIANTS};
-    let (decl, _) = write_university(out, false, students, seed)?;
+    let out = args.out.as_path();
+    let (decl, _) = write_university(out, false, args.students, args.seed)?;
     let work = experiment::work_dir(out);
     std::fs::create_dir_all(&work)
         .with_context(|| format!("cannot create '{}'", work.display()))?;
-    let mut settings: Vec<(usize, f64)> = [2, 5, 10, 25, 50, 100]
-        .into_iter()
-        .map(|k| (k, 0.3))
-        .collect();
-    // k = 50 at the default threshold is already in the k sweep: run it once.
-    for th in (0..=10).map(|i| f64::from(i) / 10.0) {
-        if !settings.contains(&(50, th)) {
-            settings.push((50, th));
+    let mut settings: Vec<(usize, f64)> = args.k.iter().map(|&k| (k, 0.3)).collect();
+    // The sweep k at the default threshold may already be in the k sweep: run it once.
+    for &th in &args.thresholds {
+        if !settings.contains(&(args.sweep_k, th)) {
+            settings.push((args.sweep_k, th));
         }
     }
     let progress = |line: &str| {
@@ -387,12 +349,12 @@ async fn miracle_experiment(
         show_progress(quiet),
     )
     .await?;
-    if let Some(path) = json {
+    if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
-    if let Some(path) = html {
-        write_page(path, &relanon::html::miracle_page(&rows)?)?;
+    if let Some(path) = &args.html {
+        write_page(path, &relanon::html::miracle_page(&rows, args.sweep_k)?)?;
     }
     println!("{}", experiment::k_markdown(&rows));
     Ok(ExitCode::SUCCESS)

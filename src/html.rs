@@ -862,15 +862,15 @@ pub fn experiment_page(title: &str, rows: &[Row]) -> Result<String, HtmlError> {
 }
 
 /// The page of the MiRaCle experiment (001 Sec. V, Fig. 4-8): LM, LM with suppression, DM
-/// and time versus k at threshold 0.3, and LM versus threshold at k = 50, one series per
-/// algorithm, then the whole table.
-pub fn miracle_page(rows: &[KRow]) -> Result<String, HtmlError> {
+/// and time versus k at threshold 0.3, and LM versus threshold at `sweep_k` (50 in the
+/// paper), one series per algorithm, then the whole table.
+pub fn miracle_page(rows: &[KRow], sweep_k: usize) -> Result<String, HtmlError> {
     let by_k: Vec<KRow> = rows
         .iter()
         .filter(|r| r.threshold == 0.3)
         .cloned()
         .collect();
-    let by_th: Vec<KRow> = rows.iter().filter(|r| r.k == 50).cloned().collect();
+    let by_th: Vec<KRow> = rows.iter().filter(|r| r.k == sweep_k).cloned().collect();
     fn name(r: &KRow) -> &str {
         &r.algorithm
     }
@@ -904,12 +904,12 @@ pub fn miracle_page(rows: &[KRow]) -> Result<String, HtmlError> {
     ];
     let versus_th = [
         Metric {
-            title: "LM at k = 50 (Fig. 5)".to_string(),
+            title: format!("LM at k = {sweep_k} (Fig. 5)"),
             y_label: "LM".to_string(),
             series: series_by(&by_th, name, th, |r| Some(r.lm)),
         },
         Metric {
-            title: "LM with suppression at k = 50".to_string(),
+            title: format!("LM with suppression at k = {sweep_k}"),
             y_label: "LM".to_string(),
             series: series_by(&by_th, name, th, |r| Some(r.lm_with_suppression)),
         },
@@ -918,7 +918,7 @@ pub fn miracle_page(rows: &[KRow]) -> Result<String, HtmlError> {
     let mut b = format!("<h1>{}</h1>\n", escape(title));
     b += "<h2>Versus k (threshold 0.3)</h2>\n";
     b += &metric_figures("k", &versus_k)?;
-    b += "<h2>Versus threshold (k = 50)</h2>\n";
+    b += &format!("<h2>Versus threshold (k = {sweep_k})</h2>\n");
     b += &metric_figures("threshold", &versus_th)?;
     b += "<h2>Table</h2>\n";
     let cells: Vec<Vec<String>> = rows
@@ -1186,7 +1186,7 @@ mod tests {
                 });
             }
         }
-        let page = miracle_page(&rows).expect("renders");
+        let page = miracle_page(&rows, 50).expect("renders");
         let plots = svgs(&page);
         assert_eq!(
             plots.len(),

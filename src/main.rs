@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
 
 mod commands;
 
@@ -97,28 +97,7 @@ enum Command {
     },
     /// Reproduce a paper's experiment: generate its data under --out, run every algorithm and
     /// parameter through the whole pipeline (every release verified), print the table.
-    Experiment {
-        #[arg(value_enum)]
-        which: Experiment,
-        #[arg(long, default_value = "out/experiment")]
-        out: PathBuf,
-        #[arg(long, default_value_t = 1000)]
-        students: usize,
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// The l values, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "2,3,4,5")]
-        l: Vec<usize>,
-        /// Only these algorithms (names as printed, e.g. CToff-LSAP), comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        only: Vec<String>,
-        /// Also write the table as JSON here.
-        #[arg(long, value_name = "PATH")]
-        json: Option<PathBuf>,
-        /// Also write the table and its plots as a self-contained HTML page here.
-        #[arg(long, value_name = "PATH")]
-        html: Option<PathBuf>,
-    },
+    Experiment(ExperimentArgs),
     /// Draw a report.json (written by anonymize) as a self-contained HTML page a person can read.
     Report {
         /// The report.json to draw.
@@ -142,6 +121,45 @@ enum Command {
         #[arg(long)]
         overwrite: bool,
     },
+}
+
+/// `relanon experiment`'s arguments.
+#[derive(ClapArgs)]
+struct ExperimentArgs {
+    #[arg(value_enum)]
+    which: Experiment,
+    #[arg(long, default_value = "out/experiment")]
+    out: PathBuf,
+    #[arg(long, default_value_t = 1000)]
+    students: usize,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// thesis-s / thesis-t: the l values, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,3,4,5")]
+    l: Vec<usize>,
+    /// thesis-s / thesis-t: only these algorithms (names as printed, e.g. CToff-LSAP),
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// miracle: the k values swept at threshold 0.3, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,5,10,25,50,100")]
+    k: Vec<usize>,
+    /// miracle: the k at which the thresholds are swept.
+    #[arg(long, default_value_t = 50)]
+    sweep_k: usize,
+    /// miracle: the thresholds swept at --sweep-k, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1"
+    )]
+    thresholds: Vec<f64>,
+    /// Also write the table as JSON here.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Also write the table and its plots as a self-contained HTML page here.
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
 }
 
 /// The papers' experiments `experiment` reproduces.

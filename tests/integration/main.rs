@@ -6,6 +6,7 @@ mod bad_input;
 mod baselines;
 mod common;
 mod dimensions;
+mod experiments;
 mod html;
 mod ldiversity;
 mod progress;

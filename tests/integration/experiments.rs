@@ -1,0 +1,106 @@
+//! `relanon experiment` end to end on small populations: every run goes through the whole
+//! pipeline (so its release passed verify), and the table, JSON and page agree.
+
+use crate::common::*;
+
+fn json_rows(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("the experiment wrote its JSON");
+    serde_json::from_str::<Vec<serde_json::Value>>(&text).expect("JSON rows")
+}
+
+#[test]
+fn thesis_table_on_a_small_synthetic_s() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = relanon(
+        dir.path(),
+        &[
+            "experiment",
+            "thesis-s",
+            "--out",
+            "exp",
+            "--students",
+            "12",
+            "--l",
+            "2,3",
+            "--only",
+            "CToff-GRD",
+            "--json",
+            "rows.json",
+            "--html",
+            "page.html",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("| 2 | CToff-GRD |") && out.contains("| 3 | CToff-GRD |"),
+        "{out}"
+    );
+    let rows = json_rows(&dir.path().join("rows.json"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let lm = r["lm"].as_f64().expect("lm");
+        assert!((0.0..=1.0).contains(&lm), "{r}");
+    }
+    let page = std::fs::read_to_string(dir.path().join("page.html")).expect("page");
+    assert_eq!(page.matches("<svg").count(), 4, "LM, accuracy, KL, time");
+    // Unknown algorithm names are refused with the list to choose from.
+    let o = relanon(
+        dir.path(),
+        &[
+            "experiment",
+            "thesis-s",
+            "--out",
+            "exp",
+            "--students",
+            "12",
+            "--only",
+            "nope",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("ClusTree-LSAP"), "{}", stderr(&o));
+}
+
+#[test]
+fn miracle_experiment_on_a_small_university() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = relanon(
+        dir.path(),
+        &[
+            "experiment",
+            "miracle",
+            "--out",
+            "exp",
+            "--students",
+            "20",
+            "--k",
+            "2,4",
+            "--sweep-k",
+            "4",
+            "--thresholds",
+            "0.3,1",
+            "--json",
+            "rows.json",
+            "--html",
+            "page.html",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = json_rows(&dir.path().join("rows.json"));
+    // (2, 0.3), (4, 0.3), (4, 1): k = 4 at 0.3 runs once; four algorithms each.
+    assert_eq!(rows.len(), 12);
+    for r in &rows {
+        let k = r["k"].as_u64().expect("k");
+        // DM (001 Def. 9) is at least k per entity: every EC holds k or more.
+        assert!(r["dm"].as_u64().expect("dm") >= 20 * k, "{r}");
+        let (lm, lms) = (
+            r["lm"].as_f64().expect("lm"),
+            r["lm_with_suppression"].as_f64().expect("lms"),
+        );
+        assert!(lm <= 1.0 && lms <= 1.0, "{r}");
+    }
+    let page = std::fs::read_to_string(dir.path().join("page.html")).expect("page");
+    assert_eq!(page.matches("<svg").count(), 6);
+    assert!(page.contains("Bitmap (complete)"));
+}
