@@ -185,4 +185,32 @@ proptest! {
         let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")))).expect("verify runs");
         prop_assert!(verdict.passed(), "{}", verdict.summary());
     }
+
+    /// The universal and per-table baselines are not k-anonymous, but what they publish must
+    /// still be a release: truthful, key-atomic, counted and in the source's schema.
+    #[test]
+    fn single_table_baselines_only_ever_fail_k_anonymity(
+        w in warehouse(),
+        algorithm in prop::sample::select(&["universal", "per-table"][..]),
+    ) {
+        let w = Warehouse { algorithm, ..w };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let req = Request {
+            text: build(&w, dir.path()),
+            base: dir.path().to_path_buf(),
+            origin: "random.sql".into(),
+            key_map: Some(dir.path().join("keys.json")),
+            allow_unverified: true,
+            ..Request::default()
+        };
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let outcome = rt
+            .block_on(anonymize(&req))
+            .map_err(|e| TestCaseError::fail(format!("{e:#}\n{}", req.text)))?;
+        prop_assert_eq!(outcome.report.verified, outcome.verdict.passed());
+        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")))).expect("verify runs");
+        for check in &verdict.checks {
+            prop_assert!(check.name == "k-anonymity" || check.passed(), "{}", verdict.summary());
+        }
+    }
 }
