@@ -303,18 +303,19 @@ async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
             eprintln!("{line}");
         }
     };
-    let rows =
+    let table =
         experiment::thesis(&decl, &work, ls, &variants, &progress, show_progress(quiet)).await?;
+    let rows = &table.rows;
     if let Some(path) = json {
-        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+        std::fs::write(path, serde_json::to_string_pretty(rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
     if let Some(path) = html {
         let title = format!("{title} ({students} students, seed {seed})");
-        write_page(path, &relanon::html::experiment_page(&title, &rows)?)?;
+        write_page(path, &relanon::html::experiment_page(&title, rows)?)?;
     }
-    println!("{}", experiment::markdown(&rows));
-    Ok(ExitCode::SUCCESS)
+    println!("{}", experiment::markdown(rows));
+    Ok(failures(&table.failed))
 }
 
 /// `relanon experiment miracle` (001 Sec. V): the university warehouse under `out`; LM, DM
@@ -340,7 +341,7 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
             eprintln!("{line}");
         }
     };
-    let rows = experiment::miracle(
+    let table = experiment::miracle(
         &decl,
         &work,
         &settings,
@@ -350,20 +351,35 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
     )
     .await?;
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+        std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
     if let Some(path) = &args.html {
-        write_page(path, &relanon::html::miracle_page(&rows, args.sweep_k)?)?;
+        write_page(
+            path,
+            &relanon::html::miracle_page(&table.rows, args.sweep_k)?,
+        )?;
     }
-    println!("{}", experiment::k_markdown(&rows));
-    Ok(ExitCode::SUCCESS)
+    println!("{}", experiment::k_markdown(&table.rows));
+    Ok(failures(&table.failed))
 }
 
 /// Whether to draw the phases of a run: only for a person watching a terminal (bars in a log
 /// file or a pipe are noise) who did not pass `--quiet`.
 fn show_progress(quiet: bool) -> bool {
     !quiet && std::io::stderr().is_terminal()
+}
+
+/// An experiment's exit: 0 when every run succeeded; else each failure said on stderr (even
+/// with --quiet) and 1, the table above being incomplete.
+fn failures(failed: &[String]) -> ExitCode {
+    if failed.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for f in failed {
+        eprintln!("error: left out of the table: {f}");
+    }
+    ExitCode::from(1)
 }
 
 /// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`).

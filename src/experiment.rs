@@ -50,6 +50,14 @@ pub const THESIS_VARIANTS: [Variant; 5] = [
     },
 ];
 
+/// An experiment's rows, and the runs that failed (each said with its error, its cell left
+/// out) so one failure does not cost the whole table.
+#[derive(Debug, Clone)]
+pub struct Table<R> {
+    pub rows: Vec<R>,
+    pub failed: Vec<String>,
+}
+
 /// One cell of the reproduced table.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
@@ -89,7 +97,8 @@ pub fn with_policy(text: &str, entity: &str, options: &str) -> Result<String> {
 
 /// Runs the thesis table: every variant at every l over the declarations in `decl` (whose
 /// source must exist), releases written under `work`. `progress` hears about each run;
-/// `bars` draws each run's phases on the terminal.
+/// `bars` draws each run's phases on the terminal. A failed run leaves its cell out and is
+/// listed in [`Table::failed`].
 pub async fn thesis(
     decl: &Path,
     work: &Path,
@@ -97,12 +106,12 @@ pub async fn thesis(
     variants: &[Variant],
     progress: &dyn Fn(&str),
     bars: bool,
-) -> Result<Vec<Row>> {
+) -> Result<Table<Row>> {
     let base = Request {
         progress: bars,
         ..Request::from_file(decl)?
     };
-    let mut rows = Vec::new();
+    let (mut rows, mut failed) = (Vec::new(), Vec::new());
     for &l in ls {
         for v in variants {
             let thresholds: Vec<Option<f64>> = if v.sweep_threshold {
@@ -127,10 +136,15 @@ pub async fn thesis(
                     overwrite: true,
                     ..base.clone()
                 };
-                let outcome = pipeline::anonymize(&req)
-                    .await
-                    .with_context(|| format!("{} at l = {l}", v.name))?;
-                let r = outcome.report;
+                // One failed run (a release verify could not prove, say) must not cost the
+                // whole table: it is said and the cell is left out.
+                let r = match pipeline::anonymize(&req).await {
+                    Ok(outcome) => outcome.report,
+                    Err(e) => {
+                        failed.push(format!("{} at l = {l}: {e:#}", v.name));
+                        continue;
+                    }
+                };
                 let total = r.timings_ms.get("total").copied().unwrap_or(0.0) / 1000.0;
                 sweep += total;
                 progress(&format!(
@@ -147,7 +161,9 @@ pub async fn thesis(
                     best = Some((r, th));
                 }
             }
-            let (r, th) = best.context("at least one run per cell")?;
+            let Some((r, th)) = best else {
+                continue;
+            };
             let secs = |phase: &str| r.timings_ms.get(phase).copied().unwrap_or(0.0) / 1000.0;
             rows.push(Row {
                 algorithm: v.name.to_string(),
@@ -164,7 +180,7 @@ pub async fn thesis(
             });
         }
     }
-    Ok(rows)
+    Ok(Table { rows, failed })
 }
 
 /// The table as Markdown, one row per (l, algorithm).
@@ -232,12 +248,12 @@ pub async fn miracle(
     variants: &[(&str, &str)],
     progress: &dyn Fn(&str),
     bars: bool,
-) -> Result<Vec<KRow>> {
+) -> Result<Table<KRow>> {
     let base = Request {
         progress: bars,
         ..Request::from_file(decl)?
     };
-    let mut rows = Vec::new();
+    let (mut rows, mut failed) = (Vec::new(), Vec::new());
     for &(k, threshold) in settings {
         for &(name, options) in variants {
             let options = format!("k = {k}, threshold = {threshold}, {options}");
@@ -252,10 +268,13 @@ pub async fn miracle(
                 overwrite: true,
                 ..base.clone()
             };
-            let r = pipeline::anonymize(&req)
-                .await
-                .with_context(|| format!("{name} at k = {k}, threshold = {threshold}"))?
-                .report;
+            let r = match pipeline::anonymize(&req).await {
+                Ok(outcome) => outcome.report,
+                Err(e) => {
+                    failed.push(format!("{name} at k = {k}, threshold = {threshold}: {e:#}"));
+                    continue;
+                }
+            };
             let secs = |phase: &str| r.timings_ms.get(phase).copied().unwrap_or(0.0) / 1000.0;
             progress(&format!(
                 "{name} k = {k} th = {threshold}: LM {:.4} (with suppression {:.4}), DM {}, {:.2} s",
@@ -278,7 +297,7 @@ pub async fn miracle(
             });
         }
     }
-    Ok(rows)
+    Ok(Table { rows, failed })
 }
 
 /// The MiRaCle experiment as Markdown, one row per (k, threshold, algorithm).

@@ -19,6 +19,11 @@ pub enum KeyValue {
 pub struct KeyPair {
     pub source: Vec<KeyValue>,
     pub released: Vec<KeyValue>,
+    /// The representative vertex the row was released as: rows of one EC with the same
+    /// group are the vertices the anonymizer matched. A hint for the verifier, which checks
+    /// it like any other candidate matching (and searches when it does not hold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u32>,
 }
 
 /// Per family table (by name): the PK columns and every released row's key pair.

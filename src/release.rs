@@ -15,6 +15,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::algo::generalization::NO_GROUP;
 use crate::algo::Generalization;
 use crate::forest::Forest;
 use crate::keymap::{KeyMap, KeyPair, KeyValue, TableKeys};
@@ -158,6 +159,7 @@ pub fn materialize(
             ft.primary_key.iter().chain(&ft.parent_fk),
             ft.primary_key.is_empty(),
         )?;
+        surrogate.push(own);
         if !ft.primary_key.is_empty() {
             keys.tables.insert(
                 ft.name.clone(),
@@ -166,13 +168,12 @@ pub fn materialize(
                     ti,
                     &nodes.batch,
                     &rows,
-                    &own,
                     &surrogate,
                     &nodes.parent,
+                    &generalization.groups[ti],
                 )?,
             );
         }
-        surrogate.push(own);
         let mut foreign_keys = Vec::new();
         if let Some(p) = ft.parent {
             foreign_keys.push(ForeignKey {
@@ -264,10 +265,12 @@ fn key_pairs(
     ti: usize,
     batch: &RecordBatch,
     rows: &[u32],
-    own: &[Option<i64>],
     surrogate: &[Vec<Option<i64>>],
     parent: &[u32],
+    groups: &[u32],
 ) -> Result<TableKeys, ReleaseError> {
+    // `surrogate[ti]` is this table's own released key per row.
+    let own = &surrogate[ti];
     let ft = &plan.tables[ti];
     let mut idx = HashMap::new();
     for c in &ft.primary_key {
@@ -296,7 +299,12 @@ fn key_pairs(
             source.push(v);
             released.push(rel);
         }
-        pairs.push(KeyPair { source, released });
+        let group = groups[r as usize];
+        pairs.push(KeyPair {
+            source,
+            released,
+            group: (group != NO_GROUP).then_some(group),
+        });
     }
     Ok(TableKeys {
         columns: ft.primary_key.clone(),

@@ -7,6 +7,9 @@ use crate::algo::cdgh::Clustering;
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
 
+/// `Generalization::groups` of a row no representative vertex stands for.
+pub const NO_GROUP: u32 = u32::MAX;
+
 /// The outcome of an algorithm, one entry per source row of every family table.
 #[derive(Debug, Clone)]
 pub struct Generalization {
@@ -15,6 +18,9 @@ pub struct Generalization {
     /// `codes[t]`: row-major generalized QI codes (hierarchy nodes), `nqi` per row; a
     /// suppressed row keeps its leaf codes, which nothing reads.
     pub codes: Vec<Vec<u32>>,
+    /// `groups[t][row]`: the representative vertex the row was published as (rows of one EC
+    /// sharing it are matched vertices), [`NO_GROUP`] where the algorithm has none.
+    pub groups: Vec<Vec<u32>>,
     /// Size of every equivalence class of entities, as the algorithm formed them.
     pub ec_sizes: Vec<usize>,
     /// Entities left out whole.
@@ -31,6 +37,11 @@ impl Generalization {
                 .map(|t| vec![false; t.rows()])
                 .collect(),
             codes: forest.tables.iter().map(|t| t.qi.clone()).collect(),
+            groups: forest
+                .tables
+                .iter()
+                .map(|t| vec![NO_GROUP; t.rows()])
+                .collect(),
             ec_sizes: Vec::new(),
             suppressed_entities: 0,
         }
@@ -40,19 +51,23 @@ impl Generalization {
     /// representative node stands for are suppressed.
     pub fn from_clustering(forest: &Forest, clustering: &Clustering) -> Generalization {
         let mut g = Generalization::empty(forest);
-        fn walk(rep: &Rep, forest: &Forest, g: &mut Generalization) {
+        fn walk(rep: &Rep, forest: &Forest, g: &mut Generalization, next: &mut u32) {
             let t = rep.table as usize;
             let nqi = forest.tables[t].nqi();
+            let group = *next;
+            *next = next.saturating_add(1).min(NO_GROUP - 1);
             for &row in &rep.members {
                 g.kept[t][row as usize] = true;
                 g.codes[t][row as usize * nqi..row as usize * nqi + nqi].copy_from_slice(&rep.qi);
+                g.groups[t][row as usize] = group;
             }
             for c in &rep.children {
-                walk(c, forest, g);
+                walk(c, forest, g, next);
             }
         }
+        let mut next = 0;
         for ec in &clustering.ecs {
-            walk(ec, forest, &mut g);
+            walk(ec, forest, &mut g, &mut next);
         }
         g.ec_sizes = clustering.ecs.iter().map(Rep::member_count).collect();
         g.suppressed_entities = clustering.suppressed.len();

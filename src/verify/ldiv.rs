@@ -250,6 +250,7 @@ pub(super) fn check(
     plan: &Plan,
     tables: &[TableData],
     classes: &Classes,
+    hint: &[Vec<Option<u32>>],
     budget: usize,
     out: &mut Check,
 ) -> Result<(), VerifyError> {
@@ -274,6 +275,7 @@ pub(super) fn check(
             below: &below,
             l,
             rule,
+            hint,
             steps_left: budget.saturating_add(vertices),
         };
         if let Err(failure) = search.group(&roots) {
@@ -497,6 +499,9 @@ pub(super) struct Search<'a> {
     pub below: &'a [bool],
     pub l: usize,
     pub rule: Diversity,
+    /// Per table, per released row, the anonymizer's group (module [`super::witness`]);
+    /// empty or `None` where there is none.
+    pub hint: &'a [Vec<Option<u32>>],
     pub steps_left: usize,
 }
 
@@ -657,8 +662,60 @@ impl Search<'_> {
         Ok(classes)
     }
 
+    /// Step 4, first try: the split the anonymizer's groups propose, if every child of the
+    /// class has a group and each group holds exactly one child per member. `Ok(true)` if
+    /// every proposed group checks out (recursively); `Ok(false)` sends the caller to the
+    /// search. Budget and shape failures end the EC as anywhere else.
+    fn hinted_split(&mut self, cands: &[Vec<Vertex>]) -> Result<bool, Failure> {
+        let hint = |v: Vertex| {
+            self.hint
+                .get(v.0)
+                .and_then(|t| t.get(v.1))
+                .copied()
+                .flatten()
+        };
+        let Some(first) = cands.first() else {
+            return Ok(true);
+        };
+        let mut by_member: Vec<HashMap<u32, Vertex>> = Vec::with_capacity(cands.len());
+        for kids in cands {
+            let mut seen = HashMap::with_capacity(kids.len());
+            for &v in kids {
+                let Some(g) = hint(v) else {
+                    return Ok(false);
+                };
+                if seen.insert(g, v).is_some() {
+                    return Ok(false);
+                }
+            }
+            by_member.push(seen);
+        }
+        let mut groups = Vec::with_capacity(first.len());
+        for &v in first {
+            let Some(g) = hint(v) else {
+                return Ok(false);
+            };
+            let group: Option<Vec<Vertex>> = by_member.iter().map(|m| m.get(&g).copied()).collect();
+            let Some(group) = group else {
+                return Ok(false);
+            };
+            groups.push(group);
+        }
+        for group in groups {
+            match self.group(&group) {
+                Ok(()) => {}
+                Err(e @ (Failure::Budget | Failure::Shape { .. })) => return Err(e),
+                Err(_) => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Step 4 of the module doc: split one class (c >= 2 per member) into c diverse groups.
     fn split(&mut self, cands: &[Vec<Vertex>]) -> Result<(), Failure> {
+        if self.hinted_split(cands)? {
+            return Ok(());
+        }
         let no_split = || Failure::NoSplit {
             candidates: cands.to_vec(),
         };
@@ -841,6 +898,7 @@ mod tests {
         trees: Trees,
         sa: Vec<Vec<SaColumn>>,
         below: Vec<bool>,
+        hint: Vec<Vec<Option<u32>>>,
     }
 
     impl Forest {
@@ -874,6 +932,7 @@ mod tests {
                 },
                 sa,
                 below,
+                hint: Vec::new(),
             }
         }
 
@@ -899,6 +958,7 @@ mod tests {
                 below: &self.below,
                 l,
                 rule,
+                hint: &self.hint,
                 steps_left: budget,
             }
         }
@@ -1038,6 +1098,52 @@ mod tests {
                 "budget {budget}"
             );
         }
+    }
+
+    /// The two-level EC of `running_out_of_budget_fails_closed`: only course 0 with course 3
+    /// (and 1 with 2) gives diverse books.
+    fn hinted(courses: [u32; 4], books: [u32; 8]) -> (Forest, Vec<Vertex>) {
+        let (mut f, roots) =
+            two_levels(&[&[(1, &[5, 5]), (2, &[6, 7])], &[(3, &[5, 5]), (4, &[8, 9])]]);
+        f.hint = vec![
+            vec![Some(0), Some(0)],
+            courses.map(Some).to_vec(),
+            books.map(Some).to_vec(),
+        ];
+        (f, roots)
+    }
+
+    #[test]
+    fn the_anonymizers_grouping_is_checked_first_and_saves_the_search() {
+        // Course rows 0, 1 (member 0) and 2, 3 (member 1); books 0-3 and 4-7 likewise.
+        let (f, roots) = hinted([10, 11, 11, 10], [20, 21, 22, 23, 22, 23, 20, 21]);
+        // Seven group checks and no placement: the root, two course groups, four book groups.
+        let mut search = f.search(2, Diversity::Probabilistic, 7);
+        assert_eq!(search.group(&roots), Ok(()));
+        assert_eq!(search.steps_left, 0);
+    }
+
+    #[test]
+    fn a_wrong_or_partial_grouping_falls_back_to_the_search() {
+        // Pairs course 0 with course 2: its books (5, 5) twice are not 2-diverse.
+        let (f, roots) = hinted([10, 11, 10, 11], [20, 21, 22, 23, 20, 21, 22, 23]);
+        assert_eq!(f.diverse(&roots, 2, Diversity::Probabilistic), Ok(()));
+        // A grouping that names one child twice for a member is no split at all.
+        let (f, roots) = hinted([10, 10, 11, 11], [20, 20, 20, 20, 20, 20, 20, 20]);
+        assert_eq!(f.diverse(&roots, 2, Diversity::Probabilistic), Ok(()));
+    }
+
+    #[test]
+    fn no_grouping_makes_a_non_diverse_class_pass() {
+        // Both members' courses have books (5, 5): no matching is 2-diverse below.
+        let (mut f, roots) =
+            two_levels(&[&[(1, &[5, 5]), (2, &[5, 5])], &[(3, &[5, 5]), (4, &[5, 5])]]);
+        f.hint = vec![
+            vec![Some(0), Some(0)],
+            vec![Some(10), Some(11), Some(10), Some(11)],
+            (0..8).map(|b| Some(20 + (b % 2))).collect(),
+        ];
+        assert!(f.diverse(&roots, 2, Diversity::Probabilistic).is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod ldiv;
 mod matching;
 mod schema;
 mod truth;
+mod witness;
 
 #[cfg(test)]
 mod tests;
@@ -225,7 +226,11 @@ async fn verify_with_budget(
     let mut checks = vec![schema, atomic, truth, kanon, counts];
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");
-        ldiv::check(plan, &tables, &classes, budget, &mut ldiv)?;
+        let hint = match &keys {
+            Keys::Map(map) => witness::from_key_map(plan, &tables, map),
+            Keys::Preserved => Vec::new(),
+        };
+        ldiv::check(plan, &tables, &classes, &hint, budget, &mut ldiv)?;
         checks.push(ldiv);
     }
 

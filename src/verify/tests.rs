@@ -699,6 +699,7 @@ fn pseudonymized() -> (Vec<Table>, KeyMap) {
             .map(|&k| KeyPair {
                 source: vec![KeyValue::Int(k)],
                 released: vec![KeyValue::Int(g(k))],
+                group: None,
             })
             .collect()
     };

@@ -1,0 +1,45 @@
+//! The anonymizer's own vertex grouping, read from the key map when it carries one: per
+//! released row, the representative vertex it was released as. It is only a hint for the
+//! l-diversity search (check 6): a grouping it proposes is checked like any candidate, and
+//! where it does not hold (or is absent: preserved keys, key-less tables, an old key map)
+//! the search runs as without it. Nothing is trusted because it came from the anonymizer.
+
+use std::collections::HashMap;
+
+use super::data::TableData;
+use super::truth::render_key_value;
+use crate::keymap::KeyMap;
+use crate::plan::Plan;
+
+/// `groups[t][released row]`, or `None` where the key map says nothing.
+pub(super) fn from_key_map(
+    plan: &Plan,
+    tables: &[TableData],
+    map: &KeyMap,
+) -> Vec<Vec<Option<u32>>> {
+    plan.tables
+        .iter()
+        .zip(tables)
+        .map(|(ft, t)| {
+            let mut groups = vec![None; t.rel.rows()];
+            let Some(tk) = map.tables.get(&ft.name) else {
+                return groups;
+            };
+            if t.rel_pk.is_empty() || tk.columns != ft.primary_key {
+                return groups;
+            }
+            let by_key: HashMap<Vec<String>, u32> = tk
+                .pairs
+                .iter()
+                .filter_map(|p| Some((p.released.iter().map(render_key_value).collect(), p.group?)))
+                .collect();
+            for (r, g) in groups.iter_mut().enumerate() {
+                *g = t
+                    .rel
+                    .key(&t.rel_pk, r)
+                    .and_then(|k| by_key.get(&k).copied());
+            }
+            groups
+        })
+        .collect()
+}
