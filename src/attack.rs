@@ -105,7 +105,8 @@ pub struct Findings {
     pub candidates: usize,
     /// Exactly one candidate: the victim's released record is found.
     pub singled_out: bool,
-    /// The candidates' released keys (a composite key joined by `,`), when at most 10.
+    /// The candidates' released keys (a composite key joined by `,`), when at most 10 and
+    /// the entity table has a key.
     pub candidate_keys: Option<Vec<String>>,
     /// One per SENSITIVE column (and per fact on its table); none without candidates.
     pub posteriors: Vec<Posterior>,
@@ -214,7 +215,9 @@ pub async fn run(
     let candidates = candidates(&family, &evidence);
     let entity_table = &plan.tables[0];
     let keys = key_columns(&released[0], &entity_table.name, &entity_table.primary_key)?;
-    let candidate_keys = (candidates.len() <= KEYS_LISTED).then(|| {
+    // A key-less entity table (a single table) has no released key to name candidates by.
+    let named = !keys.is_empty() && candidates.len() <= KEYS_LISTED;
+    let candidate_keys = named.then(|| {
         candidates
             .iter()
             .map(|&e| {

@@ -143,11 +143,17 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
         } else {
             format!(", {}", cols(&ft.primary_key, "s."))
         };
-        let query = match ft.parent {
-            None => format!(
-                "SELECT s.* FROM {t} s ORDER BY {}",
-                cols(&ft.primary_key, "s.")
-            ),
+        let batches = match ft.parent {
+            // A key-less entity table (a single table, each row an individual) is visited in
+            // the source's row order, which no query promises.
+            None if ft.primary_key.is_empty() => vec![wh.table_in_source_order(&ft.name)?],
+            None => {
+                wh.sql(&format!(
+                    "SELECT s.* FROM {t} s ORDER BY {}",
+                    cols(&ft.primary_key, "s.")
+                ))
+                .await?
+            }
             Some(p) => {
                 let on = ft
                     .parent_fk
@@ -156,13 +162,13 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                     .map(|(c, k)| format!("s.{} = k.{}", quote(c), quote(k)))
                     .collect::<Vec<_>>()
                     .join(" AND ");
-                format!(
+                wh.sql(&format!(
                     "SELECT s.*, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on} ORDER BY {PARENT} NULLS FIRST{order_key}",
                     quote(&key_table(p))
-                )
+                ))
+                .await?
             }
         };
-        let batches = wh.sql(&query).await?;
         let schema = batches.first().map(|b| b.schema());
         let mut batch = match schema {
             Some(s) => arrow::compute::concat_batches(&s, &batches)
@@ -449,5 +455,54 @@ fn group_children(parent_rows: usize, parent_of: &[u32], table: usize) -> Childr
         table,
         offsets,
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key-less entity table is visited in file order (there is no key to order by), even
+    /// when the file spans several CSV batches: runs stay reproducible.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keyless_entity_rows_keep_source_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Many CSV batches, which a query would split over partitions.
+        let rows = 20_000;
+        let mut csv = String::from("n;g\n");
+        // A scrambled n, so any reordering (by n or by g) would show.
+        for i in 0..rows {
+            csv.push_str(&format!(
+                "{};{}\n",
+                (i * 7919) % rows,
+                ["a", "b", "c"][i % 3]
+            ));
+        }
+        std::fs::write(dir.path().join("people.csv"), csv).expect("csv");
+        let text = "SET source = 'people.csv'; SET csv_delimiter = ';';
+            CREATE HIERARCHY g_h AS VALUES ('a', 'ab'), ('b', 'ab'), ('c');
+            CREATE ENTITY person ON people;
+            LABEL COLUMN people.n AS INSENSITIVE;
+            LABEL COLUMN people.g AS QUASI IDENTIFIER USING g_h;
+            ANONYMIZE person WITH (k = 2);";
+        let policy = crate::decl::parse(text).expect("declarations parse");
+        let options = crate::warehouse::SourceOptions {
+            csv_delimiter: b';',
+        };
+        let mut wh = Warehouse::open_with(&dir.path().join("people.csv"), &options)
+            .await
+            .expect("open");
+        let plan = crate::plan::build(&policy, &mut wh, dir.path())
+            .await
+            .expect("plan");
+        assert!(plan.tables[0].primary_key.is_empty());
+        let forest = load(&plan, &wh).await.expect("forest");
+        assert_eq!(forest.entities(), rows);
+        let n = forest.tables[0].batch.column_by_name("n").expect("n");
+        let order: Vec<Option<f64>> = (0..rows).map(|r| numeric_value(n.as_ref(), r)).collect();
+        let expected: Vec<Option<f64>> = (0..rows)
+            .map(|i| Some(((i * 7919) % rows) as f64))
+            .collect();
+        assert_eq!(order, expected);
     }
 }

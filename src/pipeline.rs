@@ -16,7 +16,7 @@ use crate::progress::{Progress, Snapshot};
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
 use crate::warehouse::{
-    write_file_atomic, write_staged, ReleaseSet, ReleaseTable, TargetKind, Warehouse,
+    write_file_atomic, write_staged, ReleaseSet, ReleaseTable, SourceOptions, TargetKind, Warehouse,
 };
 use crate::{algo, decl, forest, plan, release, report, sensitive, utility, views};
 
@@ -188,7 +188,12 @@ async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)
         ),
     };
     phases.spin("load", "opening the source");
-    let mut wh = Warehouse::open(&source).await?;
+    let options = SourceOptions {
+        csv_delimiter: policy
+            .csv_delimiter
+            .map_or(SourceOptions::default().csv_delimiter, |d| d.byte),
+    };
+    let mut wh = Warehouse::open_with(&source, &options).await?;
     for w in wh.warnings() {
         phases.warn(w);
     }
@@ -427,9 +432,12 @@ pub async fn verify_release(
             }
             None => None,
         };
+    // Without any key (a single key-less table) there is nothing to pseudonymize or map.
+    let keyless = plan.tables.iter().all(|t| t.primary_key.is_empty());
     let keys = match (&map, plan.params.keys) {
         (Some(m), _) => Keys::Map(m),
         (None, KeyPolicy::Preserve) => Keys::Preserved,
+        (None, KeyPolicy::Pseudonymize) if keyless => Keys::Preserved,
         (None, KeyPolicy::Pseudonymize) => bail!(
             "this release has pseudonymized keys, so verify needs the key map: pass --key-map PATH (written by anonymize --key-map PATH)"
         ),

@@ -25,6 +25,8 @@ pub struct Policy {
     pub source: Option<Setting>,
     /// `SET target = '...'`: a `.sqlite` / `.db` file, or a directory for Parquet.
     pub target: Option<Setting>,
+    /// `SET csv_delimiter = ';'`: how the source's CSV files separate fields (`,` if unset).
+    pub csv_delimiter: Option<CsvDelimiter>,
     /// Other `SET name = value` statements (e.g. `orphans = 'drop'`, `keys = 'preserve'`).
     pub settings: Vec<Setting>,
     pub hierarchies: Vec<HierarchyDecl>,
@@ -41,6 +43,14 @@ pub struct Policy {
 pub struct Setting {
     pub name: String,
     pub value: String,
+    pub pos: Pos,
+}
+
+/// `SET csv_delimiter = ';'`, checked to be one byte when parsed: it decides how the source
+/// is read, before any plan exists to report a bad value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsvDelimiter {
+    pub byte: u8,
     pub pos: Pos,
 }
 
@@ -80,11 +90,13 @@ pub enum DatePart {
     Decade,
 }
 
-/// `CREATE ENTITY name ON table (key)`.
+/// `CREATE ENTITY name ON table [(key)]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityDecl {
     pub name: String,
     pub table: String,
+    /// Empty when no key list was written: the table's primary key if it has one, else each
+    /// row is one individual (a single table such as UCI Adult, which has no key).
     pub key: Vec<String>,
     pub pos: Pos,
 }

@@ -20,8 +20,8 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerError};
 
 use crate::policy::{
-    AnonymizeDecl, DatePart, EntityDecl, ForeignKeyDecl, HierarchyDecl, HierarchySource, KeyDecl,
-    LabelDecl, OptionValue, Policy, Pos, Role, Setting, Value, ViewDecl,
+    AnonymizeDecl, CsvDelimiter, DatePart, EntityDecl, ForeignKeyDecl, HierarchyDecl,
+    HierarchySource, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, Setting, Value, ViewDecl,
 };
 use cursor::{lower_first, pos, Cursor, LineIndex, Lit, StatementTokens};
 
@@ -181,7 +181,8 @@ impl<'t> Builder<'t> {
             &Token::Eq,
             &format!("'=' after SET {name} (e.g. SET {name} = 'value')"),
         )?;
-        let (value, _) = c.literal("a value after '=': a quoted string, a number or a word")?;
+        let (value, value_pos) =
+            c.literal("a value after '=': a quoted string, a number or a word")?;
         c.end("SET")?;
         let name = name.to_lowercase();
         if let Some(first) = self.settings.get(&name) {
@@ -199,6 +200,12 @@ impl<'t> Builder<'t> {
         match name.as_str() {
             "source" => self.policy.source = Some(setting),
             "target" => self.policy.target = Some(setting),
+            "csv_delimiter" => {
+                self.policy.csv_delimiter = Some(CsvDelimiter {
+                    byte: csv_delimiter(&setting.value, value_pos)?,
+                    pos: c.start,
+                })
+            }
             _ => self.policy.settings.push(setting),
         }
         Ok(())
@@ -260,7 +267,7 @@ impl<'t> Builder<'t> {
         Ok(())
     }
 
-    /// `CREATE ENTITY name ON table (col, ...)`
+    /// `CREATE ENTITY name ON table [(col, ...)]`
     fn entity(&mut self, c: &mut Cursor) -> Result<(), DeclError> {
         if let Some(first) = &self.policy.entity {
             return Err(DeclError::new(
@@ -281,7 +288,13 @@ impl<'t> Builder<'t> {
             ),
         )?;
         let (table, _) = c.ident("the entity's table name after ON")?;
-        let (key, _) = c.ident_list("the entity's key columns")?;
+        // Without a key list the planner takes the table's primary key, or, for a table
+        // without one, each row as an individual.
+        let key = if c.is(&Token::LParen) {
+            c.ident_list("the entity's key columns")?.0
+        } else {
+            Vec::new()
+        };
         c.end("CREATE ENTITY")?;
         self.policy.entity = Some(EntityDecl {
             name,
@@ -515,6 +528,24 @@ impl<'t> Builder<'t> {
             pos: c.start,
         });
         Ok(())
+    }
+}
+
+/// The byte `SET csv_delimiter = value` names: one ASCII punctuation character or space, or
+/// the word `tab` (a tab cannot be typed visibly between quotes). Letters, digits, quotes
+/// and line breaks would split values or records, so they are refused with what to write.
+fn csv_delimiter(value: &str, at: Pos) -> Result<u8, DeclError> {
+    if value.eq_ignore_ascii_case("tab") || value == "\t" {
+        return Ok(b'\t');
+    }
+    match value.as_bytes() {
+        [b] if (b.is_ascii_punctuation() || *b == b' ') && !matches!(b, b'"' | b'\'') => Ok(*b),
+        _ => Err(DeclError::new(
+            at,
+            format!(
+                "csv_delimiter must be one punctuation character or 'tab', found '{value}'; write e.g. SET csv_delimiter = ';' (or ',', '|', 'tab')"
+            ),
+        )),
     }
 }
 

@@ -219,6 +219,75 @@ fn empty_and_comment_only_files_are_empty_policies() {
 }
 
 #[test]
+fn entity_key_list_is_optional() {
+    let policy = ok("CREATE ENTITY person ON adult;");
+    assert_eq!(
+        policy.entity,
+        Some(EntityDecl {
+            name: "person".into(),
+            table: "adult".into(),
+            key: Vec::new(),
+            pos: p(1, 1),
+        })
+    );
+    let policy = ok("CREATE ENTITY person ON adult (id)");
+    assert_eq!(policy.entity.map(|e| e.key), Some(vec!["id".to_string()]));
+}
+
+#[test]
+fn csv_delimiter_is_one_byte() {
+    for (value, byte) in [
+        ("';'", b';'),
+        ("','", b','),
+        ("'|'", b'|'),
+        ("'tab'", b'\t'),
+        ("TAB", b'\t'),
+        ("'\t'", b'\t'),
+        ("' '", b' '),
+    ] {
+        let policy = ok(&format!("SET csv_delimiter = {value};"));
+        assert_eq!(
+            policy.csv_delimiter,
+            Some(CsvDelimiter { byte, pos: p(1, 1) }),
+            "{value}"
+        );
+        assert!(policy.settings.is_empty(), "not left for the planner");
+    }
+    let policy = ok("SET CSV_Delimiter = ';'");
+    assert_eq!(policy.csv_delimiter.map(|d| d.byte), Some(b';'));
+}
+
+#[test]
+fn csv_delimiter_errors_say_what_to_write() {
+    for value in [
+        "'semicolon'",
+        "';;'",
+        "''",
+        "'a'",
+        "7",
+        "'\"'",
+        "''''",
+        "'é'",
+    ] {
+        assert_err(
+            &format!("SET csv_delimiter = {value};"),
+            (1, 21),
+            "csv_delimiter must be one punctuation character or 'tab', found",
+        );
+    }
+    assert_err(
+        "SET csv_delimiter = 'x';",
+        (1, 21),
+        "write e.g. SET csv_delimiter = ';' (or ',', '|', 'tab')",
+    );
+    assert_err(
+        "SET csv_delimiter = ';';\nSET csv_delimiter = ',';",
+        (2, 5),
+        "'csv_delimiter' is already set at 1:1",
+    );
+}
+
+#[test]
 fn set_values_and_names() {
     let policy = ok(
         "set Orphans = 'drop';\nSET keys = preserve;\nSET seed = -42;\nSET Source = \"a b.sqlite\"",
@@ -618,9 +687,9 @@ fn hierarchy_errors() {
 #[test]
 fn key_and_entity_errors() {
     assert_err(
-        "CREATE ENTITY s ON t;",
-        (1, 21),
-        "'(' and the entity's key columns, found ';'",
+        "CREATE ENTITY s ON t sid;",
+        (1, 22),
+        "';' to end the CREATE ENTITY statement, found 'sid'",
     );
     assert_err("CREATE ENTITY s ON", (1, 19), "found the end of the file");
     assert_err(

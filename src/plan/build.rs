@@ -82,11 +82,15 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         .as_ref()
         .ok_or_else(|| PlanError::Schema("no entity declared; add CREATE ENTITY <name> ON <table> (<key>) naming the table with one row per person".into()))?;
     let root = table(wh, &entity.table, entity.pos)?.clone();
-    let key = columns(&root, &entity.key, entity.pos)?;
+    let key = if entity.key.is_empty() {
+        root.primary_key.clone()
+    } else {
+        columns(&root, &entity.key, entity.pos)?
+    };
     if key.is_empty() {
-        return Err(at(entity.pos, format!("the entity table {} needs a primary key; write CREATE ENTITY {} ON {} (<key column>)", root.name, entity.name, root.name)));
-    }
-    if !root.primary_key.is_empty() && root.primary_key != key {
+        // Each row is an individual: nothing can point at a row, so no child table may.
+        refuse_children_of_keyless(wh, &root, entity)?;
+    } else if !root.primary_key.is_empty() && root.primary_key != key {
         return Err(at(
             entity.pos,
             format!(
@@ -97,7 +101,9 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
             ),
         ));
     }
-    wh.declare_primary_key(&root.name, &key)?;
+    if !key.is_empty() {
+        wh.declare_primary_key(&root.name, &key)?;
+    }
     let mut tables = discover_family(wh, &root.name)?;
     let dimensions = discover_dimensions(wh, &tables);
     assign_roles(policy, wh, &mut tables)?;
@@ -144,6 +150,33 @@ fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
         .map_err(|e| at(fk.pos, e.to_string()))?;
     }
     Ok(())
+}
+
+/// A key-less entity table (`CREATE ENTITY e ON t` for a table without a primary key)
+/// makes each row one individual; a child row could not say whose it is, so a table with
+/// a foreign key into it is refused, naming the key to declare.
+fn refuse_children_of_keyless(
+    wh: &Warehouse,
+    root: &TableMeta,
+    entity: &crate::policy::EntityDecl,
+) -> Result<(), PlanError> {
+    let child = wh.tables.iter().find_map(|t| {
+        t.foreign_keys
+            .iter()
+            .find(|fk| fk.ref_table == root.name)
+            .map(|fk| (t.name.as_str(), fk.columns.join(", ")))
+    });
+    match child {
+        None => Ok(()),
+        Some((table, fk)) => Err(at(
+            entity.pos,
+            format!(
+                "the entity table {r} has no primary key, but {table} ({fk}) references it; a key-less entity is a single table with each row one individual — declare the key the child rows point at: CREATE ENTITY {e} ON {r} (<key column>)",
+                r = root.name,
+                e = entity.name
+            ),
+        )),
+    }
 }
 
 /// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each must

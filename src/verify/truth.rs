@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::data::{show_cell, show_key, Content, Rule, TableData};
 use super::hier::{Hier, ROOT};
-use super::matching::max_matching;
+use super::matching::complete;
 use super::{Check, Keys, VerifyError};
 use crate::keymap::{KeyMap, KeyValue};
 use crate::plan::{FamilyTable, Plan};
@@ -40,7 +40,7 @@ pub(super) fn check(
     Ok(())
 }
 
-fn render_key_value(v: &KeyValue) -> String {
+pub(super) fn render_key_value(v: &KeyValue) -> String {
     match v {
         KeyValue::Int(i) => i.to_string(),
         KeyValue::Text(s) => s.clone(),
@@ -297,8 +297,9 @@ fn cell_ok(
     }
 }
 
-/// A key-less table: within each traced parent, pair released children with source
-/// children by a maximum bipartite matching over "may stand for" edges.
+/// A key-less table: within each traced parent (the whole table for a key-less entity
+/// table), pair released rows with source rows by a maximum assignment over "may stand
+/// for" edges between classes of equal rows ([`pair_group`]).
 fn by_content(
     tables: &[TableData],
     ti: usize,
@@ -351,8 +352,108 @@ fn by_content(
         .iter()
         .filter(|c| matches!(c.rule, Rule::Qi(_)))
         .collect();
-    let exact_key = |side: &super::data::Side, is_src: bool, row: usize| -> Vec<Option<String>> {
-        exact
+    let qi_hiers: Vec<Option<&Hier>> = qi
+        .iter()
+        .map(|c| match &c.rule {
+            Rule::Qi(h) => hiers.get(h),
+            Rule::Exact { .. } => None,
+        })
+        .collect();
+    let columns = Columns {
+        exact: &exact,
+        qi: &qi,
+        hiers: &qi_hiers,
+    };
+    let (scope, among) = if t.parent.is_some() {
+        (
+            "no source row under the same parent",
+            " under the same parent",
+        )
+    } else {
+        ("no source row", "")
+    };
+
+    for g in order {
+        let Some((rels, srcs)) = groups.get(&g) else {
+            continue;
+        };
+        for (i, pairing) in pair_group(t, rels, srcs, &columns).into_iter().enumerate() {
+            let r = rels[i];
+            match pairing {
+                Pairing::Paired(s) => mapped[r] = Some(s),
+                Pairing::NoCandidate => out.record(format!(
+                    "{}: {scope} has values it can stand for",
+                    t.describe(tables, r)
+                )),
+                Pairing::Outnumbered => out.record(format!(
+                    "{}: more released rows than source rows{among} that it can stand for",
+                    t.describe(tables, r)
+                )),
+            }
+        }
+    }
+    mapped
+}
+
+/// The content columns of a key-less table, split by how a released cell must relate to
+/// its source cell.
+struct Columns<'a> {
+    exact: &'a [&'a Content],
+    qi: &'a [&'a Content],
+    /// The hierarchy of each QI column (None: undefined, so only the value or `*` fit).
+    hiers: &'a [Option<&'a Hier>],
+}
+
+/// Rendered cells of one row, one per column of a list.
+type Cells = Vec<Option<String>>;
+
+/// What became of one released row of a key-less group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pairing {
+    /// It stands for this source row.
+    Paired(usize),
+    /// No source row of the group has values it can stand for.
+    NoCandidate,
+    /// Source rows it could stand for exist, but all are taken by other released rows.
+    Outnumbered,
+}
+
+/// Distinct cells of one column, as dense ids.
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<Option<String>, u32>,
+    values: Vec<Option<String>>,
+}
+
+impl Interner {
+    fn id(&mut self, v: Option<String>) -> u32 {
+        if let Some(&id) = self.ids.get(&v) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.ids.insert(v.clone(), id);
+        self.values.push(v);
+        id
+    }
+}
+
+/// The source values (ids of one column's [`Interner`]) a released label may stand for.
+struct Admitted {
+    ids: Vec<u32>,
+    fits: Vec<bool>,
+}
+
+/// Pairs the released rows `rels` of one group with its source rows `srcs` (row indices)
+/// by a maximum assignment. Rows with equal cells are interchangeable, so both sides are
+/// classes first: a source class is (exact cells, QI values), a released class (exact
+/// cells, QI labels). A released class's candidates are found by enumerating the value
+/// tuples its labels admit when that is cheaper than scanning the source classes that
+/// share its exact cells. A greedy pass pairs most rows; augmenting paths ([`complete`])
+/// make the assignment maximum. Returns a [`Pairing`] per entry of `rels`.
+fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>) -> Vec<Pairing> {
+    let nqi = cols.qi.len();
+    let exact_of = |side: &super::data::Side, is_src: bool, row: usize| -> Vec<Option<String>> {
+        cols.exact
             .iter()
             .map(|c| {
                 let numeric = matches!(c.rule, Rule::Exact { numeric: true });
@@ -360,65 +461,199 @@ fn by_content(
             })
             .collect()
     };
-    let scope = if t.parent.is_some() {
-        "no source row under the same parent"
-    } else {
-        "no source row"
+
+    // Source classes, bucketed by their exact cells.
+    let mut values: Vec<Interner> = (0..nqi).map(|_| Interner::default()).collect();
+    let mut exact_ids: HashMap<Vec<Option<String>>, usize> = HashMap::new();
+    let mut bucket: Vec<Vec<usize>> = Vec::new();
+    // Keyed by [exact id, value id per QI column], so a lookup can borrow a reused buffer.
+    let mut src_class: HashMap<Vec<u32>, usize> = HashMap::new();
+    let mut src_rows: Vec<Vec<usize>> = Vec::new();
+    let mut src_codes: Vec<Vec<u32>> = Vec::new();
+    for &s in srcs {
+        let next = exact_ids.len();
+        let e = *exact_ids.entry(exact_of(&t.src, true, s)).or_insert(next);
+        if e == bucket.len() {
+            bucket.push(Vec::new());
+        }
+        let mut key = Vec::with_capacity(nqi + 1);
+        key.push(e as u32);
+        for (c, v) in cols.qi.iter().zip(values.iter_mut()) {
+            key.push(v.id(t.src.cell(c.src, s)));
+        }
+        let class = match src_class.entry(key) {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(v) => {
+                let class = src_rows.len();
+                src_codes.push(v.key()[1..].to_vec());
+                bucket[e].push(class);
+                src_rows.push(Vec::new());
+                v.insert(class);
+                class
+            }
+        };
+        src_rows[class].push(s);
+    }
+
+    // Released classes: positions in `rels`, their exact bucket (if any source shares
+    // their exact cells) and their labels.
+    let mut rel_class: HashMap<(Cells, Cells), usize> = HashMap::new();
+    let mut rel_members: Vec<Vec<usize>> = Vec::new();
+    let mut rel_keys: Vec<(Option<usize>, Vec<Option<String>>)> = Vec::new();
+    for (i, &r) in rels.iter().enumerate() {
+        let exact = exact_of(&t.rel, false, r);
+        let labels: Vec<Option<String>> = cols.qi.iter().map(|c| t.rel.cell(c.rel, r)).collect();
+        let class = match rel_class.entry((exact, labels)) {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(v) => {
+                let class = rel_members.len();
+                rel_keys.push((exact_ids.get(&v.key().0).copied(), v.key().1.clone()));
+                rel_members.push(Vec::new());
+                v.insert(class);
+                class
+            }
+        };
+        rel_members[class].push(i);
+    }
+
+    // What each distinct label of each column admits among the group's source values.
+    let mut admitted: Vec<HashMap<Option<String>, Admitted>> =
+        (0..nqi).map(|_| HashMap::new()).collect();
+    for (_, labels) in &rel_keys {
+        for (q, label) in labels.iter().enumerate() {
+            if admitted[q].contains_key(label) {
+                continue;
+            }
+            let fits: Vec<bool> = values[q]
+                .values
+                .iter()
+                .map(|v| qi_ok(cols.hiers[q], label.as_deref(), v.as_deref()))
+                .collect();
+            let ids = (0..fits.len() as u32)
+                .filter(|&v| fits[v as usize])
+                .collect();
+            admitted[q].insert(label.clone(), Admitted { ids, fits });
+        }
+    }
+
+    // Calls `f` with each source class released class `class` may stand for, until `f`
+    // says stop. A tuple costs a hash lookup, a scanned class a few array reads.
+    let sets_of = |class: usize| -> Vec<&Admitted> {
+        rel_keys[class]
+            .1
+            .iter()
+            .enumerate()
+            .filter_map(|(q, l)| admitted[q].get(l))
+            .collect()
+    };
+    let product = |sets: &[&Admitted]| {
+        sets.iter()
+            .try_fold(1usize, |n, a| n.checked_mul(a.ids.len()))
+            .unwrap_or(usize::MAX)
+    };
+    let visit = |class: usize, f: &mut dyn FnMut(usize) -> bool| {
+        let Some(e) = rel_keys[class].0 else {
+            return;
+        };
+        let sets = sets_of(class);
+        if product(&sets).saturating_mul(4) <= bucket[e].len() {
+            for_each_tuple(e as u32, &sets, |key| {
+                src_class.get(key).is_none_or(|&c| f(c))
+            });
+        } else {
+            for &c in &bucket[e] {
+                let fits = src_codes[c]
+                    .iter()
+                    .zip(&sets)
+                    .all(|(&v, a)| a.fits[v as usize]);
+                if fits && !f(c) {
+                    return;
+                }
+            }
+        }
     };
 
-    for g in order {
-        let Some((rels, srcs)) = groups.get(&g) else {
-            continue;
-        };
-        // Exact columns must agree outright, so they bucket the candidates; only the QI
-        // columns need a pairwise test.
-        let mut buckets: HashMap<Vec<Option<String>>, Vec<usize>> = HashMap::new();
-        for (j, &s) in srcs.iter().enumerate() {
-            buckets
-                .entry(exact_key(&t.src, true, s))
-                .or_default()
-                .push(j);
-        }
-        let src_qi: Vec<Vec<Option<String>>> = srcs
-            .iter()
-            .map(|&s| qi.iter().map(|c| t.src.cell(c.src, s)).collect())
-            .collect();
-        let adj: Vec<Vec<usize>> = rels
-            .iter()
-            .map(|&r| {
-                let labels: Vec<Option<String>> = qi.iter().map(|c| t.rel.cell(c.rel, r)).collect();
-                let Some(cands) = buckets.get(&exact_key(&t.rel, false, r)) else {
-                    return Vec::new();
+    let supply: Vec<usize> = rel_members.iter().map(Vec::len).collect();
+    let capacity: Vec<usize> = src_rows.iter().map(Vec::len).collect();
+    // A complete assignment proves every released row truthful, and relanon's releases
+    // almost always have one that a greedy pass comes close to: most specific classes
+    // first, each taking what its candidates have left, with no edge list. Augmenting
+    // paths ([`complete`]) then place what is left, or show it cannot be placed.
+    let mut flows: Vec<Vec<(usize, usize)>> = vec![Vec::new(); supply.len()];
+    let mut left = capacity.clone();
+    let mut order: Vec<(usize, usize)> = (0..supply.len())
+        .map(|c| (product(&sets_of(c)), c))
+        .collect();
+    order.sort_unstable();
+    for &(_, class) in &order {
+        let mut need = supply[class];
+        visit(class, &mut |sc| {
+            let units = need.min(left[sc]);
+            if units > 0 {
+                left[sc] -= units;
+                need -= units;
+                flows[class].push((sc, units));
+            }
+            need > 0
+        });
+    }
+    let no_candidate = complete(&supply, &capacity, &mut flows, &mut |class| {
+        let mut found = Vec::new();
+        visit(class, &mut |sc| {
+            found.push(sc);
+            true
+        });
+        found
+    });
+
+    let mut out = vec![Pairing::Outnumbered; rels.len()];
+    let mut taken = vec![0usize; src_rows.len()];
+    for (class, members) in rel_members.iter().enumerate() {
+        let mut members = members.iter();
+        for &(sc, units) in &flows[class] {
+            for _ in 0..units {
+                let (Some(&i), Some(&s)) = (members.next(), src_rows[sc].get(taken[sc])) else {
+                    break;
                 };
-                cands
-                    .iter()
-                    .copied()
-                    .filter(|&j| {
-                        qi.iter().zip(&labels).zip(&src_qi[j]).all(|((c, l), v)| {
-                            let h = match &c.rule {
-                                Rule::Qi(h) => hiers.get(h),
-                                Rule::Exact { .. } => None,
-                            };
-                            qi_ok(h, l.as_deref(), v.as_deref())
-                        })
-                    })
-                    .collect()
-            })
-            .collect();
-        let matching = max_matching(&adj, srcs.len());
-        for (i, &r) in rels.iter().enumerate() {
-            match matching[i] {
-                Some(j) => mapped[r] = Some(srcs[j]),
-                None if adj[i].is_empty() => out.record(format!(
-                    "{}: {scope} has values it can stand for",
-                    t.describe(tables, r)
-                )),
-                None => out.record(format!(
-                    "{}: more released rows than source rows under the same parent that it can stand for",
-                    t.describe(tables, r)
-                )),
+                taken[sc] += 1;
+                out[i] = Pairing::Paired(s);
+            }
+        }
+        if no_candidate[class] {
+            for &i in members {
+                out[i] = Pairing::NoCandidate;
             }
         }
     }
-    mapped
+    out
+}
+
+/// Calls `f` with `[exact, v_1, ..., v_q]` for every tuple of value ids taking one id from
+/// each set, in odometer order, in one reused buffer, until `f` returns false.
+fn for_each_tuple(exact: u32, sets: &[&Admitted], mut f: impl FnMut(&[u32]) -> bool) {
+    if sets.iter().any(|a| a.ids.is_empty()) {
+        return;
+    }
+    let mut at = vec![0usize; sets.len()];
+    let mut key: Vec<u32> = std::iter::once(exact)
+        .chain(sets.iter().map(|a| a.ids[0]))
+        .collect();
+    loop {
+        if !f(&key) {
+            return;
+        }
+        // Advance the last position that can move; reset those after it.
+        let Some(q) = (0..sets.len())
+            .rev()
+            .find(|&q| at[q] + 1 < sets[q].ids.len())
+        else {
+            return;
+        };
+        at[q] += 1;
+        key[q + 1] = sets[q].ids[at[q]];
+        for later in q + 1..sets.len() {
+            at[later] = 0;
+            key[later + 1] = sets[later].ids[0];
+        }
+    }
 }

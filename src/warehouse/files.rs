@@ -1,4 +1,6 @@
-//! Reading a directory of Parquet and CSV files, one table per file, named by file stem.
+//! Reading a directory of Parquet and CSV files, or one such file, one table per file,
+//! named by file stem. CSV files have a header row and fields separated by the declared
+//! delimiter (`SET csv_delimiter`, default `,`).
 //!
 //! Files are read eagerly into memory: the anonymizer scans every family table in full
 //! anyway, and a corrupt file is then reported when the warehouse opens, not halfway
@@ -6,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,7 +17,9 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::{one_line, show, ColumnMeta, LoadedTable, SourceKind, TableMeta, WarehouseError};
+use super::{
+    one_line, show, ColumnMeta, LoadedTable, SourceKind, SourceOptions, TableMeta, WarehouseError,
+};
 
 #[derive(Clone, Copy, PartialEq)]
 enum FileKind {
@@ -23,8 +27,58 @@ enum FileKind {
     Csv,
 }
 
+/// A loaded file source: its kind, its tables and warnings for the user.
+type Loaded = (SourceKind, Vec<LoadedTable>, Vec<String>);
+
+fn file_kind(path: &Path) -> Option<FileKind> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("parquet") => Some(FileKind::Parquet),
+        Some("csv") => Some(FileKind::Csv),
+        _ => None,
+    }
+}
+
+/// One .csv or .parquet file as a one-table warehouse named by its stem; `None` when the
+/// file has neither extension (the caller then says what a source may be).
+pub(super) fn load_file(
+    path: &Path,
+    options: &SourceOptions,
+) -> Result<Option<Loaded>, WarehouseError> {
+    let Some(kind) = file_kind(path) else {
+        return Ok(None);
+    };
+    let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+        return Ok(None);
+    };
+    load_tables(
+        path,
+        vec![(stem.to_string(), path.to_path_buf(), kind)],
+        options,
+    )
+    .map(Some)
+}
+
+/// The warning for a declared delimiter that no file of the source used.
+pub(super) fn unused_delimiter(
+    path: &Path,
+    options: &SourceOptions,
+    csv_files: usize,
+) -> Option<String> {
+    (csv_files == 0 && options.csv_delimiter != SourceOptions::default().csv_delimiter).then(|| {
+        format!(
+            "SET csv_delimiter has no effect: source '{}' holds no CSV files; remove the setting",
+            show(path)
+        )
+    })
+}
+
 /// The source kind is Parquet when any table is, CSV when all are.
-pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), WarehouseError> {
+pub(super) fn load_dir(dir: &Path, options: &SourceOptions) -> Result<Loaded, WarehouseError> {
     let io = |op: &'static str, path: &Path, e: std::io::Error| WarehouseError::Io {
         op,
         path: show(path),
@@ -42,15 +96,8 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
         if file_name.starts_with('.') {
             continue;
         }
-        let kind = match path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("parquet") => FileKind::Parquet,
-            Some("csv") => FileKind::Csv,
-            _ => continue,
+        let Some(kind) = file_kind(&path) else {
+            continue;
         };
         if !std::fs::metadata(&path)
             .map_err(|e| io("read", &path, e))?
@@ -78,16 +125,30 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
             });
         }
     }
+    load_tables(dir, found, options)
+}
+
+/// Reads each (table name, file, kind) found in `source`.
+fn load_tables(
+    source: &Path,
+    found: Vec<(String, PathBuf, FileKind)>,
+    options: &SourceOptions,
+) -> Result<Loaded, WarehouseError> {
     let kind = if found.iter().any(|f| f.2 == FileKind::Parquet) {
         SourceKind::Parquet
     } else {
         SourceKind::Csv
     };
     let mut tables = Vec::with_capacity(found.len());
+    let mut warnings = Vec::new();
     for (stem, path, kind) in &found {
         let (schema, batches) = match kind {
             FileKind::Parquet => read_parquet(path)?,
-            FileKind::Csv => read_csv(path)?,
+            FileKind::Csv => {
+                let (schema, batches, warning) = read_csv(path, options.csv_delimiter)?;
+                warnings.extend(warning);
+                (schema, batches)
+            }
         };
         let meta = TableMeta {
             name: stem.clone(),
@@ -102,7 +163,37 @@ pub(super) fn load_dir(dir: &Path) -> Result<(SourceKind, Vec<LoadedTable>), War
             catalog_pk: false,
         });
     }
-    Ok((kind, tables))
+    let csv_files = found.iter().filter(|f| f.2 == FileKind::Csv).count();
+    warnings.extend(unused_delimiter(source, options, csv_files));
+    Ok((kind, tables, warnings))
+}
+
+/// Delimiters a CSV file is commonly written with, and how `SET csv_delimiter` names them.
+const DELIMITERS: [(u8, &str); 4] = [(b',', ","), (b';', ";"), (b'\t', "tab"), (b'|', "|")];
+
+/// What to declare when a CSV's header line holds no `used` delimiter but another common
+/// one: the file was most likely written with that one (UCI Adult as ARX ships it uses
+/// ';'), and the failure would otherwise surface as a ragged row or an unknown column.
+fn delimiter_hint(header: &str, used: u8) -> Option<String> {
+    if header.as_bytes().contains(&used) {
+        return None;
+    }
+    let (_, name) = DELIMITERS
+        .iter()
+        .find(|(d, _)| *d != used && header.as_bytes().contains(d))?;
+    Some(format!(
+        "if its fields are separated by '{name}', add SET csv_delimiter = '{name}' to the declarations"
+    ))
+}
+
+/// The first line of a file, for [`delimiter_hint`] (empty if unreadable: the reader then
+/// reports the real problem).
+fn header_line(path: &Path) -> String {
+    let mut line = String::new();
+    if let Ok(file) = File::open(path) {
+        let _ = BufReader::new(file).read_line(&mut line);
+    }
+    line
 }
 
 fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
@@ -165,15 +256,26 @@ fn plain_types(
     Ok((plain, batches))
 }
 
-fn read_csv(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
+/// Reads one CSV file; also returns a warning when it came out as one column that looks
+/// like several joined by another delimiter.
+fn read_csv(
+    path: &Path,
+    delimiter: u8,
+) -> Result<(SchemaRef, Vec<RecordBatch>, Option<String>), WarehouseError> {
+    let hint = delimiter_hint(&header_line(path), delimiter);
     let err = |msg: String| WarehouseError::Csv {
         path: show(path),
-        msg,
+        msg: match &hint {
+            Some(h) => format!("{msg}; {h}"),
+            None => msg,
+        },
     };
     let mut file = File::open(path).map_err(|e| err(one_line(e)))?;
     // Inferring from every record, not a sample: a text value in row 100 000 of a column
     // that looked numeric would otherwise fail the load (or a query) much later.
-    let format = Format::default().with_header(true);
+    let format = Format::default()
+        .with_header(true)
+        .with_delimiter(delimiter);
     let (schema, _) = format
         .infer_schema(BufReader::new(&mut file), None)
         .map_err(|e| err(one_line(e)))?;
@@ -198,7 +300,15 @@ fn read_csv(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| err(one_line(e)))?;
-    Ok((schema, batches))
+    let warning = match (schema.fields().len(), hint) {
+        (1, Some(h)) => Some(format!(
+            "'{}' reads as one column '{}': {h}",
+            show(path),
+            schema.field(0).name()
+        )),
+        _ => None,
+    };
+    Ok((schema, batches, warning))
 }
 
 /// SQL cannot tell two columns of one name apart.

@@ -34,7 +34,7 @@ pub enum WarehouseError {
         msg: String,
         hint: &'static str,
     },
-    #[error("'{path}' is neither a SQLite file nor a directory: point the source at a .sqlite file or at a directory of .parquet / .csv files")]
+    #[error("'{path}' is neither a SQLite file, a .csv / .parquet file nor a directory: point the source at a .sqlite file, one .csv / .parquet file, or a directory of .parquet / .csv files")]
     NotAWarehouse { path: String },
     #[error("cannot read SQLite file '{path}': {msg}; check that it is a complete, uncorrupted SQLite database")]
     Sqlite { path: String, msg: String },
@@ -42,7 +42,7 @@ pub enum WarehouseError {
         "cannot read Parquet file '{path}': {msg}; check that the file is complete and not corrupt"
     )]
     Parquet { path: String, msg: String },
-    #[error("cannot read CSV file '{path}': {msg}; a CSV table needs a header row and comma-separated fields")]
+    #[error("cannot read CSV file '{path}': {msg}; a CSV table needs a header row and fields separated by ',' (or by the character SET csv_delimiter names)")]
     Csv { path: String, msg: String },
     #[error("directory '{path}' holds no .parquet or .csv files: point the source at a warehouse directory")]
     EmptyDirectory { path: String },
@@ -94,6 +94,21 @@ pub(crate) fn one_line(msg: impl std::fmt::Display) -> String {
 
 pub(crate) fn show(path: &Path) -> String {
     path.display().to_string()
+}
+
+/// How to read a source's files, from the declarations (`SET csv_delimiter = ';'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceOptions {
+    /// The byte between fields of every CSV file of the source (`,` unless declared).
+    pub csv_delimiter: u8,
+}
+
+impl Default for SourceOptions {
+    fn default() -> Self {
+        SourceOptions {
+            csv_delimiter: b',',
+        }
+    }
 }
 
 /// The kind of storage a warehouse lives in.
@@ -216,6 +231,8 @@ pub struct Warehouse {
     pub tables: Vec<TableMeta>,
     ctx: SessionContext,
     catalog_pk: Vec<bool>,
+    /// Each table's rows as loaded, parallel to `tables` (shared with DataFusion's copy).
+    loaded: Vec<(SchemaRef, Vec<RecordBatch>)>,
     warnings: Vec<String>,
 }
 
@@ -261,11 +278,22 @@ fn has_sqlite_magic(path: &Path) -> Result<bool, WarehouseError> {
 }
 
 impl Warehouse {
-    /// Opens a SQLite file (recognized by its magic header; keys from its catalog) or a
-    /// directory whose *.parquet and *.csv files are tables named by file stem (no keys:
-    /// they are declared later). Every table is loaded into memory and registered with
+    /// Opens a SQLite file (recognized by its magic header; keys from its catalog), a single
+    /// .csv / .parquet file (one table named by its stem), or a directory whose *.parquet and
+    /// *.csv files are tables named by file stem (no keys: they are declared later), with
+    /// CSV files comma-separated. Every table is loaded into memory and registered with
     /// DataFusion under its exact name.
     pub async fn open(path: &Path) -> Result<Warehouse, WarehouseError> {
+        Self::open_with(path, &SourceOptions::default()).await
+    }
+
+    /// [`Warehouse::open`] with the declared way of reading files (the CSV delimiter). A
+    /// single data file is a source of its own because a published data set (UCI Adult as
+    /// ARX ships it) often sits in a directory beside files that are not tables.
+    pub async fn open_with(
+        path: &Path,
+        options: &SourceOptions,
+    ) -> Result<Warehouse, WarehouseError> {
         let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => WarehouseError::NotFound { path: show(path) },
             _ => WarehouseError::Io {
@@ -278,11 +306,13 @@ impl Warehouse {
         // Loading is plain blocking I/O and CPU work; nothing else runs while a warehouse
         // opens, so it is done inline rather than on a blocking pool.
         let (kind, loaded, warnings) = if meta.is_dir() {
-            let (kind, loaded) = files::load_dir(path)?;
-            (kind, loaded, Vec::new())
+            files::load_dir(path, options)?
         } else if meta.is_file() && has_sqlite_magic(path)? {
-            let (loaded, warnings) = sqlite::load(path)?;
+            let (loaded, mut warnings) = sqlite::load(path)?;
+            warnings.extend(files::unused_delimiter(path, options, 0));
             (SourceKind::Sqlite, loaded, warnings)
+        } else if let Some(loaded) = files::load_file(path, options)? {
+            loaded
         } else {
             return Err(WarehouseError::NotAWarehouse { path: show(path) });
         };
@@ -298,7 +328,9 @@ impl Warehouse {
         let ctx = new_context();
         let mut tables = Vec::with_capacity(loaded.len());
         let mut catalog_pk = Vec::with_capacity(loaded.len());
+        let mut rows = Vec::with_capacity(loaded.len());
         for t in loaded {
+            rows.push((Arc::clone(&t.schema), t.batches.clone()));
             let provider = MemTable::try_new(t.schema, vec![t.batches]).map_err(|e| {
                 WarehouseError::Message(format!(
                     "cannot load table '{}' from '{}': {}",
@@ -328,6 +360,7 @@ impl Warehouse {
             tables,
             ctx,
             catalog_pk,
+            loaded: rows,
             warnings,
         })
     }
@@ -475,6 +508,20 @@ impl Warehouse {
         };
         let df = self.ctx.sql(query).await.map_err(err)?;
         df.collect().await.map_err(err)
+    }
+
+    /// The whole table in the order the source holds its rows (file order; SQLite's scan
+    /// order). A query promises no order: DataFusion splits an in-memory table into
+    /// partitions and collects them as they finish. A table without a key has no other
+    /// order to be visited in reproducibly.
+    pub fn table_in_source_order(&self, table: &str) -> Result<RecordBatch, WarehouseError> {
+        let (schema, batches) = &self.loaded[self.resolve_table(table)?];
+        arrow::compute::concat_batches(schema, batches).map_err(|e| {
+            WarehouseError::Message(format!(
+                "cannot read table '{table}' in source order: {}",
+                one_line(e)
+            ))
+        })
     }
 
     /// One concatenated batch of the table (all columns, or the listed ones), ordered by

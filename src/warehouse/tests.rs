@@ -782,3 +782,122 @@ fn atomic_file_write() {
         assert_eq!(mode & 0o777, 0o600);
     }
 }
+
+#[tokio::test]
+async fn one_csv_file_is_a_source_read_with_the_declared_delimiter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // As ARX ships UCI Adult: ';'-separated, CRLF line ends, beside files that are not tables.
+    let adult = dir.path().join("adult.csv");
+    std::fs::write(
+        &adult,
+        "sex;age;marital-status\r\nMale;39;Never-married\r\nFemale;50;Married, spouse absent\r\n",
+    )
+    .expect("csv");
+    std::fs::write(
+        dir.path().join("adult_hierarchy_sex.csv"),
+        "Male;*\nFemale;*\n",
+    )
+    .expect("h");
+    let semicolon = SourceOptions {
+        csv_delimiter: b';',
+    };
+    let wh = Warehouse::open_with(&adult, &semicolon)
+        .await
+        .expect("open one file");
+    assert_eq!(wh.kind, SourceKind::Csv);
+    assert!(wh.warnings().is_empty(), "{:?}", wh.warnings());
+    let names: Vec<&str> = wh.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["adult"], "the hierarchy file beside it is no table");
+    let t = wh.table("adult").expect("adult");
+    let types: Vec<&DataType> = t.columns.iter().map(|c| &c.data_type).collect();
+    assert_eq!(types, [&DataType::Utf8, &DataType::Int64, &DataType::Utf8]);
+    let batch = wh
+        .read_table("adult", None, &s(&["age"]))
+        .await
+        .expect("read");
+    assert_eq!(
+        column_texts(&batch, "marital-status"),
+        texts(&[Some("Never-married"), Some("Married, spouse absent")])
+    );
+
+    // Read with the default ',', the ragged rows are an error that says what to declare...
+    let err = Warehouse::open(&adult)
+        .await
+        .err()
+        .expect("ragged with ','");
+    assert!(matches!(err, WarehouseError::Csv { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("if its fields are separated by ';', add SET csv_delimiter = ';'"),
+        "{err}"
+    );
+    // ... and a file that reads as one column gets a warning saying the same.
+    let sex = dir.path().join("sex.csv");
+    std::fs::write(
+        &sex,
+        "sex;age
+Male;39
+",
+    )
+    .expect("csv");
+    let wh = Warehouse::open(&sex).await.expect("open with ','");
+    assert_eq!(wh.table("sex").expect("sex").columns.len(), 1);
+    assert_eq!(wh.warnings().len(), 1, "{:?}", wh.warnings());
+    assert!(
+        wh.warnings()[0].contains("reads as one column 'sex;age'")
+            && wh.warnings()[0].contains("add SET csv_delimiter = ';'"),
+        "{:?}",
+        wh.warnings()
+    );
+
+    // Tab-separated files in a directory.
+    let tsv = dir.path().join("tsv");
+    std::fs::create_dir(&tsv).expect("mkdir");
+    std::fs::write(tsv.join("t.csv"), "a\tb\n1\tx,y\n").expect("tsv");
+    let tab = SourceOptions {
+        csv_delimiter: b'\t',
+    };
+    let wh = Warehouse::open_with(&tsv, &tab)
+        .await
+        .expect("open tsv dir");
+    let batch = wh.read_table("t", None, &[]).await.expect("read");
+    assert_eq!(column_texts(&batch, "b"), texts(&[Some("x,y")]));
+}
+
+#[tokio::test]
+async fn one_parquet_file_is_a_source_and_a_delimiter_without_csv_is_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pq = dir.path().join("people.parquet");
+    write_parquet_file(&pq, &people());
+    let semicolon = SourceOptions {
+        csv_delimiter: b';',
+    };
+    let wh = Warehouse::open_with(&pq, &semicolon)
+        .await
+        .expect("open one parquet file");
+    assert_eq!(wh.kind, SourceKind::Parquet);
+    let names: Vec<&str> = wh.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["people"]);
+    assert_eq!(wh.warnings().len(), 1, "{:?}", wh.warnings());
+    assert!(wh.warnings()[0].contains("SET csv_delimiter has no effect"));
+    let sq = Warehouse::open_with(&university(dir.path()), &semicolon)
+        .await
+        .expect("open sqlite");
+    assert!(
+        sq.warnings()
+            .iter()
+            .any(|w| w.contains("SET csv_delimiter has no effect")),
+        "{:?}",
+        sq.warnings()
+    );
+
+    // Any other file is not a source; the error lists what is.
+    let txt = dir.path().join("adult.data");
+    std::fs::write(&txt, "a,b\n1,2\n").expect("write");
+    let err = Warehouse::open(&txt).await.err().expect("not a source");
+    assert!(matches!(err, WarehouseError::NotAWarehouse { .. }));
+    assert!(
+        err.to_string().contains("one .csv / .parquet file"),
+        "{err}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Integration tests: the `relanon` binary run on fixtures, and property tests over random
 //! snowflake warehouses. One test crate with modules keeps the link cost to one binary.
 
+mod adult;
 mod attack;
 mod bad_input;
 mod baselines;
