@@ -371,7 +371,9 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
             Some(0o600),
         )?;
     }
-    if plan.params.keys == KeyPolicy::Preserve {
+    // Only a released key can link back; a family without keys releases none.
+    let has_keys = plan.tables.iter().any(|t| !t.primary_key.is_empty());
+    if plan.params.keys == KeyPolicy::Preserve && has_keys {
         phases.warn("keys = 'preserve': released keys are the source's and can link rows back to other systems");
     }
     Ok(Outcome {

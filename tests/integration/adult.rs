@@ -115,6 +115,16 @@ fn keyless_table_is_anonymized_by_every_k_algorithm_and_verified_without_a_key_m
         let v = run(dir.path(), &["verify", "people.sql"]);
         assert!(stdout(&v).contains("PASS truthfulness"), "{}", stdout(&v));
     }
+    // With no key in the family, keeping keys links nothing back: no warning about it.
+    workspace(
+        dir.path(),
+        "ANONYMIZE person WITH (k = 3, keys = 'preserve');",
+    );
+    let o = run(
+        dir.path(),
+        &["anonymize", "people.sql", "--overwrite", "--quiet"],
+    );
+    assert!(!stderr(&o).contains("keys = 'preserve'"), "{}", stderr(&o));
 }
 
 #[test]
