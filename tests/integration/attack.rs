@@ -13,11 +13,7 @@ use crate::common::*;
 
 /// Runs `attack --json` with `facts` on the workspace's release and returns the findings.
 fn attack(dir: &Path, facts: &[&str]) -> Value {
-    let mut args = vec!["attack", "decl.sql", "--json"];
-    for f in facts {
-        args.extend(["--fact", f]);
-    }
-    let o = relanon(dir, &args);
+    let o = attack_facts(dir, facts, &["--json"]);
     assert!(o.status.success(), "attack failed: {}", stderr(&o));
     serde_json::from_str(&stdout(&o)).expect("--json prints the findings")
 }
@@ -116,11 +112,7 @@ fn knowing_two_courses_of_s1_leaves_s1_and_s2() {
         dist(&[("78", 50.0), ("93", 50.0)])
     );
 
-    let mut args = vec!["attack", "decl.sql"];
-    for fact in &facts {
-        args.extend(["--fact", fact]);
-    }
-    let o = relanon(dir.path(), &args);
+    let o = attack_facts(dir.path(), &facts, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
@@ -278,11 +270,7 @@ fn a_release_that_is_not_k_anonymous_singles_a_student_out() {
         posterior(&f, "courses.grade", Some(1)),
         dist(&[("93", 100.0)])
     );
-    let mut args = vec!["attack", "decl.sql"];
-    for fact in &facts {
-        args.extend(["--fact", fact]);
-    }
-    let o = relanon(dir.path(), &args);
+    let o = attack_facts(dir.path(), &facts, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(

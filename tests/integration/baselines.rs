@@ -12,17 +12,11 @@ fn with_algorithm(algorithm: &str) -> String {
     )
 }
 
-/// Runs `anonymize` on a Table II workspace in `dir`; returns the output.
+/// Runs `anonymize` (with a key map) on a Table II workspace in `dir`; returns the output.
 fn anonymize(dir: &std::path::Path, algorithm: &str, extra: &[&str]) -> std::process::Output {
-    let decl = table2_workspace(dir, &with_algorithm(algorithm));
-    let mut args = vec![
-        "anonymize",
-        decl.to_str().expect("utf-8 path"),
-        "--key-map",
-        "keys.json",
-    ];
+    let mut args = vec!["--key-map", "keys.json"];
     args.extend_from_slice(extra);
-    relanon(dir, &args)
+    anonymize_table2(dir, &with_algorithm(algorithm), &args)
 }
 
 /// The violation line naming one source student.
@@ -152,20 +146,19 @@ fn attack_singles_out_s1_on_the_baselines_but_not_on_miracle() {
     // universal and per-table releases only one student has three book rows those fit,
     // and the adversary reads S1's GPA; MiRaCle suppressed Calc and hides Dyn and Discrete
     // among two students.
-    let facts = |books: &[&str]| -> Vec<String> {
-        books
-            .iter()
-            .flat_map(|b| ["--fact".to_string(), format!("books.book = '{b}'")])
-            .collect()
-    };
     for algorithm in ["universal", "per-table"] {
         let dir = tempfile::tempdir().expect("tempdir");
         let o = anonymize(dir.path(), algorithm, &["--allow-unverified"]);
         assert_eq!(o.status.code(), Some(1), "{algorithm}: {}", stderr(&o));
-        let mut args = vec!["attack".to_string(), "decl.sql".to_string()];
-        args.extend(facts(&["Calc", "Dyn", "Discrete"]));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = relanon(dir.path(), &args);
+        let o = attack_facts(
+            dir.path(),
+            &[
+                "books.book = 'Calc'",
+                "books.book = 'Dyn'",
+                "books.book = 'Discrete'",
+            ],
+            &[],
+        );
         let out = stdout(&o);
         assert!(o.status.success(), "{algorithm}: {}", stderr(&o));
         assert!(
@@ -180,10 +173,11 @@ fn attack_singles_out_s1_on_the_baselines_but_not_on_miracle() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = anonymize(dir.path(), "miracle", &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut args = vec!["attack".to_string(), "decl.sql".to_string()];
-    args.extend(facts(&["Dyn", "Discrete"]));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = stdout(&relanon(dir.path(), &args));
+    let out = stdout(&attack_facts(
+        dir.path(),
+        &["books.book = 'Dyn'", "books.book = 'Discrete'"],
+        &[],
+    ));
     assert!(
         out.contains("candidates: 2 of 4") && !out.contains("SINGLED OUT"),
         "{out}"

@@ -94,19 +94,29 @@ pub fn column<T: rusqlite::types::FromSql>(db: &rusqlite::Connection, sql: &str)
     rows.map(|r| r.expect("row reads")).collect()
 }
 
-/// Sets up a Table II workspace in `dir` with declarations `text`, runs `anonymize` with a key
-/// map (`keys.json`) and asserts it succeeded.
-pub fn anonymize_table2_with_key_map(dir: &Path, text: &str) -> Output {
+/// Sets up a Table II workspace in `dir` with declarations `text` and runs `anonymize` with
+/// `extra` arguments; does not judge the outcome.
+pub fn anonymize_table2(dir: &Path, text: &str, extra: &[&str]) -> Output {
     let decl = table2_workspace(dir, text);
-    let o = relanon(
-        dir,
-        &[
-            "anonymize",
-            decl.to_str().expect("utf-8 path"),
-            "--key-map",
-            "keys.json",
-        ],
-    );
+    let mut args = vec!["anonymize", decl.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    relanon(dir, &args)
+}
+
+/// [`anonymize_table2`] with a key map (`keys.json`), asserting it succeeded.
+pub fn anonymize_table2_with_key_map(dir: &Path, text: &str) -> Output {
+    let o = anonymize_table2(dir, text, &["--key-map", "keys.json"]);
     assert!(o.status.success(), "anonymize failed: {}", stderr(&o));
     o
+}
+
+/// Runs `relanon attack decl.sql` in `dir` with `extra` arguments and one `--fact` per entry
+/// of `facts`.
+pub fn attack_facts(dir: &Path, facts: &[&str], extra: &[&str]) -> Output {
+    let mut args = vec!["attack", "decl.sql"];
+    args.extend_from_slice(extra);
+    for fact in facts {
+        args.extend(["--fact", fact]);
+    }
+    relanon(dir, &args)
 }

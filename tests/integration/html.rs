@@ -12,16 +12,7 @@ use crate::common::*;
 
 /// Table II anonymized with `--report page.html` in `dir`; returns the report.json path.
 fn anonymize_with_page(dir: &Path) -> PathBuf {
-    let decl = table2_workspace(dir, &table2_text());
-    let o = relanon(
-        dir,
-        &[
-            "anonymize",
-            decl.to_str().expect("utf-8 path"),
-            "--report",
-            "page.html",
-        ],
-    );
+    let o = anonymize_table2(dir, &table2_text(), &["--report", "page.html"]);
     assert!(o.status.success(), "anonymize failed: {}", stderr(&o));
     dir.join("release.report.json")
 }
