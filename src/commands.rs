@@ -37,6 +37,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             source,
             target,
             overwrite,
+            with,
             key_map,
             json,
             report: report_html,
@@ -46,6 +47,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             req.source = source;
             req.target = target;
             req.overwrite = overwrite;
+            req.with = with;
             req.key_map = key_map;
             req.allow_unverified = allow_unverified;
             req.progress = show_progress(quiet);
@@ -80,11 +82,13 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
         Command::Verify {
             declarations,
             source,
+            with,
             release,
             key_map,
         } => {
             let mut req = Request::from_file(&declarations)?;
             req.source = source;
+            req.with = with;
             req.progress = show_progress(quiet);
             let verdict =
                 pipeline::verify_release(&req, release.as_deref(), key_map.as_deref()).await?;

@@ -46,6 +46,10 @@ enum Command {
         /// Replace an existing target.
         #[arg(long)]
         overwrite: bool,
+        /// Override ANONYMIZE options of the same name, written as inside WITH (...), e.g.
+        /// --with "k = 10, algorithm = 'miraclex'".
+        #[arg(long, value_name = "OPTIONS")]
+        with: Option<String>,
         /// Also write the released-to-source key map here (mode 0600; never inside the release).
         #[arg(long, value_name = "PATH")]
         key_map: Option<PathBuf>,
@@ -67,6 +71,10 @@ enum Command {
         /// Override SET source.
         #[arg(long)]
         source: Option<PathBuf>,
+        /// Override ANONYMIZE options of the same name, written as inside WITH (...), e.g.
+        /// --with "k = 10, algorithm = 'miraclex'".
+        #[arg(long, value_name = "OPTIONS")]
+        with: Option<String>,
         /// The release to check (default: SET target).
         #[arg(long)]
         release: Option<PathBuf>,

@@ -12,11 +12,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::keymap::KeyMap;
 use crate::plan::{KeyPolicy, Plan};
+use crate::policy::Policy;
 use crate::progress::{Progress, Snapshot};
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
 use crate::warehouse::{
-    write_file_atomic, write_staged, ReleaseSet, ReleaseTable, SourceOptions, TargetKind, Warehouse,
+    quote_ident, write_file_atomic, write_staged, ReleaseSet, ReleaseTable, SourceOptions,
+    TargetKind, Warehouse,
 };
 use crate::{algo, decl, forest, plan, release, report, sensitive, utility, views};
 
@@ -37,6 +39,9 @@ pub struct Request {
     /// `--allow-unverified`: commit a release that fails verification (to study the
     /// single-table baselines, which are meant to fail it) instead of refusing it.
     pub allow_unverified: bool,
+    /// `--with 'k = 10, algorithm = ...'`: `ANONYMIZE` options that replace the file's
+    /// options of the same name (the others stay), so one declarations file serves a sweep.
+    pub with: Option<String>,
     /// Draw each phase on stderr (a spinner, a bar over entities while clustering). Off by
     /// default so library callers and tests see nothing; the command line turns it on only
     /// when stderr is a terminal and `--quiet` is not given.
@@ -175,10 +180,34 @@ fn draw(bar: &ProgressBar, s: &Snapshot) {
     }
 }
 
+/// Replaces the `ANONYMIZE` options of `policy` named in `with` (an option list as written
+/// inside `WITH (...)`), parsed by the declarations parser itself so values mean the same.
+fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()> {
+    let Some(anonymize) = policy.anonymize.as_mut() else {
+        bail!("{origin}: --with needs an ANONYMIZE statement to override; add `ANONYMIZE <entity> WITH (...);`");
+    };
+    let text = format!(
+        "ANONYMIZE {} WITH ({with});",
+        quote_ident(&anonymize.entity)
+    );
+    let parsed = decl::parse(&text).map_err(|e| {
+        anyhow!("--with '{with}':{e}; write options as in WITH (...), e.g. --with \"k = 10, algorithm = 'miraclex'\"")
+    })?;
+    let options = parsed
+        .anonymize
+        .expect("the text parsed is an ANONYMIZE statement")
+        .options;
+    anonymize.options.extend(options);
+    Ok(())
+}
+
 /// Parses, opens the source and plans: the shared first half of anonymize and verify.
 async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)> {
     phases.spin("load", "reading the declarations");
-    let policy = decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    let mut policy = decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    if let Some(with) = &req.with {
+        override_options(&mut policy, with, &req.origin)?;
+    }
     let source = match (&req.source, &policy.source) {
         (Some(s), _) => s.clone(),
         (None, Some(s)) => req.base.join(&s.value),

@@ -155,3 +155,56 @@ fn key_pseudonyms_are_not_replayable() {
         "the report must not carry the key seed: {report}"
     );
 }
+
+/// `--with` replaces the options it names and keeps the file's others; verify hears the same
+/// override, and a malformed or unknown option is refused with exit code 2.
+#[test]
+fn with_overrides_anonymize_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = anonymize_table2(
+        dir.path(),
+        &table2_text(),
+        &[
+            "--with",
+            "k = 4, algorithm = 'miraclex'",
+            "--json",
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    assert!(o.status.success(), "anonymize failed: {}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+    assert_eq!(report["params"]["model"]["k"], 4);
+    assert_eq!(report["params"]["algorithm"], "miraclex");
+    // Kept from the file's ANONYMIZE statement.
+    assert_eq!(report["params"]["threshold"], 1.0);
+    assert!(report["smallest_ec"].as_u64().expect("smallest EC") >= 4);
+    // Four students in one class: 4-anonymous, not 5-anonymous.
+    for (with, code) in [("k = 4", 0), ("k = 5", 1)] {
+        let v = relanon(
+            dir.path(),
+            &[
+                "verify",
+                "decl.sql",
+                "--with",
+                with,
+                "--key-map",
+                "keys.json",
+            ],
+        );
+        assert_eq!(
+            v.status.code(),
+            Some(code),
+            "verify --with '{with}': {}",
+            stdout(&v)
+        );
+    }
+    for (with, says) in [
+        ("k = ", "expected a value"),
+        ("kk = 3", "unknown option 'kk'"),
+    ] {
+        let o = anonymize_table2(dir.path(), &table2_text(), &["--with", with, "--overwrite"]);
+        assert_eq!(o.status.code(), Some(2), "--with '{with}' was accepted");
+        assert!(stderr(&o).contains(says), "--with '{with}': {}", stderr(&o));
+    }
+}
