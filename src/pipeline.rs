@@ -180,8 +180,12 @@ fn draw(bar: &ProgressBar, s: &Snapshot) {
     }
 }
 
+/// Options that belong to one privacy model.
+const MODEL_PARAMETERS: [&str; 3] = ["k", "l", "diversity"];
+
 /// Replaces the `ANONYMIZE` options of `policy` named in `with` (an option list as written
 /// inside `WITH (...)`), parsed by the declarations parser itself so values mean the same.
+/// Naming `model` also drops the file's `k`, `l` and `diversity`.
 fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()> {
     let Some(anonymize) = policy.anonymize.as_mut() else {
         bail!("{origin}: --with needs an ANONYMIZE statement to override; add `ANONYMIZE <entity> WITH (...);`");
@@ -197,6 +201,13 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
         .anonymize
         .expect("the text parsed is an ANONYMIZE statement")
         .options;
+    // A new model makes the file's model parameters meaningless (l under k-anonymity is an
+    // error), so they go unless --with gives them again.
+    if options.contains_key("model") {
+        anonymize
+            .options
+            .retain(|name, _| !MODEL_PARAMETERS.contains(&name.as_str()));
+    }
     anonymize.options.extend(options);
     Ok(())
 }
