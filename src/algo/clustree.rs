@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::algo::cdgh::Clustering;
-use crate::algo::diversify::Diversifier;
+use crate::algo::diversify::{Diversifier, Profile};
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
 use crate::progress::Progress;
@@ -98,7 +98,8 @@ pub fn cluster(
         in_f[e as usize] = true;
     }
     let mut remaining = order.len();
-    let ctx = Context::new(forest, dv, &trees, order, p);
+    let profiles: Vec<Profile> = trees.iter().map(|t| dv.profile(t)).collect();
+    let ctx = Context::new(forest, dv, &trees, &profiles, order, p);
     let mut blocking = p.candidates.map(|_| Blocking::new(forest, order));
     // Seeds come back only when chi is finite (a rejected cluster), so CToff remembers nothing.
     let mut memo = (p.search == Search::Pruned && !p.ctoff && p.candidates.is_none())
@@ -186,6 +187,8 @@ fn leave(in_f: &mut [bool], blocking: Option<&mut Blocking>, memo: Option<&mut M
 struct Context<'a> {
     dv: &'a Diversifier<'a>,
     trees: &'a [Rep],
+    /// The trees' profiles for [`Diversifier::cost_bound`].
+    profiles: &'a [Profile<'a>],
     order: &'a [u32],
     /// Position of each entity in `order` (ties go to the earliest).
     position: Vec<u32>,
@@ -199,6 +202,7 @@ impl<'a> Context<'a> {
         forest: &Forest,
         dv: &'a Diversifier<'a>,
         trees: &'a [Rep],
+        profiles: &'a [Profile<'a>],
         order: &'a [u32],
         p: ClustreeParams,
     ) -> Self {
@@ -209,6 +213,7 @@ impl<'a> Context<'a> {
         Context {
             dv,
             trees,
+            profiles,
             order,
             position,
             size: p.size.max(1),
@@ -332,6 +337,7 @@ fn sort_entries(entries: &mut [Entry]) {
 fn fresh_entries(ctx: &Context, rep: &Rep, pool: &[(u32, u32)], taken: &[u32]) -> Vec<Entry> {
     // The least cost found so far, as f64 bits (non-negative floats order like their bits).
     let best = AtomicU64::new(f64::INFINITY.to_bits());
+    let profile = ctx.dv.profile(rep);
     let mut entries: Vec<Entry> = pool
         .par_iter()
         .filter(|(_, e)| !taken.contains(e))
@@ -341,7 +347,7 @@ fn fresh_entries(ctx: &Context, rep: &Rep, pool: &[(u32, u32)], taken: &[u32]) -
                 return None;
             }
             let limit = reach(f64::from_bits(best.load(Ordering::Relaxed)));
-            let bound = ctx.dv.cost_bound(rep, tree, limit);
+            let bound = ctx.dv.cost_bound(&profile, &ctx.profiles[e as usize], limit);
             if bound > limit {
                 return Some(Entry {
                     key: bound,

@@ -311,31 +311,89 @@ impl<'a> Diversifier<'a> {
         cost
     }
 
-    /// A lower bound on [`cost`](Self::cost)`(a, b)` that never solves an assignment, for
+    /// What [`cost_bound`](Self::cost_bound) needs of a representative, computed once per
+    /// tree rather than once per pair: the suppression cost of every node and which sensitive
+    /// values a one-member node may bring to it and stay diverse.
+    pub fn profile<'r>(&self, rep: &'r Rep) -> Profile<'r> {
+        let children: Vec<Profile<'r>> = rep.children.iter().map(|c| self.profile(c)).collect();
+        let weight = self.weights[rep.table as usize] + children.iter().map(|c| c.weight).sum::<f64>();
+        let t = &self.forest.tables[rep.table as usize];
+        let mut accept = Vec::with_capacity(t.sensitive.len());
+        let mut own = Vec::with_capacity(t.sensitive.len());
+        let mut masks = true;
+        for col in &t.sensitive {
+            own.push(col.codes[rep.members[0] as usize]);
+            let Some(rule) = self.rule else {
+                accept.push(u64::MAX);
+                continue;
+            };
+            if col.labels.len() > 64 {
+                masks = false;
+                continue;
+            }
+            let mut counts = vec![0u32; col.labels.len()];
+            for &m in &rep.members {
+                counts[col.codes[m as usize] as usize] += 1;
+            }
+            let size = rep.member_count() + 1;
+            let mut mask = 0u64;
+            for g in 0..counts.len() {
+                counts[g] += 1;
+                if rule.feasible(&counts, size) {
+                    mask |= 1 << g;
+                }
+                counts[g] -= 1;
+            }
+            accept.push(mask);
+        }
+        Profile {
+            rep,
+            weight,
+            supp: rep.member_count() as f64 * weight,
+            accept: masks.then_some(accept),
+            single: rep.member_count() == 1,
+            own,
+            children,
+        }
+    }
+
+    /// `diverse(x, y)`, by the masks when `y` is one member.
+    fn accepts(&self, x: &Profile, y: &Profile) -> bool {
+        match &x.accept {
+            Some(accept) if y.single => accept
+                .iter()
+                .zip(&y.own)
+                .all(|(&mask, &code)| code < 64 && mask & (1 << code) != 0),
+            _ => self.diverse(x.rep, y.rep),
+        }
+    }
+
+    /// A lower bound on [`cost`](Self::cost)`(x, y)` that never solves an assignment, for
     /// CreateCluster to skip candidates that cannot win (000 Alg. 4 line 5 stays exact). It
     /// mirrors Alg. 1 but relaxes every FindMapping to "each sibling takes its cheapest
     /// partner, partners may repeat" (see [`mapping_bound`](Self::mapping_bound)), which no
     /// assignment, optimal (LSAP) or greedy (GRD), can undercut. Roots that are not diverse
     /// cost exactly their suppression. The sum only grows while it is built, so once it
     /// exceeds `limit` it is returned as it stands (still a lower bound).
-    pub fn cost_bound(&self, a: &Rep, b: &Rep, limit: f64) -> f64 {
-        if !self.diverse(a, b) {
-            return self.suppression(a) + self.suppression(b);
+    pub fn cost_bound(&self, x: &Profile, y: &Profile, limit: f64) -> f64 {
+        if !self.accepts(x, y) {
+            return x.supp + y.supp;
         }
-        let m = (a.member_count() + b.member_count()) as f64;
-        let mut bound = m * self.node_loss(a, b);
-        for ct in self.child_tables(a.table) {
+        let m = (x.rep.member_count() + y.rep.member_count()) as f64;
+        let mut bound = m * self.node_loss(x.rep, y.rep);
+        for ct in self.child_tables(x.rep.table) {
             if bound > limit {
                 break;
             }
-            bound += self.mapping_bound(a.children_of(ct), b.children_of(ct), limit - bound);
+            let (xs, ys) = (x.children_of(ct), y.children_of(ct));
+            bound += self.mapping_bound(xs, ys, limit - bound);
         }
         bound
     }
 
     /// A lower bound on FindMapping's cost for two sibling lists, from per-pair lower bounds
     /// `lb(i, j)` (by induction, `lb(i, j) <= cost(s_i, u_j)` and `lb(i, j) <= supp(s_i) +
-    /// supp(u_j)`): the larger of
+    /// supp(u_j)`), with `s` the shorter list: the larger of
     /// - columns: every `u_j` is either suppressed or paired, `sum_j min(supp(u_j), min_i
     ///   lb(i, j))` (its terms are non-negative, so a partial sum is a bound too and the
     ///   scan stops once it exceeds `limit`);
@@ -343,39 +401,44 @@ impl<'a> Diversifier<'a> {
     ///   (lb(i, j) - supp(u_j))`.
     ///
     /// Both stay below `sum supp(s) + sum supp(u)`, the cost of non-diverse roots, which keeps
-    /// the induction going.
-    fn mapping_bound(&self, xs: &[Rep], ys: &[Rep], limit: f64) -> f64 {
-        let (s, u) = if xs.len() > ys.len() {
-            (ys, xs)
-        } else {
-            (xs, ys)
-        };
-        if s.is_empty() {
-            return u.iter().map(|v| self.suppression(v)).sum();
+    /// the induction going. `xs` is the representative's side, `ys` the candidate's.
+    fn mapping_bound(&self, xs: &[Profile], ys: &[Profile], limit: f64) -> f64 {
+        if xs.is_empty() || ys.is_empty() {
+            return xs.iter().chain(ys).map(|p| p.supp).sum();
         }
-        let mut small_supp = [0.0f64; SMALL_GROUP];
+        // Alg. 1 "Require": the first list is the shorter one.
+        let long_is_y = xs.len() <= ys.len();
+        let (short, long) = if long_is_y {
+            (xs.len(), ys.len())
+        } else {
+            (ys.len(), xs.len())
+        };
+        let lb = |i: usize, j: usize| {
+            if long_is_y {
+                self.pair_bound(&xs[i], &ys[j])
+            } else {
+                self.pair_bound(&xs[j], &ys[i])
+            }
+        };
+        let supp_long = |j: usize| if long_is_y { ys[j].supp } else { xs[j].supp };
         let mut small_rows = [0.0f64; SMALL_GROUP];
-        let (mut big_supp, mut big_rows) = (Vec::new(), Vec::new());
-        let (supp_s, row_min) = if s.len() <= SMALL_GROUP {
-            (&mut small_supp[..s.len()], &mut small_rows[..s.len()])
+        let mut big_rows = Vec::new();
+        let row_min = if short <= SMALL_GROUP {
+            &mut small_rows[..short]
         } else {
-            big_supp.resize(s.len(), 0.0);
-            big_rows.resize(s.len(), 0.0);
-            (&mut big_supp[..], &mut big_rows[..])
+            big_rows.resize(short, 0.0);
+            &mut big_rows[..]
         };
-        for (x, f) in supp_s.iter_mut().zip(s) {
-            *x = self.suppression(f);
-        }
         row_min.fill(f64::INFINITY);
         let (mut columns, mut supp_u) = (0.0, 0.0);
-        for v in u {
-            let sv = self.suppression(v);
+        for j in 0..long {
+            let sv = supp_long(j);
             supp_u += sv;
             let mut cheapest = sv;
-            for ((f, &sf), r) in s.iter().zip(supp_s.iter()).zip(row_min.iter_mut()) {
-                let lb = self.pair_bound(f, v, sf, sv);
-                cheapest = cheapest.min(lb);
-                *r = r.min(lb - sv);
+            for (i, r) in row_min.iter_mut().enumerate() {
+                let b = lb(i, j);
+                cheapest = cheapest.min(b);
+                *r = r.min(b - sv);
             }
             columns += cheapest;
             if columns > limit {
@@ -386,15 +449,15 @@ impl<'a> Diversifier<'a> {
         columns.max(rows)
     }
 
-    /// [`cost_bound`](Self::cost_bound) of two siblings whose suppression costs are known.
-    fn pair_bound(&self, f: &Rep, v: &Rep, supp_f: f64, supp_v: f64) -> f64 {
-        if !self.diverse(f, v) {
-            return supp_f + supp_v;
+    /// [`cost_bound`](Self::cost_bound) of two siblings, in full.
+    fn pair_bound(&self, x: &Profile, y: &Profile) -> f64 {
+        if !self.accepts(x, y) {
+            return x.supp + y.supp;
         }
-        let m = (f.member_count() + v.member_count()) as f64;
-        let mut bound = m * self.node_loss(f, v);
-        for ct in self.child_tables(f.table) {
-            bound += self.mapping_bound(f.children_of(ct), v.children_of(ct), f64::INFINITY);
+        let m = (x.rep.member_count() + y.rep.member_count()) as f64;
+        let mut bound = m * self.node_loss(x.rep, y.rep);
+        for ct in self.child_tables(x.rep.table) {
+            bound += self.mapping_bound(x.children_of(ct), y.children_of(ct), f64::INFINITY);
         }
         bound
     }
@@ -622,6 +685,28 @@ impl<'a> Diversifier<'a> {
             }
         }
         w.swap_remove(0).into_iter().take(n).collect()
+    }
+}
+
+/// A representative with what [`Diversifier::cost_bound`] reads of every node precomputed.
+pub struct Profile<'r> {
+    rep: &'r Rep,
+    /// Weight of one copy of the subtree, and its suppression for every member.
+    weight: f64,
+    supp: f64,
+    /// Per sensitive column, bit `g` set if one more member with value `g` leaves the node
+    /// able to become diverse; `None` when a column has more than 64 values.
+    accept: Option<Vec<u64>>,
+    /// One member, whose sensitive values are `own`.
+    single: bool,
+    own: Vec<u32>,
+    /// `rep.children`, one for one.
+    children: Vec<Profile<'r>>,
+}
+
+impl Profile<'_> {
+    fn children_of(&self, table: u16) -> &[Profile<'_>] {
+        &self.children[self.rep.child_range(table)]
     }
 }
 

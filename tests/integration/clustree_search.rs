@@ -146,7 +146,8 @@ fn cost_bound_never_exceeds_the_cost() {
                     if !dv.diverse(rep, b) {
                         continue;
                     }
-                    let (bound, cost) = (dv.cost_bound(rep, b, f64::INFINITY), dv.cost(rep, b));
+                    let (x, y) = (dv.profile(rep), dv.profile(b));
+                    let (bound, cost) = (dv.cost_bound(&x, &y, f64::INFINITY), dv.cost(rep, b));
                     assert!(bound <= cost + 1e-9, "{mapping:?}: bound {bound} > cost {cost}");
                     checked += 1;
                 }
