@@ -8,8 +8,7 @@
 //! vertex; as in [`super::pairwise`], a vertex of a table without QIs still weighs one cell so
 //! that suppressing structure is never free.
 
-use pathfinding::kuhn_munkres::kuhn_munkres_min;
-use pathfinding::matrix::Matrix;
+use std::cell::RefCell;
 
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
@@ -79,6 +78,129 @@ impl Enumeration {
                 let next = acc + self.cost[i][j] - self.supp[j];
                 self.assign(i + 1, used | (1 << j), next);
             }
+        }
+    }
+}
+
+/// No vertex (the `None` of an `Option<usize>` without its tag).
+const NONE: usize = usize::MAX;
+
+thread_local! {
+    /// One solver's buffers per thread: FindMapping-LSAP runs once per sibling list of every
+    /// candidate ClusTree weighs, and allocating them each time was a tenth of its run.
+    static KM_SCRATCH: RefCell<KuhnMunkres> = RefCell::new(KuhnMunkres::default());
+}
+
+/// Kuhn-Munkres (the Hungarian method) for a square integer matrix: the O(n^3) labelling
+/// algorithm of `pathfinding::kuhn_munkres`, step for step (the same scan orders, the same
+/// strict comparisons), so that among assignments of equal cost it returns the same one; it
+/// only keeps its buffers between calls. A unit test checks both agree on tie-rich matrices.
+#[derive(Debug, Default)]
+struct KuhnMunkres {
+    /// The negated costs, row-major (the method maximizes weight).
+    w: Vec<i64>,
+    lx: Vec<i64>,
+    ly: Vec<i64>,
+    /// Column of each row, then row of each column (`NONE`: unmatched).
+    xy: Vec<usize>,
+    yx: Vec<usize>,
+    /// Rows of the alternating tree, in insertion order.
+    s: Vec<usize>,
+    /// Per column on the alternating path, the row it was reached from.
+    alternating: Vec<usize>,
+    slack: Vec<i64>,
+    slackx: Vec<usize>,
+}
+
+impl KuhnMunkres {
+    /// A least-cost assignment of the `n x n` row-major `costs`: afterwards `xy[row]` is the
+    /// column of each row.
+    fn solve_min(&mut self, n: usize, costs: &[i64]) {
+        self.w.clear();
+        self.w.extend(costs.iter().map(|&c| -c));
+        let w = &self.w;
+        self.lx.clear();
+        self.lx.extend(
+            (0..n).map(|row| w[row * n..row * n + n].iter().copied().max().unwrap_or(0)),
+        );
+        self.ly.clear();
+        self.ly.resize(n, 0);
+        self.xy.clear();
+        self.xy.resize(n, NONE);
+        self.yx.clear();
+        self.yx.resize(n, NONE);
+        self.slack.clear();
+        self.slack.resize(n, 0);
+        for root in 0..n {
+            let y = self.grow_tree(n, root);
+            self.augment(y);
+        }
+    }
+
+    /// Grows the alternating tree from `root` until it reaches an unmatched column, adjusting
+    /// the labels on the way; returns that column.
+    fn grow_tree(&mut self, n: usize, root: usize) -> usize {
+        let w = &self.w;
+        self.alternating.clear();
+        self.alternating.resize(n, NONE);
+        self.s.clear();
+        self.s.push(root);
+        for y in 0..n {
+            self.slack[y] = self.lx[root] + self.ly[y] - w[root * n + y];
+        }
+        self.slackx.clear();
+        self.slackx.resize(n, root);
+        loop {
+            let mut delta = i64::MAX;
+            let (mut x, mut y) = (0, 0);
+            for yy in 0..n {
+                if self.alternating[yy] == NONE && self.slack[yy] < delta {
+                    delta = self.slack[yy];
+                    x = self.slackx[yy];
+                    y = yy;
+                }
+            }
+            if delta > 0 {
+                for &sx in &self.s {
+                    self.lx[sx] -= delta;
+                }
+                for yy in 0..n {
+                    if self.alternating[yy] != NONE {
+                        self.ly[yy] += delta;
+                    } else {
+                        self.slack[yy] -= delta;
+                    }
+                }
+            }
+            self.alternating[y] = x;
+            if self.yx[y] == NONE {
+                return y;
+            }
+            let x = self.yx[y];
+            // The tree is a set: a row enters it once.
+            if !self.s.contains(&x) {
+                self.s.push(x);
+            }
+            for yy in 0..n {
+                if self.alternating[yy] == NONE {
+                    let alternate = self.lx[x] + self.ly[yy] - w[x * n + yy];
+                    if self.slack[yy] > alternate {
+                        self.slack[yy] = alternate;
+                        self.slackx[yy] = x;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Flips the matching along the alternating path ending at column `y`.
+    fn augment(&mut self, mut y: usize) {
+        while y != NONE {
+            let x = self.alternating[y];
+            let prec = self.xy[x];
+            self.yx[y] = x;
+            self.xy[x] = y;
+            y = prec;
         }
     }
 }
@@ -189,6 +311,157 @@ impl<'a> Diversifier<'a> {
         cost
     }
 
+    /// What [`cost_bound`](Self::cost_bound) needs of a representative, computed once per
+    /// tree rather than once per pair: the suppression cost of every node and which sensitive
+    /// values a one-member node may bring to it and stay diverse.
+    pub fn profile<'r>(&self, rep: &'r Rep) -> Profile<'r> {
+        let children: Vec<Profile<'r>> = rep.children.iter().map(|c| self.profile(c)).collect();
+        let weight = self.weights[rep.table as usize] + children.iter().map(|c| c.weight).sum::<f64>();
+        let t = &self.forest.tables[rep.table as usize];
+        let mut accept = Vec::with_capacity(t.sensitive.len());
+        let mut own = Vec::with_capacity(t.sensitive.len());
+        let mut masks = true;
+        for col in &t.sensitive {
+            own.push(col.codes[rep.members[0] as usize]);
+            let Some(rule) = self.rule else {
+                accept.push(u64::MAX);
+                continue;
+            };
+            if col.labels.len() > 64 {
+                masks = false;
+                continue;
+            }
+            let mut counts = vec![0u32; col.labels.len()];
+            for &m in &rep.members {
+                counts[col.codes[m as usize] as usize] += 1;
+            }
+            let size = rep.member_count() + 1;
+            let mut mask = 0u64;
+            for g in 0..counts.len() {
+                counts[g] += 1;
+                if rule.feasible(&counts, size) {
+                    mask |= 1 << g;
+                }
+                counts[g] -= 1;
+            }
+            accept.push(mask);
+        }
+        Profile {
+            rep,
+            weight,
+            supp: rep.member_count() as f64 * weight,
+            accept: masks.then_some(accept),
+            single: rep.member_count() == 1,
+            own,
+            children,
+        }
+    }
+
+    /// `diverse(x, y)`, by the masks when `y` is one member.
+    fn accepts(&self, x: &Profile, y: &Profile) -> bool {
+        match &x.accept {
+            Some(accept) if y.single => accept
+                .iter()
+                .zip(&y.own)
+                .all(|(&mask, &code)| code < 64 && mask & (1 << code) != 0),
+            _ => self.diverse(x.rep, y.rep),
+        }
+    }
+
+    /// A lower bound on [`cost`](Self::cost)`(x, y)` that never solves an assignment, for
+    /// CreateCluster to skip candidates that cannot win (000 Alg. 4 line 5 stays exact). It
+    /// mirrors Alg. 1 but relaxes every FindMapping to "each sibling takes its cheapest
+    /// partner, partners may repeat" (see [`mapping_bound`](Self::mapping_bound)), which no
+    /// assignment, optimal (LSAP) or greedy (GRD), can undercut. Roots that are not diverse
+    /// cost exactly their suppression. The sum only grows while it is built, so once it
+    /// exceeds `limit` it is returned as it stands (still a lower bound).
+    pub fn cost_bound(&self, x: &Profile, y: &Profile, limit: f64) -> f64 {
+        if !self.accepts(x, y) {
+            return x.supp + y.supp;
+        }
+        let m = (x.rep.member_count() + y.rep.member_count()) as f64;
+        let mut bound = m * self.node_loss(x.rep, y.rep);
+        for ct in self.child_tables(x.rep.table) {
+            if bound > limit {
+                break;
+            }
+            let (xs, ys) = (x.children_of(ct), y.children_of(ct));
+            bound += self.mapping_bound(xs, ys, limit - bound);
+        }
+        bound
+    }
+
+    /// A lower bound on FindMapping's cost for two sibling lists, from per-pair lower bounds
+    /// `lb(i, j)` (by induction, `lb(i, j) <= cost(s_i, u_j)` and `lb(i, j) <= supp(s_i) +
+    /// supp(u_j)`), with `s` the shorter list: the larger of
+    /// - columns: every `u_j` is either suppressed or paired, `sum_j min(supp(u_j), min_i
+    ///   lb(i, j))` (its terms are non-negative, so a partial sum is a bound too and the
+    ///   scan stops once it exceeds `limit`);
+    /// - rows: pairing `s_i` with `u_j` replaces `supp(u_j)`, `sum_j supp(u_j) + sum_i min_j
+    ///   (lb(i, j) - supp(u_j))`.
+    ///
+    /// Both stay below `sum supp(s) + sum supp(u)`, the cost of non-diverse roots, which keeps
+    /// the induction going. `xs` is the representative's side, `ys` the candidate's.
+    fn mapping_bound(&self, xs: &[Profile], ys: &[Profile], limit: f64) -> f64 {
+        if xs.is_empty() || ys.is_empty() {
+            return xs.iter().chain(ys).map(|p| p.supp).sum();
+        }
+        // Alg. 1 "Require": the first list is the shorter one.
+        let long_is_y = xs.len() <= ys.len();
+        let (short, long) = if long_is_y {
+            (xs.len(), ys.len())
+        } else {
+            (ys.len(), xs.len())
+        };
+        let lb = |i: usize, j: usize| {
+            if long_is_y {
+                self.pair_bound(&xs[i], &ys[j])
+            } else {
+                self.pair_bound(&xs[j], &ys[i])
+            }
+        };
+        let supp_long = |j: usize| if long_is_y { ys[j].supp } else { xs[j].supp };
+        let mut small_rows = [0.0f64; SMALL_GROUP];
+        let mut big_rows = Vec::new();
+        let row_min = if short <= SMALL_GROUP {
+            &mut small_rows[..short]
+        } else {
+            big_rows.resize(short, 0.0);
+            &mut big_rows[..]
+        };
+        row_min.fill(f64::INFINITY);
+        let (mut columns, mut supp_u) = (0.0, 0.0);
+        for j in 0..long {
+            let sv = supp_long(j);
+            supp_u += sv;
+            let mut cheapest = sv;
+            for (i, r) in row_min.iter_mut().enumerate() {
+                let b = lb(i, j);
+                cheapest = cheapest.min(b);
+                *r = r.min(b - sv);
+            }
+            columns += cheapest;
+            if columns > limit {
+                return columns;
+            }
+        }
+        let rows = supp_u + row_min.iter().sum::<f64>();
+        columns.max(rows)
+    }
+
+    /// [`cost_bound`](Self::cost_bound) of two siblings, in full.
+    fn pair_bound(&self, x: &Profile, y: &Profile) -> f64 {
+        if !self.accepts(x, y) {
+            return x.supp + y.supp;
+        }
+        let m = (x.rep.member_count() + y.rep.member_count()) as f64;
+        let mut bound = m * self.node_loss(x.rep, y.rep);
+        for ct in self.child_tables(x.rep.table) {
+            bound += self.mapping_bound(x.children_of(ct), y.children_of(ct), f64::INFINITY);
+        }
+        bound
+    }
+
     /// FindMapping (000 Alg. 2 or 3) on two sibling lists of one child table. Lines 11-17 of
     /// Alg. 1 (one side without children) are the case of an empty list: everything on the
     /// other side is suppressed.
@@ -257,7 +530,7 @@ impl<'a> Diversifier<'a> {
         }
         let n = u.len();
         let mut exact = vec![0.0; s.len() * n];
-        let mut scaled = Vec::with_capacity(n * n);
+        let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
         for (i, f) in s.iter().enumerate() {
             for (j, v) in u.iter().enumerate() {
                 let c = self.cost(f, v);
@@ -269,8 +542,11 @@ impl<'a> Diversifier<'a> {
         for _ in s.len()..n {
             scaled.extend(dummy.iter().map(|c| (c * SCALE).round() as i64));
         }
-        let matrix = Matrix::from_vec(n, n, scaled).expect("n * n costs were pushed for n x n");
-        let (_, assignment) = kuhn_munkres_min(&matrix);
+        let assignment = KM_SCRATCH.with(|cell| {
+            let mut km = cell.borrow_mut();
+            km.solve_min(n, &scaled);
+            km.xy.clone()
+        });
         let mut pairs = Vec::with_capacity(s.len());
         let mut cost = 0.0;
         for (i, &j) in assignment.iter().enumerate() {
@@ -412,8 +688,55 @@ impl<'a> Diversifier<'a> {
     }
 }
 
+/// A representative with what [`Diversifier::cost_bound`] reads of every node precomputed.
+pub struct Profile<'r> {
+    rep: &'r Rep,
+    /// Weight of one copy of the subtree, and its suppression for every member.
+    weight: f64,
+    supp: f64,
+    /// Per sensitive column, bit `g` set if one more member with value `g` leaves the node
+    /// able to become diverse; `None` when a column has more than 64 values.
+    accept: Option<Vec<u64>>,
+    /// One member, whose sensitive values are `own`.
+    single: bool,
+    own: Vec<u32>,
+    /// `rep.children`, one for one.
+    children: Vec<Profile<'r>>,
+}
+
+impl Profile<'_> {
+    fn children_of(&self, table: u16) -> &[Profile<'_>] {
+        &self.children[self.rep.child_range(table)]
+    }
+}
+
 /// A pairing of two sibling lists and its cost (pairs index the lists as given).
 struct SiblingMapping {
     pairs: Vec<(usize, usize)>,
     cost: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KuhnMunkres;
+    use pathfinding::kuhn_munkres::kuhn_munkres_min;
+    use pathfinding::matrix::Matrix;
+    use rand::{Rng, SeedableRng};
+
+    /// The port picks the same assignment as `pathfinding` on matrices full of ties (costs
+    /// 0-3), where any other scan order would pick another optimal one.
+    #[test]
+    fn kuhn_munkres_port_picks_pathfindings_assignment() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let mut km = KuhnMunkres::default();
+        for round in 0..2000 {
+            let n = 1 + round % 24;
+            let spread = if round % 2 == 0 { 4 } else { 1_000_000 };
+            let costs: Vec<i64> = (0..n * n).map(|_| rng.random_range(0..spread)).collect();
+            let matrix = Matrix::from_vec(n, n, costs.clone()).expect("n x n");
+            let (_, expected) = kuhn_munkres_min(&matrix);
+            km.solve_min(n, &costs);
+            assert_eq!(km.xy, expected, "round {round}, n = {n}");
+        }
+    }
 }

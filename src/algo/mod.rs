@@ -57,6 +57,8 @@ pub fn run(forest: &Forest, params: &Params, progress: &Progress) -> Generalizat
                     m: params.m,
                     s: params.s,
                     ctoff: params.algorithm == Algorithm::Ctoff,
+                    search: clustree::Search::Pruned,
+                    candidates: params.candidates,
                 },
                 progress,
             )

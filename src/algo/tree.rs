@@ -46,8 +46,13 @@ impl Rep {
 
     /// Children of one child table (they are contiguous).
     pub fn children_of(&self, table: u16) -> &[Rep] {
+        &self.children[self.child_range(table)]
+    }
+
+    /// Where the children of one child table lie in `children`.
+    pub fn child_range(&self, table: u16) -> std::ops::Range<usize> {
         let start = self.children.partition_point(|c| c.table < table);
         let end = self.children.partition_point(|c| c.table <= table);
-        &self.children[start..end]
+        start..end
     }
 }

@@ -458,7 +458,7 @@ async fn resolve_hierarchies(
     Ok(out)
 }
 
-const OPTIONS: &str = "model, k, l, diversity, algorithm, mapping, m, s, threshold, climit, seed, keys, orphans, queries, query_seed";
+const OPTIONS: &str = "model, k, l, diversity, algorithm, mapping, m, s, candidates, threshold, climit, seed, keys, orphans, queries, query_seed";
 
 fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params, PlanError> {
     let an = policy.anonymize.as_ref().ok_or_else(|| {
@@ -580,6 +580,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                     return Err(at(pos, "s must be above 0 (it is the step chi grows by)".to_string()));
                 }
             }
+            "candidates" => p.candidates = Some(number(1.0, 1e9)? as usize),
             "queries" => p.queries = number(0.0, 1e6)? as usize,
             "query_seed" => p.query_seed = number(0.0, 9.0e15)? as u64,
             "threshold" | "th" => p.threshold = number(0.0, 1.0)?,

@@ -109,6 +109,10 @@ pub struct Params {
     pub m: f64,
     /// ClusTree's step for chi (000 Alg. 5 line 25).
     pub s: f64,
+    /// ClusTree / CToff candidate blocking: CreateCluster weighs only this many remaining
+    /// records nearest the seed (`None`, the default: all of them, as 000 Alg. 4 does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<usize>,
     /// Seeds the random count queries of the utility report. Not secret: the queries are
     /// printed nowhere and only their accuracy is reported.
     pub query_seed: u64,
@@ -134,6 +138,7 @@ impl Params {
             mapping: Mapping::Lsap,
             m: 4.0,
             s: 0.5,
+            candidates: None,
             query_seed: 1,
             queries: 200,
             seed: None,

@@ -4,6 +4,7 @@
 mod adult;
 mod attack;
 mod bad_input;
+mod clustree_search;
 mod baselines;
 mod common;
 mod dimensions;

@@ -1,0 +1,158 @@
+//! ClusTree / CToff's pruned, memoized CreateCluster (the default) against the plain search
+//! of 000 Alg. 4 line 5 on a small syntheticS: the very same clusters (members of every EC in
+//! order, the suppressed set), for ClusTree and CToff, LSAP and GRD, l = 2 and 3.
+
+use std::path::Path;
+
+use relanon::algo::clustree::{cluster, ClustreeParams, Search};
+use relanon::algo::diversify::{Diversifier, Rule};
+use relanon::algo::tree::Rep;
+use relanon::forest::{self, Forest};
+use relanon::plan::{self, Diversity, Mapping};
+use relanon::progress::Progress;
+use relanon::warehouse::{write_staged, Warehouse};
+
+/// syntheticS with `students` students (seed 42) loaded through the real pipeline.
+fn synthetic_s(students: usize) -> Forest {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = dir.path().join("s.sqlite");
+    write_staged(
+        &source,
+        &relanon::generate::synthetic(students, 42, false),
+        true,
+    )
+    .expect("write the generated warehouse")
+    .commit()
+    .expect("commit the generated warehouse");
+    let text = include_str!("../../sql/synthetic_s.sql");
+    let policy = relanon::decl::parse(text).expect("bundled declarations parse");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut wh = Warehouse::open(&source).await.expect("open");
+        let plan = plan::build(&policy, &mut wh, Path::new("sql"))
+            .await
+            .expect("plan");
+        forest::load(&plan, &wh).await.expect("forest")
+    })
+}
+
+/// Every EC as (members of every node, depth first), then the suppressed entities.
+fn clusters(
+    forest: &Forest,
+    mapping: Mapping,
+    l: usize,
+    ctoff: bool,
+    search: Search,
+) -> (Vec<Vec<Vec<u32>>>, Vec<u32>) {
+    fn nodes(rep: &Rep, out: &mut Vec<Vec<u32>>) {
+        out.push(rep.members.clone());
+        for c in &rep.children {
+            nodes(c, out);
+        }
+    }
+    let rule = Rule {
+        l,
+        diversity: Diversity::Probabilistic,
+        target: l,
+    };
+    let dv = Diversifier::new(forest, mapping, Some(rule));
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let params = ClustreeParams {
+        size: l,
+        m: 4.0,
+        s: 0.5,
+        ctoff,
+        search,
+        candidates: None,
+    };
+    let c = cluster(forest, &dv, &order, params, &Progress::new());
+    let ecs = c
+        .ecs
+        .iter()
+        .map(|rep| {
+            let mut out = Vec::new();
+            nodes(rep, &mut out);
+            out
+        })
+        .collect();
+    (ecs, c.suppressed)
+}
+
+#[test]
+fn pruned_search_finds_the_plain_clusters() {
+    let forest = synthetic_s(70);
+    for mapping in [Mapping::Lsap, Mapping::Grd] {
+        for l in [2, 3] {
+            for ctoff in [false, true] {
+                let plain = clusters(&forest, mapping, l, ctoff, Search::Plain);
+                let pruned = clusters(&forest, mapping, l, ctoff, Search::Pruned);
+                let what = format!("{mapping:?} l = {l} ctoff = {ctoff}");
+                assert!(plain.0.len() * l >= 40, "{what}: too few ECs to compare");
+                assert_eq!(plain, pruned, "{what}: the pruned search changed the clusters");
+            }
+        }
+    }
+}
+
+#[test]
+fn blocking_with_room_for_everyone_is_the_exact_search() {
+    let forest = synthetic_s(40);
+    let plain = clusters(&forest, Mapping::Lsap, 3, false, Search::Plain);
+    let rule = Rule {
+        l: 3,
+        diversity: Diversity::Probabilistic,
+        target: 3,
+    };
+    let dv = Diversifier::new(&forest, Mapping::Lsap, Some(rule));
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let params = ClustreeParams {
+        size: 3,
+        m: 4.0,
+        s: 0.5,
+        ctoff: false,
+        search: Search::Pruned,
+        candidates: Some(forest.entities()),
+    };
+    let blocked = cluster(&forest, &dv, &order, params, &Progress::new());
+    let members = |ecs: &[Rep]| ecs.iter().map(|r| r.members.clone()).collect::<Vec<_>>();
+    let plain_members: Vec<Vec<u32>> = plain.0.iter().map(|ec| ec[0].clone()).collect();
+    assert_eq!(plain_members, members(&blocked.ecs));
+    assert_eq!(plain.1, blocked.suppressed);
+}
+
+#[test]
+fn cost_bound_never_exceeds_the_cost() {
+    let forest = synthetic_s(30);
+    let trees: Vec<Rep> = (0..forest.entities() as u32)
+        .map(|e| Rep::from_forest(&forest, 0, e))
+        .collect();
+    for mapping in [Mapping::Lsap, Mapping::Grd] {
+        let rule = Rule {
+            l: 3,
+            diversity: Diversity::Probabilistic,
+            target: 3,
+        };
+        let dv = Diversifier::new(&forest, mapping, Some(rule));
+        let mut checked = 0;
+        for (i, a) in trees.iter().enumerate() {
+            // Single trees, and a two-member representative as in the second recruitment.
+            let merged = trees
+                .iter()
+                .skip(i + 1)
+                .find_map(|b| dv.merge(a, b))
+                .unwrap_or_else(|| a.clone());
+            for rep in [a, &merged] {
+                for b in &trees {
+                    if !dv.diverse(rep, b) {
+                        continue;
+                    }
+                    let (x, y) = (dv.profile(rep), dv.profile(b));
+                    let (bound, cost) = (dv.cost_bound(&x, &y, f64::INFINITY), dv.cost(rep, b));
+                    assert!(bound <= cost + 1e-9, "{mapping:?}: bound {bound} > cost {cost}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 500, "only {checked} pairs were diverse");
+    }
+}
