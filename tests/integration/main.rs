@@ -13,4 +13,5 @@ mod ldiversity;
 mod progress;
 mod properties;
 mod table2;
+mod tpch;
 mod university;
