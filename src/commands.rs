@@ -133,6 +133,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
             out,
             students,
             seed,
+            sf,
             overwrite,
         } => {
             let set = match kind {
@@ -140,6 +141,7 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
                 Generated::Table2 => relanon::generate::table2(),
                 Generated::SyntheticS => relanon::generate::synthetic(students, seed, false),
                 Generated::SyntheticT => relanon::generate::synthetic(students, seed, true),
+                Generated::Tpch => relanon::generate::tpch(sf)?,
             };
             let path = write_staged(&out, &set, overwrite)?.commit()?;
             if !quiet {

@@ -114,7 +114,7 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
     },
-    /// Write a seeded synthetic warehouse (SQLite file, or Parquet directory).
+    /// Write a seeded synthetic warehouse or TPC-H (SQLite file, or Parquet directory).
     Generate {
         #[arg(value_enum)]
         kind: Generated,
@@ -126,6 +126,9 @@ enum Command {
         students: usize,
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// TPC-H scale factor (tpch only): 1 is 150 000 customers, 1.5 M orders, ~6 M line items.
+        #[arg(long, default_value_t = 0.01)]
+        sf: f64,
         #[arg(long)]
         overwrite: bool,
     },
@@ -193,6 +196,8 @@ enum Generated {
     SyntheticS,
     /// 000 Sec. 2.4 syntheticT: students, years, enrollments, purchases.
     SyntheticT,
+    /// TPC-H at --sf: customer, orders, lineitem, with nation, region, part, supplier.
+    Tpch,
 }
 
 fn main() -> ExitCode {

@@ -7,23 +7,29 @@
 //! weighted by predicates on QIs or sensitive columns of that table or its ancestors. A
 //! generalized value answers a QI predicate by spreading uniformly over its leaves: a released
 //! `g` counts `|leaves(g) ∩ leaves(h)| / |leaves(g)|` towards "value under `h`"; sensitive
-//! values are published as they are and answer exactly. The same SQL runs on both sides (the
-//! source with its QI cells written as their leaf labels), so the only difference is the
-//! release.
+//! values are published as they are and answer exactly. The same SQL runs on both sides, so
+//! the only difference is the release.
+//!
+//! QI predicates read a hidden code column per QI (the hierarchy node of the cell: the
+//! source's leaf, the release's label looked up once per cell) through one scalar UDF per
+//! predicate that indexes a weight per node. Writing the weights into the SQL instead (an
+//! `IN` list of every label under the node) makes the text grow with the hierarchy, and with
+//! 200 000 part keys under six part-type groups, DataFusion spent minutes planning it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Float64Array, StringArray};
+use arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
 use datafusion::prelude::SessionContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::algo::Generalization;
-use crate::forest::Forest;
+use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
 use crate::plan::{ColumnRole, Plan};
 use crate::release::Materialized;
@@ -263,22 +269,29 @@ async fn query_accuracy(
     let release = SessionContext::new();
     for ti in 0..forest.tables.len() {
         let name = &plan.tables[ti].name;
-        register(&source, name, labeled_source(plan, forest, ti)?)?;
+        let nodes = &forest.tables[ti];
+        register(&source, name, source_with_codes(nodes)?)?;
         let batch = released
             .tables
             .iter()
             .find(|t| &t.name == name)
-            .map(|t| t.batch.clone())
+            .map(|t| &t.batch)
             .ok_or_else(|| fail(format!("release has no table {name}")))?;
-        register(&release, name, batch)?;
+        register(&release, name, release_with_codes(plan, nodes, ti, batch)?)?;
     }
     let mut scores: Vec<Vec<f64>> = vec![Vec::new(); max_depth + 1];
+    let mut udfs = 0;
     for table in 0..plan.tables.len() {
         let mine: Vec<&Query> = queries.iter().filter(|q| q.table == table).collect();
         if mine.is_empty() {
             continue;
         }
-        let sql = counting_sql(plan, forest, table, &mine);
+        let (sql, weights) = counting_sql(plan, forest, table, &mine, &mut udfs);
+        for (name, w) in weights {
+            let udf = under_udf(&name, w);
+            source.register_udf(udf.clone());
+            release.register_udf(udf);
+        }
         let x = sums(&source, &sql).await?;
         let y = sums(&release, &sql).await?;
         for (xi, yi) in x.iter().zip(&y) {
@@ -298,33 +311,99 @@ fn register(ctx: &SessionContext, name: &str, batch: RecordBatch) -> Result<(), 
     Ok(())
 }
 
-/// A family table's source rows with every QI cell replaced by its leaf label (as text, NULL
-/// for the NULL leaf): the shape the release has, without any generalization.
-fn labeled_source(plan: &Plan, forest: &Forest, ti: usize) -> Result<RecordBatch, UtilityError> {
-    let nodes = &forest.tables[ti];
-    let schema = nodes.batch.schema();
-    let mut fields = Vec::new();
-    let mut columns: Vec<ArrayRef> = Vec::new();
-    let mut q = 0;
-    for (ci, col) in plan.tables[ti].columns.iter().enumerate() {
-        if let ColumnRole::QuasiIdentifier { .. } = col.role {
-            let h = &nodes.hierarchies[q];
-            let labels: StringArray = (0..nodes.rows() as u32)
-                .map(|r| h.label(nodes.codes(r)[q]))
-                .collect();
-            fields.push(Field::new(&col.name, DataType::Utf8, true));
-            columns.push(Arc::new(labels));
-            q += 1;
-        } else {
-            fields.push(schema.field(ci).clone());
-            columns.push(nodes.batch.column(ci).clone());
-        }
+/// The hidden column holding the hierarchy node of QI `q`'s cell.
+fn code_column(q: usize) -> String {
+    format!("__relanon_qi{q}")
+}
+
+/// `batch` with one code column per QI appended.
+fn with_codes(batch: &RecordBatch, codes: Vec<UInt32Array>) -> Result<RecordBatch, UtilityError> {
+    let schema = batch.schema();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    for (q, c) in codes.into_iter().enumerate() {
+        fields.push(Field::new(code_column(q), DataType::UInt32, true));
+        columns.push(Arc::new(c));
     }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(fail)
 }
 
-/// One SELECT of `SUM(weight)` per query over `table` joined up its chain.
-fn counting_sql(plan: &Plan, forest: &Forest, table: usize, queries: &[&Query]) -> String {
+/// A family table's source rows with each QI's leaf code beside them.
+fn source_with_codes(nodes: &TableNodes) -> Result<RecordBatch, UtilityError> {
+    let codes = (0..nodes.nqi())
+        .map(|q| {
+            (0..nodes.rows() as u32)
+                .map(|r| Some(nodes.codes(r)[q]))
+                .collect()
+        })
+        .collect();
+    with_codes(&nodes.batch, codes)
+}
+
+/// A released table with each QI label's hierarchy node beside it (NULL for a label the
+/// hierarchy does not have, which then counts towards no predicate).
+fn release_with_codes(
+    plan: &Plan,
+    nodes: &TableNodes,
+    ti: usize,
+    batch: &RecordBatch,
+) -> Result<RecordBatch, UtilityError> {
+    let mut codes = Vec::with_capacity(nodes.nqi());
+    for ((column, _), h) in plan.tables[ti].qi_columns().zip(&nodes.hierarchies) {
+        let by_label: HashMap<Option<&str>, u32> =
+            (0..h.len() as u32).map(|c| (h.label(c), c)).collect();
+        let cells = batch
+            .column_by_name(column)
+            .ok_or_else(|| fail(format!("release table {} has no column {column}", nodes.name)))?;
+        let cells = cells
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| fail(format!("released {}.{column} is not text", nodes.name)))?;
+        codes.push(
+            cells
+                .iter()
+                .map(|label| by_label.get(&label).copied())
+                .collect::<UInt32Array>(),
+        );
+    }
+    with_codes(batch, codes)
+}
+
+/// The scalar function `name(code)`: the weight of hierarchy node `code` (0 for NULL).
+fn under_udf(name: &str, weights: Vec<f64>) -> ScalarUDF {
+    let weights = Arc::new(weights);
+    let fun = move |args: &[ColumnarValue]| -> datafusion::error::Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(args)?;
+        let codes = arrays
+            .first()
+            .and_then(|a| a.as_any().downcast_ref::<UInt32Array>())
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal("code column is not UInt32".into())
+            })?;
+        let out: Float64Array = codes
+            .iter()
+            .map(|c| Some(c.and_then(|c| weights.get(c as usize)).copied().unwrap_or(0.0)))
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    };
+    create_udf(
+        name,
+        vec![DataType::UInt32],
+        DataType::Float64,
+        Volatility::Immutable,
+        Arc::new(fun),
+    )
+}
+
+/// One SELECT of `SUM(weight)` per query over `table` joined up its chain, and the UDFs its
+/// QI predicates call (name, weight per hierarchy node); `udfs` numbers them across tables.
+fn counting_sql(
+    plan: &Plan,
+    forest: &Forest,
+    table: usize,
+    queries: &[&Query],
+    udfs: &mut usize,
+) -> (String, Vec<(String, Vec<f64>)>) {
     let chain = chain(plan, table);
     let alias = |t: usize| format!("a{}", chain.iter().position(|&c| c == t).unwrap_or(0));
     let mut from = format!("{} AS a0", quote_ident(&plan.tables[table].name));
@@ -343,6 +422,7 @@ fn counting_sql(plan: &Plan, forest: &Forest, table: usize, queries: &[&Query]) 
             on.join(" AND ")
         );
     }
+    let mut functions = Vec::new();
     let sums: Vec<String> = queries
         .iter()
         .enumerate()
@@ -350,7 +430,17 @@ fn counting_sql(plan: &Plan, forest: &Forest, table: usize, queries: &[&Query]) 
             let weights: Vec<String> = q
                 .predicates
                 .iter()
-                .map(|p| weight_sql(plan, forest, p, &alias))
+                .map(|p| match *p {
+                    Predicate::Under { table, qi, node } => {
+                        let name = format!("relanon_under_{udfs}");
+                        *udfs += 1;
+                        let h = &forest.tables[table].hierarchies[qi];
+                        let w = (0..h.len() as u32).map(|g| overlap(h, g, node)).collect();
+                        functions.push((name.clone(), w));
+                        format!("{name}({}.{})", alias(table), quote_ident(&code_column(qi)))
+                    }
+                    Predicate::Sensitive { .. } => sensitive_sql(plan, forest, p, &alias),
+                })
                 .collect();
             format!(
                 "CAST(COALESCE(SUM({}), 0) AS DOUBLE) AS q{i}",
@@ -358,65 +448,53 @@ fn counting_sql(plan: &Plan, forest: &Forest, table: usize, queries: &[&Query]) 
             )
         })
         .collect();
-    format!("SELECT {} FROM {from}", sums.join(", "))
+    (format!("SELECT {} FROM {from}", sums.join(", ")), functions)
 }
 
-/// The weight one row contributes to a predicate, as a SQL expression.
-fn weight_sql(
+/// The weight one row contributes to a sensitive-value predicate, as a SQL expression.
+fn sensitive_sql(
     plan: &Plan,
     forest: &Forest,
     p: &Predicate,
     alias: &dyn Fn(usize) -> String,
 ) -> String {
-    match *p {
-        Predicate::Under { table, qi, node } => {
-            let column = plan.tables[table]
-                .qi_columns()
-                .nth(qi)
-                .map(|(c, _)| c)
-                .unwrap_or_default();
-            let c = format!("{}.{}", alias(table), quote_ident(column));
-            under_sql(&c, &forest.tables[table].hierarchies[qi], node)
+    let Predicate::Sensitive { table, sa, code } = *p else {
+        return "1.0".into();
+    };
+    let nodes = &forest.tables[table];
+    let name = plan.tables[table]
+        .columns
+        .iter()
+        .filter(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
+        .nth(sa)
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let c = format!("{}.{}", alias(table), quote_ident(&name));
+    let buckets = plan.tables[table]
+        .columns
+        .iter()
+        .find_map(|col| match &col.role {
+            ColumnRole::Sensitive { buckets: Some(b) } if col.name == name => Some(b.clone()),
+            _ => None,
+        });
+    let col = &nodes.sensitive[sa];
+    let cond = match buckets {
+        Some(b) if (code as usize) + 1 < b.len() => {
+            let i = code as usize;
+            let upper = if i + 2 == b.len() { "<=" } else { "<" };
+            format!("{c} >= {} AND {c} {upper} {}", b[i], b[i + 1])
         }
-        Predicate::Sensitive { table, sa, code } => {
-            let nodes = &forest.tables[table];
-            let name = plan.tables[table]
-                .columns
-                .iter()
-                .filter(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
-                .nth(sa)
-                .map(|c| c.name.clone())
-                .unwrap_or_default();
-            let c = format!("{}.{}", alias(table), quote_ident(&name));
-            let buckets = plan.tables[table]
-                .columns
-                .iter()
-                .find_map(|col| match &col.role {
-                    ColumnRole::Sensitive { buckets: Some(b) } if col.name == name => {
-                        Some(b.clone())
-                    }
-                    _ => None,
-                });
-            let col = &nodes.sensitive[sa];
-            let cond = match buckets {
-                Some(b) if (code as usize) + 1 < b.len() => {
-                    let i = code as usize;
-                    let upper = if i + 2 == b.len() { "<=" } else { "<" };
-                    format!("{c} >= {} AND {c} {upper} {}", b[i], b[i + 1])
-                }
-                Some(_) => format!("{c} IS NULL"),
-                None => {
-                    let row = col.codes.iter().position(|&x| x == code).unwrap_or(0);
-                    let array = nodes
-                        .batch
-                        .column_by_name(&name)
-                        .expect("a planned sensitive column is in the batch");
-                    literal_condition(&c, array.as_ref(), row)
-                }
-            };
-            format!("CASE WHEN {cond} THEN 1.0 ELSE 0.0 END")
+        Some(_) => format!("{c} IS NULL"),
+        None => {
+            let row = col.codes.iter().position(|&x| x == code).unwrap_or(0);
+            let array = nodes
+                .batch
+                .column_by_name(&name)
+                .expect("a planned sensitive column is in the batch");
+            literal_condition(&c, array.as_ref(), row)
         }
-    }
+    };
+    format!("CASE WHEN {cond} THEN 1.0 ELSE 0.0 END")
 }
 
 /// `column = <the value of array[row]>` as SQL, typed like the column.
@@ -429,41 +507,6 @@ fn literal_condition(column: &str, array: &dyn Array, row: usize) -> String {
         DataType::Boolean => format!("{column} = {}", text.to_ascii_uppercase()),
         _ => format!("{column} = '{}'", text.replace('\'', "''")),
     }
-}
-
-/// The uniform-spread weight of "the QI lies under `node`" for a released label.
-fn under_sql(column: &str, h: &Hierarchy, node: u32) -> String {
-    let mut exact: Vec<String> = Vec::new();
-    let mut null = false;
-    let mut partial: Vec<String> = Vec::new();
-    for code in 0..h.len() as u32 {
-        let share = overlap(h, code, node);
-        if share <= 0.0 {
-            continue;
-        }
-        match h.label(code) {
-            None => null = true,
-            Some(label) => {
-                let lit = format!("'{}'", label.replace('\'', "''"));
-                if share >= 1.0 {
-                    exact.push(lit);
-                } else {
-                    partial.push(format!("WHEN {column} = {lit} THEN {share}"));
-                }
-            }
-        }
-    }
-    let mut case = String::from("CASE");
-    if null {
-        case += &format!(" WHEN {column} IS NULL THEN 1.0");
-    }
-    if !exact.is_empty() {
-        case += &format!(" WHEN {column} IN ({}) THEN 1.0", exact.join(", "));
-    }
-    for p in partial {
-        case += &format!(" {p}");
-    }
-    case + " ELSE 0.0 END"
 }
 
 /// `|leaves(g) ∩ leaves(h)| / |leaves(g)|`: 1 when `g` lies under `h`, `|leaves(h)| /

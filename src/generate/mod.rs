@@ -9,6 +9,8 @@
 //! - [`synthetic`] (`synthetic.rs`): the thesis's syntheticS / syntheticT (000 Sec. 2.4: 1000
 //!   students of a CS program, about 20 courses each, 0-2 books per course; syntheticT adds
 //!   the college year between student and courses).
+//! - [`tpch`] (`tpch.rs`): TPC-H through the `tpchgen` generators (customer, orders, lineitem
+//!   and their dimension tables), deterministic per scale factor.
 //!
 //! Everything random is drawn from one `ChaCha8Rng` seeded with the caller's seed, with integer
 //! arithmetic only (no `ln`/`cos`, whose last bits differ between libms), so a seed names the
@@ -29,6 +31,7 @@ use crate::warehouse::{ForeignKey, ReleaseSet, ReleaseTable};
 mod synthetic;
 #[cfg(test)]
 mod testutil;
+mod tpch;
 mod university;
 
 pub use synthetic::{
@@ -37,6 +40,8 @@ pub use synthetic::{
     SyntheticCourse, CORE_PER_STUDENT, ELECTIVES_MAX, ELECTIVES_MIN, LETTER_GRADES,
     SYNTHETIC_COURSES, SYNTHETIC_MAJORS, SYNTHETIC_STUDENTS, YEAR_LEVELS,
 };
+
+pub use tpch::{tpch, TpchError};
 
 pub use university::{
     university, university_book_hierarchy_csv, university_course_hierarchy_csv, CourseSpec,

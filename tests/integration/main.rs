@@ -14,4 +14,5 @@ mod ldiversity;
 mod progress;
 mod properties;
 mod table2;
+mod tpch;
 mod university;
