@@ -18,6 +18,10 @@ use crate::plan::{Diversity, Mapping};
 /// cost); 1e-6 of a cell is far below any difference LM' can make.
 const SCALE: f64 = 1e6;
 
+/// Hierarchies of up to this many nodes get a table of `loss(lca(x, y))` (at most 2 MiB):
+/// merging siblings asks for it for every pair of every candidate.
+const PAIR_LOSS_NODES: usize = 512;
+
 /// Up to this many vertices a group's sensitive values are counted without allocating.
 const SMALL_GROUP: usize = 32;
 
@@ -209,6 +213,9 @@ impl KuhnMunkres {
 pub struct Diversifier<'a> {
     forest: &'a Forest,
     weights: Vec<f64>,
+    /// Per table and QI, `loss(lca(x, y))` for every pair of hierarchy nodes (row-major by
+    /// `x`), when the hierarchy is small enough; the same values `node_loss` would compute.
+    pair_loss: Vec<Vec<Option<Vec<f64>>>>,
     mapping: Mapping,
     rule: Option<Rule>,
 }
@@ -220,9 +227,27 @@ impl<'a> Diversifier<'a> {
             .iter()
             .map(|t| t.nqi().max(1) as f64)
             .collect();
+        let pair_loss = forest
+            .tables
+            .iter()
+            .map(|t| {
+                t.hierarchies
+                    .iter()
+                    .map(|h| {
+                        let n = h.len();
+                        (n <= PAIR_LOSS_NODES).then(|| {
+                            (0..n * n)
+                                .map(|i| h.loss(h.lca((i / n) as u32, (i % n) as u32)))
+                                .collect()
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
         Diversifier {
             forest,
             weights,
+            pair_loss,
             mapping,
             rule,
         }
@@ -284,7 +309,11 @@ impl<'a> Diversifier<'a> {
         a.qi.iter()
             .zip(&b.qi)
             .zip(&t.hierarchies)
-            .map(|((&x, &y), h)| h.loss(h.lca(x, y)))
+            .zip(&self.pair_loss[a.table as usize])
+            .map(|(((&x, &y), h), table)| match table {
+                Some(table) => table[x as usize * h.len() + y as usize],
+                None => h.loss(h.lca(x, y)),
+            })
             .sum()
     }
 
