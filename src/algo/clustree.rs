@@ -369,6 +369,7 @@ fn fresh_entries(
     // The least cost found so far, as f64 bits (non-negative floats order like their bits).
     let best = AtomicU64::new(first.to_bits());
     let profile = ctx.dv.profile(rep);
+    let quick = ctx.dv.quick(&profile);
     let mut entries: Vec<Entry> = pool
         .par_iter()
         .filter(|(_, e)| !taken.contains(e) && !probe.contains(e))
@@ -378,7 +379,13 @@ fn fresh_entries(
                 return None;
             }
             let limit = reach(f64::from_bits(best.load(Ordering::Relaxed)));
-            let bound = ctx.dv.cost_bound(&profile, &ctx.profiles[e as usize], limit);
+            let candidate = &ctx.profiles[e as usize];
+            let quick = ctx.dv.quick_bound(&quick, &profile, candidate);
+            let bound = if quick > limit {
+                quick
+            } else {
+                ctx.dv.cost_bound(&profile, candidate, limit)
+            };
             if bound > limit {
                 return Some(Entry {
                     key: bound,
