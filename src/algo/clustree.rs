@@ -265,19 +265,30 @@ fn create_cluster(
 ) -> Option<Rep> {
     let mut rep = ctx.trees[a as usize].clone();
     let mut taken = vec![a];
+    // The runners-up of the previous step: likely cheap again, so their costs make a good
+    // first limit for the bounds of the next step.
+    let mut probe: Vec<u32> = Vec::new();
     for _ in 1..ctx.size {
         let b = match ctx.search {
             Search::Plain => cheapest_plain(ctx, &rep, pool, &taken),
             Search::Pruned => {
                 let mut own: Vec<Entry>;
+                let fresh = || fresh_entries(ctx, &rep, pool, &taken, &probe);
                 let entries = match memo.as_deref_mut() {
-                    Some(m) => m.entries(&taken, || fresh_entries(ctx, &rep, pool, &taken)),
+                    Some(m) => m.entries(&taken, fresh),
                     None => {
-                        own = fresh_entries(ctx, &rep, pool, &taken);
+                        own = fresh();
                         &mut own
                     }
                 };
-                cheapest_pruned(ctx, &rep, entries, in_f)
+                let b = cheapest_pruned(ctx, &rep, entries, in_f);
+                probe = entries
+                    .iter()
+                    .filter(|x| in_f[x.e as usize] && Some(x.e) != b)
+                    .take(PROBE)
+                    .map(|x| x.e)
+                    .collect();
+                b
             }
         }?;
         // Line 8: the representative absorbs T_b (its members after the cluster's).
@@ -334,20 +345,47 @@ fn sort_entries(entries: &mut [Entry]) {
 /// Every candidate of the pool whose root is diverse with the representative, each with its
 /// exact cost or, when its bound already exceeds a cost found, that bound. Which of the two
 /// an entry holds depends on thread timing; the winner [`cheapest_pruned`] picks does not.
-fn fresh_entries(ctx: &Context, rep: &Rep, pool: &[(u32, u32)], taken: &[u32]) -> Vec<Entry> {
+fn fresh_entries(
+    ctx: &Context,
+    rep: &Rep,
+    pool: &[(u32, u32)],
+    taken: &[u32],
+    probe: &[u32],
+) -> Vec<Entry> {
+    let mut probed: Vec<Entry> = probe
+        .par_iter()
+        .filter(|&&e| !taken.contains(&e) && ctx.dv.diverse(rep, &ctx.trees[e as usize]))
+        .map(|&e| Entry {
+            key: ctx.dv.cost(rep, &ctx.trees[e as usize]),
+            pos: ctx.position[e as usize],
+            e,
+            exact: true,
+        })
+        .collect();
+    let first = probed
+        .iter()
+        .map(|x| if x.key > 0.0 { x.key } else { 0.0 })
+        .fold(f64::INFINITY, f64::min);
     // The least cost found so far, as f64 bits (non-negative floats order like their bits).
-    let best = AtomicU64::new(f64::INFINITY.to_bits());
+    let best = AtomicU64::new(first.to_bits());
     let profile = ctx.dv.profile(rep);
+    let quick = ctx.dv.quick(&profile);
     let mut entries: Vec<Entry> = pool
         .par_iter()
-        .filter(|(_, e)| !taken.contains(e))
+        .filter(|(_, e)| !taken.contains(e) && !probe.contains(e))
         .filter_map(|&(pos, e)| {
             let tree = &ctx.trees[e as usize];
             if !ctx.dv.diverse(rep, tree) {
                 return None;
             }
             let limit = reach(f64::from_bits(best.load(Ordering::Relaxed)));
-            let bound = ctx.dv.cost_bound(&profile, &ctx.profiles[e as usize], limit);
+            let candidate = &ctx.profiles[e as usize];
+            let quick = ctx.dv.quick_bound(&quick, &profile, candidate);
+            let bound = if quick > limit {
+                quick
+            } else {
+                ctx.dv.cost_bound(&profile, candidate, limit)
+            };
             if bound > limit {
                 return Some(Entry {
                     key: bound,
@@ -367,9 +405,13 @@ fn fresh_entries(ctx: &Context, rep: &Rep, pool: &[(u32, u32)], taken: &[u32]) -
             })
         })
         .collect();
+    entries.append(&mut probed);
     sort_entries(&mut entries);
     entries
 }
+
+/// How many runners-up of one step are diversified first in the next.
+const PROBE: usize = 4;
 
 /// How many bounded candidates are diversified at once when a bound comes within reach.
 const BATCH: usize = 16;

@@ -18,6 +18,10 @@ use crate::plan::{Diversity, Mapping};
 /// cost); 1e-6 of a cell is far below any difference LM' can make.
 const SCALE: f64 = 1e6;
 
+/// Hierarchies of up to this many nodes get a table of `loss(lca(x, y))` (at most 2 MiB):
+/// merging siblings asks for it for every pair of every candidate.
+const PAIR_LOSS_NODES: usize = 512;
+
 /// Up to this many vertices a group's sensitive values are counted without allocating.
 const SMALL_GROUP: usize = 32;
 
@@ -209,6 +213,9 @@ impl KuhnMunkres {
 pub struct Diversifier<'a> {
     forest: &'a Forest,
     weights: Vec<f64>,
+    /// Per table and QI, `loss(lca(x, y))` for every pair of hierarchy nodes (row-major by
+    /// `x`), when the hierarchy is small enough; the same values `node_loss` would compute.
+    pair_loss: Vec<Vec<Option<Vec<f64>>>>,
     mapping: Mapping,
     rule: Option<Rule>,
 }
@@ -220,9 +227,27 @@ impl<'a> Diversifier<'a> {
             .iter()
             .map(|t| t.nqi().max(1) as f64)
             .collect();
+        let pair_loss = forest
+            .tables
+            .iter()
+            .map(|t| {
+                t.hierarchies
+                    .iter()
+                    .map(|h| {
+                        let n = h.len();
+                        (n <= PAIR_LOSS_NODES).then(|| {
+                            (0..n * n)
+                                .map(|i| h.loss(h.lca((i / n) as u32, (i % n) as u32)))
+                                .collect()
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
         Diversifier {
             forest,
             weights,
+            pair_loss,
             mapping,
             rule,
         }
@@ -284,7 +309,11 @@ impl<'a> Diversifier<'a> {
         a.qi.iter()
             .zip(&b.qi)
             .zip(&t.hierarchies)
-            .map(|((&x, &y), h)| h.loss(h.lca(x, y)))
+            .zip(&self.pair_loss[a.table as usize])
+            .map(|(((&x, &y), h), table)| match table {
+                Some(table) => table[x as usize * h.len() + y as usize],
+                None => h.loss(h.lca(x, y)),
+            })
             .sum()
     }
 
@@ -355,6 +384,114 @@ impl<'a> Diversifier<'a> {
             own,
             children,
         }
+    }
+
+    /// What [`quick_bound`](Self::quick_bound) needs of a representative, computed once
+    /// per CreateCluster step.
+    pub fn quick(&self, x: &Profile) -> Quick {
+        let mut by_table: Vec<Vec<&Profile>> = vec![Vec::new(); self.forest.tables.len()];
+        fn collect<'p, 'r>(p: &'p Profile<'r>, out: &mut Vec<Vec<&'p Profile<'r>>>) {
+            for c in &p.children {
+                out[c.rep.table as usize].push(c);
+                collect(c, out);
+            }
+        }
+        collect(x, &mut by_table);
+        let partners = by_table
+            .iter()
+            .enumerate()
+            .map(|(t, nodes)| self.cheapest_partners(nodes, t))
+            .collect();
+        let fewest = self
+            .child_tables(x.rep.table)
+            .map(|ct| {
+                let mut supps: Vec<f64> = x.children_of(ct).iter().map(|c| c.supp).collect();
+                supps.sort_by(f64::total_cmp);
+                let mut sums = vec![0.0];
+                for s in supps {
+                    sums.push(sums[sums.len() - 1] + s);
+                }
+                (ct, sums)
+            })
+            .collect();
+        Quick { partners, fewest }
+    }
+
+    /// For the representative's `nodes` of table `t`: per (code, sensitive value) of a
+    /// one-member node, the least `(m + 1) * LM'` of pairing it with one of them and staying
+    /// diverse, when `t` has one QI with a loss table; otherwise 0 (no nodes: infinity).
+    fn cheapest_partners(&self, nodes: &[&Profile], t: usize) -> Partners {
+        let table = &self.forest.tables[t];
+        if nodes.is_empty() {
+            return Partners::None;
+        }
+        let ([h], Some(losses)) = (&table.hierarchies[..], self.pair_loss[t].first().and_then(Option::as_ref)) else {
+            return Partners::Free;
+        };
+        let n = h.len();
+        // Diversity is read from the masks when there is exactly one sensitive column.
+        let values = match (&table.sensitive[..], self.rule) {
+            ([col], Some(_)) if col.labels.len() <= 64 => col.labels.len(),
+            _ => 1,
+        };
+        let mut best = vec![f64::INFINITY; n * values];
+        for x in nodes {
+            let accept = match &x.accept {
+                Some(a) if values > 1 => a[0],
+                _ => u64::MAX,
+            };
+            let m = (x.rep.member_count() + 1) as f64;
+            let row = &losses[x.rep.qi[0] as usize * n..][..n];
+            for (code, &loss) in row.iter().enumerate() {
+                let cost = m * loss;
+                for (g, b) in best[code * values..][..values].iter_mut().enumerate() {
+                    if values == 1 || accept & (1 << g) != 0 {
+                        *b = b.min(cost);
+                    }
+                }
+            }
+        }
+        Partners::Table { values, best }
+    }
+
+    /// A lower bound on `cost(x, y)` for a one-member `y` that reads each node of `y` once:
+    /// the roots' LM, the cheapest of `x`'s children that must stay unpaired, and per node `v`
+    /// of `y` below the root `min(supp(v), partner(v) + the same for v's children)`, where
+    /// `partner(v)` is the least node loss of pairing `v` diversely with any node of `x` of its
+    /// table ([`cheapest_partners`](Self::cheapest_partners)): a node is either suppressed
+    /// with its subtree, or paired (with a node of its table, diversely, or the pair costs
+    /// more than `supp(v)`) and its children in turn are suppressed or paired within. Returns
+    /// 0 when `y` has more than one member.
+    pub fn quick_bound(&self, q: &Quick, x: &Profile, y: &Profile) -> f64 {
+        if !y.single {
+            return 0.0;
+        }
+        if !self.accepts(x, y) {
+            return x.supp + y.supp;
+        }
+        let m = (x.rep.member_count() + 1) as f64;
+        let mut bound = m * self.node_loss(x.rep, y.rep);
+        for (ct, fewest) in &q.fewest {
+            let ys = y.children_of(*ct);
+            let unpaired = (fewest.len() - 1).saturating_sub(ys.len());
+            bound += fewest[unpaired];
+            bound += ys.iter().map(|v| self.quick_node(q, v)).sum::<f64>();
+        }
+        bound
+    }
+
+    /// `min(supp(v), partner(v) + children)` of [`quick_bound`](Self::quick_bound).
+    fn quick_node(&self, q: &Quick, v: &Profile) -> f64 {
+        let partner = match &q.partners[v.rep.table as usize] {
+            Partners::None => return v.supp,
+            Partners::Free => 0.0,
+            Partners::Table { values, best } => {
+                let g = if *values > 1 { v.own[0] as usize } else { 0 };
+                best[v.rep.qi[0] as usize * values + g]
+            }
+        };
+        let children: f64 = v.children.iter().map(|c| self.quick_node(q, c)).sum();
+        v.supp.min(partner + children)
     }
 
     /// `diverse(x, y)`, by the masks when `y` is one member.
@@ -686,6 +823,26 @@ impl<'a> Diversifier<'a> {
         }
         w.swap_remove(0).into_iter().take(n).collect()
     }
+}
+
+/// [`Diversifier::quick_bound`]'s view of one representative.
+pub struct Quick {
+    /// Per family table, the cheapest partners among the representative's nodes.
+    partners: Vec<Partners>,
+    /// Per child table of the root, the sums of the cheapest `i` suppressions of the
+    /// representative's children there.
+    fewest: Vec<(u16, Vec<f64>)>,
+}
+
+/// What pairing a one-member node with one of the representative's nodes of its table costs
+/// at least.
+enum Partners {
+    /// The representative has no node there: the node is suppressed.
+    None,
+    /// No table of losses: nothing is known beyond 0.
+    Free,
+    /// Per (code, sensitive value), row-major by code.
+    Table { values: usize, best: Vec<f64> },
 }
 
 /// A representative with what [`Diversifier::cost_bound`] reads of every node precomputed.

@@ -133,7 +133,7 @@ fn cost_bound_never_exceeds_the_cost() {
             target: 3,
         };
         let dv = Diversifier::new(&forest, mapping, Some(rule));
-        let mut checked = 0;
+        let (mut checked, mut tight) = (0, 0);
         for (i, a) in trees.iter().enumerate() {
             // Single trees, and a two-member representative as in the second recruitment.
             let merged = trees
@@ -149,10 +149,15 @@ fn cost_bound_never_exceeds_the_cost() {
                     let (x, y) = (dv.profile(rep), dv.profile(b));
                     let (bound, cost) = (dv.cost_bound(&x, &y, f64::INFINITY), dv.cost(rep, b));
                     assert!(bound <= cost + 1e-9, "{mapping:?}: bound {bound} > cost {cost}");
+                    let quick = dv.quick_bound(&dv.quick(&x), &x, &y);
+                    assert!(quick <= cost + 1e-9, "{mapping:?}: quick {quick} > cost {cost}");
+                    tight += usize::from(quick > 0.5 * cost);
                     checked += 1;
                 }
             }
         }
         assert!(checked > 500, "only {checked} pairs were diverse");
+        // A bound that is always 0 would pass the first check.
+        assert!(tight * 2 > checked, "quick bound above half the cost on {tight} of {checked}");
     }
 }
