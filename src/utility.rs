@@ -352,9 +352,12 @@ fn release_with_codes(
     for ((column, _), h) in plan.tables[ti].qi_columns().zip(&nodes.hierarchies) {
         let by_label: HashMap<Option<&str>, u32> =
             (0..h.len() as u32).map(|c| (h.label(c), c)).collect();
-        let cells = batch
-            .column_by_name(column)
-            .ok_or_else(|| fail(format!("release table {} has no column {column}", nodes.name)))?;
+        let cells = batch.column_by_name(column).ok_or_else(|| {
+            fail(format!(
+                "release table {} has no column {column}",
+                nodes.name
+            ))
+        })?;
         let cells = cells
             .as_any()
             .downcast_ref::<StringArray>()
@@ -382,7 +385,13 @@ fn under_udf(name: &str, weights: Vec<f64>) -> ScalarUDF {
             })?;
         let out: Float64Array = codes
             .iter()
-            .map(|c| Some(c.and_then(|c| weights.get(c as usize)).copied().unwrap_or(0.0)))
+            .map(|c| {
+                Some(
+                    c.and_then(|c| weights.get(c as usize))
+                        .copied()
+                        .unwrap_or(0.0),
+                )
+            })
             .collect();
         Ok(ColumnarValue::Array(Arc::new(out)))
     };

@@ -66,8 +66,13 @@ fn tpch_on_sqlite_and_parquet_with_miraclex() {
     let d = dir.path();
     generate(d, "tpch.sqlite");
     generate(d, "tpch-parquet");
-    for table in ["customer", "orders", "lineitem", "nation", "region", "part", "supplier"] {
-        assert!(d.join(format!("tpch-parquet/{table}.parquet")).exists(), "{table}");
+    for table in [
+        "customer", "orders", "lineitem", "nation", "region", "part", "supplier",
+    ] {
+        assert!(
+            d.join(format!("tpch-parquet/{table}.parquet")).exists(),
+            "{table}"
+        );
     }
     let a = anonymize_and_verify(d, "tpch.sqlite", "rel.sqlite");
     let b = anonymize_and_verify(d, "tpch-parquet", "rel-parquet");
@@ -77,9 +82,15 @@ fn tpch_on_sqlite_and_parquet_with_miraclex() {
 
     let db = rusqlite::Connection::open(d.join("rel.sqlite")).expect("open");
     let released: Vec<i64> = column(&db, "SELECT COUNT(*) FROM customer");
-    assert_eq!(released[0] + a["suppressed_entities"].as_i64().unwrap_or(0), 150);
+    assert_eq!(
+        released[0] + a["suppressed_entities"].as_i64().unwrap_or(0),
+        150
+    );
     // Nations are released as themselves or generalized to their region.
-    let nations: Vec<String> = column(&db, "SELECT DISTINCT CAST(c_nationkey AS TEXT) FROM customer");
+    let nations: Vec<String> = column(
+        &db,
+        "SELECT DISTINCT CAST(c_nationkey AS TEXT) FROM customer",
+    );
     let regions = ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST", "*"];
     assert!(
         nations
@@ -100,7 +111,10 @@ fn tpch_on_sqlite_and_parquet_with_miraclex() {
 #[test]
 fn a_bad_scale_factor_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = relanon(dir.path(), &["generate", "tpch", "--sf", "0", "--out", "t.sqlite"]);
+    let o = relanon(
+        dir.path(),
+        &["generate", "tpch", "--sf", "0", "--out", "t.sqlite"],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--sf"), "{}", stderr(&o));
     assert!(!dir.path().join("t.sqlite").exists());
