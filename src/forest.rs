@@ -554,4 +554,55 @@ mod tests {
             .collect();
         assert_eq!(order, expected);
     }
+
+    /// IDENTIFIER columns are loaded as `Null` (never released, so never copied), in their
+    /// place, keyed and key-less tables alike; every other column keeps its values.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn identifiers_load_as_nulls_in_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("people.csv"),
+            "id,name,g\n1,Ann,a\n2,Bob,b\n3,Cy,a\n",
+        )
+        .expect("csv");
+        for keyed in [true, false] {
+            // A keyed entity's key needs no role; a key-less table's `id` is plain data.
+            let entity = if keyed {
+                "CREATE ENTITY person ON people (id);"
+            } else {
+                "CREATE ENTITY person ON people; LABEL COLUMN people.id AS INSENSITIVE;"
+            };
+            let text = format!(
+                "SET source = 'people.csv';
+                 CREATE HIERARCHY g_h AS VALUES ('a'), ('b');
+                 {entity}
+                 LABEL COLUMN people.name AS IDENTIFIER;
+                 LABEL COLUMN people.g AS QUASI IDENTIFIER USING g_h;
+                 ANONYMIZE person WITH (k = 2);"
+            );
+            let policy = crate::decl::parse(&text).expect("declarations parse");
+            let mut wh = Warehouse::open(&dir.path().join("people.csv"))
+                .await
+                .expect("open");
+            let plan = crate::plan::build(&policy, &mut wh, dir.path())
+                .await
+                .expect("plan");
+            let forest = load(&plan, &wh).await.expect("forest");
+            let batch = &forest.tables[0].batch;
+            let names: Vec<&str> = batch
+                .schema_ref()
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
+            assert_eq!(names, ["id", "name", "g"], "keyed: {keyed}");
+            let name = batch.column(1);
+            assert_eq!(name.data_type(), &arrow::datatypes::DataType::Null);
+            assert_eq!(name.len(), 3);
+            let g: Vec<Option<String>> = (0..3)
+                .map(|r| render_value(batch.column(2).as_ref(), r))
+                .collect();
+            assert_eq!(g, [Some("a".into()), Some("b".into()), Some("a".into())]);
+        }
+    }
 }
