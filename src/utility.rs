@@ -448,7 +448,9 @@ fn counting_sql(
                         functions.push((name.clone(), w));
                         format!("{name}({}.{})", alias(table), quote_ident(&code_column(qi)))
                     }
-                    Predicate::Sensitive { .. } => sensitive_sql(plan, forest, p, &alias),
+                    Predicate::Sensitive { table, sa, code } => {
+                        sensitive_sql(plan, forest, (table, sa, code), &alias)
+                    }
                 })
                 .collect();
             format!(
@@ -460,16 +462,14 @@ fn counting_sql(
     (format!("SELECT {} FROM {from}", sums.join(", ")), functions)
 }
 
-/// The weight one row contributes to a sensitive-value predicate, as a SQL expression.
+/// The weight one row contributes to "sensitive column `sa` of `table` has code `code`", as
+/// a SQL expression.
 fn sensitive_sql(
     plan: &Plan,
     forest: &Forest,
-    p: &Predicate,
+    (table, sa, code): (usize, usize, u32),
     alias: &dyn Fn(usize) -> String,
 ) -> String {
-    let Predicate::Sensitive { table, sa, code } = *p else {
-        return "1.0".into();
-    };
     let nodes = &forest.tables[table];
     let name = plan.tables[table]
         .columns
