@@ -352,9 +352,12 @@ fn release_with_codes(
     for ((column, _), h) in plan.tables[ti].qi_columns().zip(&nodes.hierarchies) {
         let by_label: HashMap<Option<&str>, u32> =
             (0..h.len() as u32).map(|c| (h.label(c), c)).collect();
-        let cells = batch
-            .column_by_name(column)
-            .ok_or_else(|| fail(format!("release table {} has no column {column}", nodes.name)))?;
+        let cells = batch.column_by_name(column).ok_or_else(|| {
+            fail(format!(
+                "release table {} has no column {column}",
+                nodes.name
+            ))
+        })?;
         let cells = cells
             .as_any()
             .downcast_ref::<StringArray>()
@@ -382,7 +385,13 @@ fn under_udf(name: &str, weights: Vec<f64>) -> ScalarUDF {
             })?;
         let out: Float64Array = codes
             .iter()
-            .map(|c| Some(c.and_then(|c| weights.get(c as usize)).copied().unwrap_or(0.0)))
+            .map(|c| {
+                Some(
+                    c.and_then(|c| weights.get(c as usize))
+                        .copied()
+                        .unwrap_or(0.0),
+                )
+            })
             .collect();
         Ok(ColumnarValue::Array(Arc::new(out)))
     };
@@ -439,7 +448,9 @@ fn counting_sql(
                         functions.push((name.clone(), w));
                         format!("{name}({}.{})", alias(table), quote_ident(&code_column(qi)))
                     }
-                    Predicate::Sensitive { .. } => sensitive_sql(plan, forest, p, &alias),
+                    Predicate::Sensitive { table, sa, code } => {
+                        sensitive_sql(plan, forest, (table, sa, code), &alias)
+                    }
                 })
                 .collect();
             format!(
@@ -451,16 +462,14 @@ fn counting_sql(
     (format!("SELECT {} FROM {from}", sums.join(", ")), functions)
 }
 
-/// The weight one row contributes to a sensitive-value predicate, as a SQL expression.
+/// The weight one row contributes to "sensitive column `sa` of `table` has code `code`", as
+/// a SQL expression.
 fn sensitive_sql(
     plan: &Plan,
     forest: &Forest,
-    p: &Predicate,
+    (table, sa, code): (usize, usize, u32),
     alias: &dyn Fn(usize) -> String,
 ) -> String {
-    let Predicate::Sensitive { table, sa, code } = *p else {
-        return "1.0".into();
-    };
     let nodes = &forest.tables[table];
     let name = plan.tables[table]
         .columns

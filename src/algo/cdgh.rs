@@ -27,13 +27,55 @@ pub struct CdghParams {
     pub climit: usize,
 }
 
-/// Index and distance of the open cluster nearest to `v` (Alg. 2 line 5; ties go to the
-/// lowest index so the result does not depend on thread scheduling).
-fn nearest(pw: &Pairwise, open: &[Rep], v: &Rep, skip: Option<usize>) -> Option<(usize, f64)> {
-    open.par_iter()
+/// The open clusters with each one's [`Pairwise::weight`], kept beside them because every
+/// visited entity is compared with every open cluster.
+#[derive(Default)]
+struct Open {
+    reps: Vec<Rep>,
+    weights: Vec<f64>,
+}
+
+impl Open {
+    fn len(&self) -> usize {
+        self.reps.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.reps.is_empty()
+    }
+
+    fn push(&mut self, rep: Rep, weight: f64) {
+        self.reps.push(rep);
+        self.weights.push(weight);
+    }
+
+    /// `remove`, not `swap_remove`: cluster indices break ties, so keep their order.
+    fn remove(&mut self, i: usize) -> Rep {
+        self.weights.remove(i);
+        self.reps.remove(i)
+    }
+
+    fn merge_into(&mut self, pw: &Pairwise, i: usize, v: &Rep) {
+        self.reps[i] = pw.merge(&self.reps[i], v);
+        self.weights[i] = pw.weight(&self.reps[i]);
+    }
+}
+
+/// Index and distance of the open cluster nearest to `v` of weight `wv` (Alg. 2 line 5; ties
+/// go to the lowest index so the result does not depend on thread scheduling).
+fn nearest(
+    pw: &Pairwise,
+    open: &Open,
+    v: &Rep,
+    wv: f64,
+    skip: Option<usize>,
+) -> Option<(usize, f64)> {
+    open.reps
+        .par_iter()
+        .zip(open.weights.par_iter())
         .enumerate()
         .filter(|(i, _)| Some(*i) != skip)
-        .map(|(i, c)| (i, pw.distance(c, v)))
+        .map(|(i, (c, &wc))| (i, pw.distance_weighted(c, wc, v, wv)))
         .reduce_with(|a, b| {
             if b.1 < a.1 || (b.1 == a.1 && b.0 < a.0) {
                 b
@@ -58,14 +100,15 @@ pub fn cluster(
     p: CdghParams,
     progress: &Progress,
 ) -> Clustering {
-    let mut open: Vec<Rep> = Vec::new();
+    let mut open = Open::default();
     let mut ecs = Vec::new();
     let k = p.k.max(1);
     progress.stage("clustering", order.len());
     for &row in order {
         progress.advance(1);
         let v = Rep::from_forest(forest, 0, row);
-        let target = match nearest(pw, &open, &v, None) {
+        let wv = pw.weight(&v);
+        let target = match nearest(pw, &open, &v, wv, None) {
             None => None,
             Some((_, d)) if d > p.threshold && open.len() < p.climit => None,
             Some((i, _)) => Some(i),
@@ -75,34 +118,33 @@ pub fn cluster(
             if k == 1 {
                 ecs.push(v);
             } else {
-                open.push(v);
+                open.push(v, wv);
             }
             continue;
         };
-        open[i] = pw.merge(&open[i], &v);
-        if open[i].member_count() >= k {
-            // `remove`, not `swap_remove`: cluster indices break ties, so keep their order.
+        open.merge_into(pw, i, &v);
+        if open.reps[i].member_count() >= k {
             ecs.push(open.remove(i));
         }
     }
     // Lines 13-20: merge leftovers with their nearest cluster until each reaches k.
     if !open.is_empty() {
-        let left: usize = open.iter().map(Rep::member_count).sum();
+        let left: usize = open.reps.iter().map(Rep::member_count).sum();
         progress.stage("merging leftover clusters", left);
     }
     while open.len() > 1 {
-        let Some((j, _)) = nearest(pw, &open, &open[0], Some(0)) else {
+        let Some((j, _)) = nearest(pw, &open, &open.reps[0], open.weights[0], Some(0)) else {
             break;
         };
         let other = open.remove(j);
-        open[0] = pw.merge(&open[0], &other);
-        if open[0].member_count() >= k {
-            progress.advance(open[0].member_count());
+        open.merge_into(pw, 0, &other);
+        if open.reps[0].member_count() >= k {
+            progress.advance(open.reps[0].member_count());
             ecs.push(open.remove(0));
         }
     }
     // Line 22: the remaining fewer-than-k entities are suppressed whole.
-    let suppressed: Vec<u32> = open.into_iter().flat_map(|c| c.members).collect();
+    let suppressed: Vec<u32> = open.reps.into_iter().flat_map(|c| c.members).collect();
     progress.advance(suppressed.len());
     Clustering { ecs, suppressed }
 }

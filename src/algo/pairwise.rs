@@ -78,8 +78,13 @@ impl<'a> Pairwise<'a> {
 
     /// `dist` of 001 Alg. 2: the LM of the pairwise anonymization, normalized to [0, 1].
     pub fn distance(&self, a: &Rep, b: &Rep) -> f64 {
-        let total =
-            a.member_count() as f64 * self.weight(a) + b.member_count() as f64 * self.weight(b);
+        self.distance_weighted(a, self.weight(a), b, self.weight(b))
+    }
+
+    /// [`Self::distance`] with each side's [`Self::weight`] given: CDGH keeps them per open
+    /// cluster instead of walking every cluster's tree again for every entity.
+    pub fn distance_weighted(&self, a: &Rep, wa: f64, b: &Rep, wb: f64) -> f64 {
+        let total = a.member_count() as f64 * wa + b.member_count() as f64 * wb;
         if total <= 0.0 {
             return 0.0;
         }
