@@ -38,4 +38,4 @@ LABEL COLUMN adult.occupation       AS QUASI IDENTIFIER USING occupation_h;
 -- other change.
 LABEL COLUMN adult."salary-class"   AS SENSITIVE;
 
-ANONYMIZE person WITH (k = 10, algorithm = 'miraclex');
+ANONYMIZE person WITH (k = 10, algorithm = 'topdown');
