@@ -154,8 +154,10 @@ pub fn cluster(forest: &Forest, k: usize, progress: &Progress) -> Clustering {
     let runs: Vec<(f64, Vec<Vec<u32>>)> = POOL_FACTORS
         .par_iter()
         .map(|&f| {
-            let order = top_down_order(&table, f * k, progress);
+            let order = top_down_order(&table, (0..n as u32).collect(), f * k, progress);
             let groups = refine(&table, &order, segment(&table, &order, k), k);
+            let groups = reorder_windows(&table, groups, k);
+            let groups = refine(&table, &order, groups, k);
             let cost = groups
                 .iter()
                 .map(|g| table.cost(&table.lca_of(g), g.len()))
@@ -205,9 +207,8 @@ struct Split {
 /// Step 1: the rows in top-down order. `pool` is the smallest part that counts as
 /// specialized. Sets are processed from an explicit stack (pools can nest deeper than a
 /// thread's stack would like on adversarial data).
-fn top_down_order(t: &Table, pool: usize, progress: &Progress) -> Vec<u32> {
-    let n = t.codes.len() / t.nqi.max(1);
-    let mut rows: Vec<u32> = (0..n as u32).collect();
+fn top_down_order(t: &Table, mut rows: Vec<u32>, pool: usize, progress: &Progress) -> Vec<u32> {
+    let n = rows.len();
     if t.nqi == 0 {
         progress.advance(n);
         return rows;
@@ -348,6 +349,44 @@ fn segment(t: &Table, order: &[u32], k: usize) -> Vec<Vec<u32>> {
         j = i;
     }
     groups.reverse();
+    groups
+}
+
+/// Groups re-ordered together in [`reorder_windows`].
+const SPAN: usize = 4;
+
+/// Large-neighbourhood search (beyond the seeds): every `SPAN` consecutive groups (sliding by
+/// half that) are ordered again top-down on their own rows, where pooling is relative to
+/// them, and cut again; the new groups replace the old ones when their LM is lower.
+fn reorder_windows(t: &Table, mut groups: Vec<Vec<u32>>, k: usize) -> Vec<Vec<u32>> {
+    let quiet = Progress::new();
+    let mut start = 0;
+    while start + 1 < groups.len() {
+        let end = (start + SPAN).min(groups.len());
+        let rows: Vec<u32> = groups[start..end].iter().flatten().copied().collect();
+        let old: f64 = groups[start..end]
+            .iter()
+            .map(|g| t.cost(&t.lca_of(g), g.len()))
+            .sum();
+        let mut best: Option<(f64, Vec<Vec<u32>>)> = None;
+        for f in POOL_FACTORS {
+            let order = top_down_order(t, rows.clone(), f * k, &quiet);
+            let cut = segment(t, &order, k);
+            let c: f64 = cut.iter().map(|g| t.cost(&t.lca_of(g), g.len())).sum();
+            if c < old - 1e-9 && best.as_ref().is_none_or(|b| c < b.0) {
+                best = Some((c, cut));
+            }
+        }
+        let step = match best {
+            Some((_, cut)) => {
+                let len = cut.len();
+                groups.splice(start..end, cut);
+                (len / 2).max(1)
+            }
+            None => SPAN / 2,
+        };
+        start += step;
+    }
     groups
 }
 
@@ -501,4 +540,301 @@ fn best_shrink(t: &Table, gs: &[Group], a: usize, k: usize) -> Option<Shrink> {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::datatypes::Schema;
+    use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::forest::TableNodes;
+    use crate::plan::HierarchyDef;
+    use crate::policy::Pos;
+
+    fn def(rows: &[&[&str]]) -> HierarchyDef {
+        HierarchyDef::Rows {
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .collect(),
+            pos: Pos { line: 1, column: 1 },
+        }
+    }
+
+    /// Ages 20..=39 in bands of 5 and 10; four jobs in two families.
+    fn defs() -> [HierarchyDef; 2] {
+        let ages: Vec<Vec<String>> = (20..40)
+            .map(|a| {
+                let five = a / 5 * 5;
+                let ten = a / 10 * 10;
+                vec![
+                    a.to_string(),
+                    format!("{five}-{}", five + 4),
+                    format!("{ten}-{}", ten + 9),
+                ]
+            })
+            .collect();
+        let ages: Vec<Vec<&str>> = ages
+            .iter()
+            .map(|r| r.iter().map(String::as_str).collect())
+            .collect();
+        let ages: Vec<&[&str]> = ages.iter().map(Vec::as_slice).collect();
+        [
+            def(&ages),
+            def(&[
+                &["nurse", "care"],
+                &["doctor", "care"],
+                &["welder", "craft"],
+                &["joiner", "craft"],
+            ]),
+        ]
+    }
+
+    /// A one-table forest with the rows `(age, job)`.
+    fn forest(rows: &[(u32, &str)]) -> Forest {
+        let [age_def, job_def] = defs();
+        let ages: Vec<Option<String>> = rows.iter().map(|r| Some(r.0.to_string())).collect();
+        let jobs: Vec<Option<String>> = rows.iter().map(|r| Some(r.1.to_string())).collect();
+        let none = vec![None; rows.len()];
+        let age = Hierarchy::build("age_h", &age_def, "t.age", &ages, &none).expect("ages");
+        let job = Hierarchy::build("job_h", &job_def, "t.job", &jobs, &none).expect("jobs");
+        let qi = age
+            .codes
+            .iter()
+            .zip(&job.codes)
+            .flat_map(|(&a, &j)| [a, j])
+            .collect();
+        let n = rows.len();
+        Forest {
+            tables: vec![TableNodes {
+                name: "t".to_string(),
+                batch: RecordBatch::try_new_with_options(
+                    Arc::new(Schema::empty()),
+                    Vec::new(),
+                    &RecordBatchOptions::new().with_row_count(Some(n)),
+                )
+                .expect("empty batch"),
+                hierarchies: vec![age.hierarchy, job.hierarchy],
+                qi,
+                sensitive: Vec::new(),
+                parent: vec![u32::MAX; n],
+                children: Vec::new(),
+                orphans_dropped: 0,
+                rows_in: n,
+            }],
+        }
+    }
+
+    /// A deterministic spread of rows.
+    fn rows(n: usize) -> Vec<(u32, &'static str)> {
+        let jobs = ["nurse", "doctor", "welder", "joiner"];
+        (0..n)
+            .map(|i| (20 + (i * 7 % 20) as u32, jobs[i * 3 % 4]))
+            .collect()
+    }
+
+    /// Every row in exactly one EC, each EC of at least k rows, labelled with the LCA of its
+    /// members' leaves (recomputed here by walking parents, not by `Hierarchy::lca`).
+    fn check(forest: &Forest, c: &Clustering, k: usize) {
+        let t = &forest.tables[0];
+        let mut seen = vec![false; t.rows()];
+        for ec in &c.ecs {
+            assert!(ec.members.len() >= k, "EC of {} < {k}", ec.members.len());
+            for &m in &ec.members {
+                assert!(!seen[m as usize], "row {m} twice");
+                seen[m as usize] = true;
+            }
+            for (q, h) in t.hierarchies.iter().enumerate() {
+                let ancestors = |mut c: u32| {
+                    let mut path = vec![c];
+                    while c != h.root() {
+                        c = h.parent(c);
+                        path.push(c);
+                    }
+                    path
+                };
+                let paths: Vec<Vec<u32>> = ec
+                    .members
+                    .iter()
+                    .map(|&m| ancestors(t.codes(m)[q]))
+                    .collect();
+                let lowest = paths[0]
+                    .iter()
+                    .find(|a| paths.iter().all(|p| p.contains(a)))
+                    .copied();
+                assert_eq!(Some(ec.qi[q]), lowest, "attribute {q} is not the LCA");
+            }
+        }
+        for &s in &c.suppressed {
+            assert!(!seen[s as usize], "row {s} kept and suppressed");
+            seen[s as usize] = true;
+        }
+        assert!(seen.iter().all(|&s| s), "a row is neither kept nor suppressed");
+    }
+
+    fn lm(forest: &Forest, c: &Clustering) -> f64 {
+        let t = &forest.tables[0];
+        c.ecs
+            .iter()
+            .map(|ec| {
+                let per_row: f64 = ec
+                    .qi
+                    .iter()
+                    .zip(&t.hierarchies)
+                    .map(|(&g, h)| h.loss(g))
+                    .sum();
+                per_row * ec.members.len() as f64
+            })
+            .sum::<f64>()
+    }
+
+    #[test]
+    fn every_ec_has_k_rows_labelled_with_their_lca() {
+        for k in [1, 2, 3, 5, 7] {
+            let f = forest(&rows(60));
+            let c = cluster(&f, k, &Progress::new());
+            assert!(c.suppressed.is_empty(), "k = {k}: nothing to suppress");
+            check(&f, &c, k);
+        }
+    }
+
+    #[test]
+    fn equal_rows_group_together_at_no_loss() {
+        let mut r = vec![(23, "nurse"); 4];
+        r.extend(vec![(36, "welder"); 4]);
+        let f = forest(&r);
+        let c = cluster(&f, 4, &Progress::new());
+        check(&f, &c, 4);
+        assert_eq!(c.ecs.len(), 2);
+        assert_eq!(lm(&f, &c), 0.0);
+    }
+
+    #[test]
+    fn near_rows_share_a_band_and_a_family() {
+        // Two tight clusters: the order puts each together, so each EC stays in one 5-band
+        // and one job family.
+        let r = [
+            (21, "nurse"),
+            (22, "doctor"),
+            (23, "nurse"),
+            (36, "welder"),
+            (37, "joiner"),
+            (38, "welder"),
+        ];
+        let f = forest(&r);
+        let c = cluster(&f, 3, &Progress::new());
+        check(&f, &c, 3);
+        let t = &f.tables[0];
+        let labels: Vec<(Option<&str>, Option<&str>)> = c
+            .ecs
+            .iter()
+            .map(|ec| {
+                (
+                    t.hierarchies[0].label(ec.qi[0]),
+                    t.hierarchies[1].label(ec.qi[1]),
+                )
+            })
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                (Some("20-24"), Some("care")),
+                (Some("35-39"), Some("craft"))
+            ]
+        );
+    }
+
+    #[test]
+    fn fewer_rows_than_k_are_suppressed_and_nothing_else_is() {
+        let f = forest(&rows(4));
+        let c = cluster(&f, 5, &Progress::new());
+        assert!(c.ecs.is_empty());
+        assert_eq!(c.suppressed, [0, 1, 2, 3]);
+        let c = cluster(&f, 4, &Progress::new());
+        assert!(c.suppressed.is_empty());
+        check(&f, &c, 4);
+    }
+
+    #[test]
+    fn the_result_is_deterministic() {
+        let f = forest(&rows(200));
+        let a = cluster(&f, 6, &Progress::new());
+        let b = cluster(&f, 6, &Progress::new());
+        assert_eq!(a.ecs, b.ecs);
+    }
+
+    #[test]
+    fn the_cut_is_optimal_for_its_order() {
+        // Against every cut of a short order into runs of k..2k-1, by brute force.
+        let f = forest(&rows(11));
+        let t = Table {
+            dghs: f.tables[0].hierarchies.iter().map(Dgh::new).collect(),
+            codes: &f.tables[0].qi,
+            nqi: 2,
+        };
+        let order: Vec<u32> = (0..11).collect();
+        let k = 3;
+        let cost = |gs: &[Vec<u32>]| -> f64 { gs.iter().map(|g| t.cost(&t.lca_of(g), g.len())).sum() };
+        fn cuts(n: usize, k: usize, at: usize, acc: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+            if at == n {
+                out.push(acc.clone());
+                return;
+            }
+            for len in k..2 * k {
+                if at + len <= n {
+                    acc.push(at + len);
+                    cuts(n, k, at + len, acc, out);
+                    acc.pop();
+                }
+            }
+        }
+        let mut all = Vec::new();
+        cuts(11, k, 0, &mut Vec::new(), &mut all);
+        let brute = all
+            .iter()
+            .map(|ends| {
+                let mut start = 0;
+                let gs: Vec<Vec<u32>> = ends
+                    .iter()
+                    .map(|&e| {
+                        let g = order[start..e].to_vec();
+                        start = e;
+                        g
+                    })
+                    .collect();
+                cost(&gs)
+            })
+            .fold(f64::INFINITY, f64::min);
+        let dp = segment(&t, &order, k);
+        assert!((cost(&dp) - brute).abs() < 1e-9, "{} vs {brute}", cost(&dp));
+    }
+
+    #[test]
+    fn the_last_stage_completes() {
+        let f = forest(&rows(30));
+        let progress = Progress::new();
+        cluster(&f, 4, &progress);
+        let s = progress.snapshot();
+        assert_eq!((s.label.as_str(), s.done, s.total), ("grouping", 30, 30));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn random_tables_are_k_anonymous_and_labelled_with_lcas(
+            picks in proptest::collection::vec((20u32..40, 0usize..4), 0..80),
+            k in 1usize..9,
+        ) {
+            let jobs = ["nurse", "doctor", "welder", "joiner"];
+            let r: Vec<(u32, &str)> = picks.iter().map(|&(a, j)| (a, jobs[j])).collect();
+            let f = forest(&r);
+            let c = cluster(&f, k, &Progress::new());
+            check(&f, &c, k);
+            prop_assert_eq!(c.suppressed.is_empty(), r.len() >= k);
+        }
+    }
 }
