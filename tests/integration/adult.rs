@@ -392,9 +392,9 @@ fn leaves_under(file: &Path) -> (HashMap<String, usize>, usize) {
 
 /// sql/adult.sql (TopDown) on UCI Adult: a verified k = 10 release of all 30,162 people with
 /// nothing suppressed, the report's LM with suppression equal to the issue's definition (the
-/// mean over all QI cells of (leaves under the released label - 1) / (leaves of the attribute
-/// - 1), leaves counted from the hierarchy files, a suppressed cell counting 1), and that LM
-/// strictly below the 0.079 of ARX 3.9.2's local recoding at k = 10.
+/// mean over all QI cells of (leaves under the released label minus 1) over (leaves of the
+/// attribute minus 1), leaves counted from the hierarchy files, a suppressed cell counting
+/// 1), and that LM strictly below the 0.079 of ARX 3.9.2's local recoding at k = 10.
 #[test]
 fn adult_at_k_10_is_verified_and_its_lm_is_the_issues() {
     let Some(data) = adult_data() else {
