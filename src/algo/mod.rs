@@ -8,6 +8,7 @@ pub mod diversify;
 pub mod dmiracle;
 pub mod generalization;
 pub mod pairwise;
+pub mod topdown;
 pub mod tree;
 
 use crate::forest::Forest;
@@ -63,6 +64,7 @@ pub fn run(forest: &Forest, params: &Params, progress: &Progress) -> Generalizat
                 progress,
             )
         }
+        Algorithm::Topdown => topdown::cluster(forest, size, progress),
         Algorithm::Dmiracle => {
             let pw = pairwise::Pairwise::new(forest, Algorithm::Miracle);
             let (l, diversity) = params

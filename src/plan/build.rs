@@ -109,6 +109,7 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     assign_roles(policy, wh, &mut tables)?;
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let params = params(policy, entity)?;
+    check_single_table(&params, &tables, policy)?;
     check_sensitive(&params, &tables, entity)?;
     check_views(policy, &tables)?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
@@ -547,6 +548,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                         "clustree" => Algorithm::Clustree,
                         "ctoff" => Algorithm::Ctoff,
                         "dmiracle" => Algorithm::Dmiracle,
+                        "topdown" => Algorithm::Topdown,
                         "universal" => Algorithm::Universal,
                         "per-table" => Algorithm::PerTable,
                         "bitmap-complete" => Algorithm::BitmapComplete,
@@ -554,7 +556,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                         other => {
                             return Err(at(
                                 pos,
-                                format!("unknown algorithm '{other}'; use 'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"),
+                                format!("unknown algorithm '{other}'; use 'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"),
                             ))
                         }
                     },
@@ -654,13 +656,41 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         (Algorithm::Miraclex, an.pos)
     });
     match (ldiv, algorithm) {
-        (true, Algorithm::Miracle | Algorithm::Miraclex) => return Err(at(apos, format!("{} is a k-anonymity algorithm and ignores sensitive values; for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(algorithm)))),
+        (true, Algorithm::Miracle | Algorithm::Miraclex | Algorithm::Topdown) => return Err(at(apos, format!("{} is a k-anonymity algorithm and ignores sensitive values; for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(algorithm)))),
         (true, a) if a.is_baseline() => return Err(at(apos, format!("{} is a k-anonymity baseline (001 Sec. III); for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(a)))),
         (false, Algorithm::Dmiracle) => return Err(at(apos, "dmiracle is MiRaCle's l-diversity extension; write model = 'l-diversity', l = ..., or use algorithm = 'miracle' for k-anonymity".to_string())),
         _ => {}
     }
     p.algorithm = algorithm;
     Ok(p)
+}
+
+/// TopDown recodes the entity table's rows one by one; it has no notion of an entity's child
+/// rows, so a family with child tables is refused rather than released without them.
+fn check_single_table(
+    params: &Params,
+    tables: &[FamilyTable],
+    policy: &Policy,
+) -> Result<(), PlanError> {
+    if params.algorithm != Algorithm::Topdown || tables.len() < 2 {
+        return Ok(());
+    }
+    let children: Vec<&str> = tables[1..].iter().map(|t| t.name.as_str()).collect();
+    let message = format!(
+        "algorithm = 'topdown' anonymizes a single table, but the {} family also has {}; use algorithm = 'miraclex' (or 'clustree') for an entity with child tables",
+        tables[0].name,
+        children.join(", ")
+    );
+    Err(match policy.anonymize.as_ref() {
+        Some(an) => at(
+            an.options
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("algorithm"))
+                .map_or(an.pos, |(_, o)| o.pos),
+            message,
+        ),
+        None => PlanError::Schema(message),
+    })
 }
 
 /// l-diversity without a sensitive column would be k-anonymity under another name.
@@ -690,6 +720,7 @@ fn name_of(a: Algorithm) -> &'static str {
         Algorithm::Clustree => "clustree",
         Algorithm::Ctoff => "ctoff",
         Algorithm::Dmiracle => "dmiracle",
+        Algorithm::Topdown => "topdown",
         Algorithm::Universal => "universal",
         Algorithm::PerTable => "per-table",
         Algorithm::BitmapComplete => "bitmap-complete",

@@ -202,6 +202,10 @@ pub enum Algorithm {
     Ctoff,
     /// MiRaCle's l-diversity extension as 000 Sec. 2.4 describes it.
     Dmiracle,
+    /// Local recoding of one table (an entity table without child tables): top-down
+    /// partitioning over the DGHs, an optimal cut into groups, local search
+    /// ([`crate::algo::topdown`]).
+    Topdown,
     /// Baseline (001 Sec. III-A): the universal relation anonymized as one table. Not
     /// multi-relationally k-anonymous; exists to be measured and attacked.
     Universal,

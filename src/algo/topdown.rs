@@ -1,0 +1,851 @@
+//! TopDown: local recoding of a single table (an entity table without child tables) for
+//! k-anonymity, built to keep LM low where the multi-relational algorithms, which cluster in
+//! visiting order (001 Alg. 2), lose most of it.
+//!
+//! Three steps, each deterministic:
+//!
+//! 1. **Order** ([`top_down_order`]): a top-down partitioning over the DGHs in the spirit of
+//!    top-down specialization (the seeds' hierarchies, 001 Def. 8's LM as the score; the
+//!    partitioning itself is not in the seeds). A set of rows is split on one attribute, one
+//!    level below the lowest common ancestor (`gen` of 001 Alg. 3) of its values; the
+//!    attribute is the one whose split lowers LM most when only parts of at least `pool` rows
+//!    count as specialized. Parts that small are pooled, at the parent value, and the pool is
+//!    split again on the other attributes. The recursion runs until the rows of a set are
+//!    equal, so its result is an order of the rows in which neighbours share as much of the
+//!    hierarchies as the data allows.
+//! 2. **Group** ([`segment`]): the optimal split of that order into consecutive groups of k to
+//!    2k - 1 rows under LM (a dynamic program over cut points; a group of 2k or more can always
+//!    be cut in two without raising any LCA, so longer ones never help). Beyond the seeds: 001
+//!    Alg. 2 closes a cluster as soon as it has k members.
+//! 3. **Refine** ([`refine`]): a local search. A group above k rows whose LCA on one attribute
+//!    is held up by a few rows outside its majority branch hands those rows to nearby groups
+//!    (in the order) when that lowers the total LM. Groups that grew to 2k or more rows are
+//!    cut again by step 2. Beyond the seeds.
+//!
+//! Every group is released at the LCA of its members per attribute, which can be tighter than
+//! the partition that produced it. Nothing is suppressed unless the table has fewer than k
+//! rows. The whole run is repeated for a few pool sizes and the lowest LM kept.
+
+use rayon::prelude::*;
+
+use crate::algo::cdgh::Clustering;
+use crate::algo::tree::Rep;
+use crate::forest::Forest;
+use crate::hierarchy::Hierarchy;
+use crate::progress::Progress;
+
+/// Pool sizes tried, as multiples of k: a part smaller than this many times k is pooled.
+/// Measured on UCI Adult (k = 2 to 50): 1 and 2 each win at some k, larger ones never did.
+const POOL_FACTORS: [usize; 2] = [1, 2];
+
+/// How many groups on either side of a group (in the order) refinement hands rows to.
+const WINDOW: usize = 8;
+
+/// At most this many refinement passes over all groups.
+const PASSES: usize = 4;
+
+/// One QI's hierarchy with the depths and losses the steps read in their inner loops.
+struct Dgh<'a> {
+    h: &'a Hierarchy,
+    depth: Vec<u16>,
+    loss: Vec<f64>,
+}
+
+impl<'a> Dgh<'a> {
+    fn new(h: &'a Hierarchy) -> Dgh<'a> {
+        let root = h.root();
+        let depth = (0..h.len() as u32)
+            .map(|mut c| {
+                let mut d = 0u16;
+                while c != root && d as usize <= h.len() {
+                    c = h.parent(c);
+                    d += 1;
+                }
+                d
+            })
+            .collect();
+        let loss = (0..h.len() as u32).map(|c| h.loss(c)).collect();
+        Dgh { h, depth, loss }
+    }
+
+    fn lca(&self, a: u32, b: u32) -> u32 {
+        if a == b {
+            a
+        } else {
+            self.h.lca(a, b)
+        }
+    }
+
+    /// The ancestor of `code` at depth `d` (`code` itself if it is not deeper).
+    fn ancestor_at(&self, mut code: u32, d: u16) -> u32 {
+        while self.depth[code as usize] > d {
+            code = self.h.parent(code);
+        }
+        code
+    }
+}
+
+/// The entity table's QI codes with their hierarchies.
+struct Table<'a> {
+    dghs: Vec<Dgh<'a>>,
+    codes: &'a [u32],
+    nqi: usize,
+}
+
+impl Table<'_> {
+    fn row(&self, r: u32) -> &[u32] {
+        &self.codes[r as usize * self.nqi..(r as usize + 1) * self.nqi]
+    }
+
+    /// Widens `acc` (a generalized row) to cover row `r`.
+    fn widen(&self, acc: &mut [u32], r: u32) {
+        for ((a, &c), d) in acc.iter_mut().zip(self.row(r)).zip(&self.dghs) {
+            *a = d.lca(*a, c);
+        }
+    }
+
+    /// The LCA of `rows` per attribute (`rows` is not empty).
+    fn lca_of(&self, rows: &[u32]) -> Vec<u32> {
+        let mut acc = self.row(rows[0]).to_vec();
+        for &r in &rows[1..] {
+            self.widen(&mut acc, r);
+        }
+        acc
+    }
+
+    /// LM' of one row generalized to `g`, summed over the attributes (001 Def. 8).
+    fn loss(&self, g: &[u32]) -> f64 {
+        g.iter()
+            .zip(&self.dghs)
+            .map(|(&c, d)| d.loss[c as usize])
+            .sum()
+    }
+
+    /// LM' summed over `n` rows released as `g`.
+    fn cost(&self, g: &[u32], n: usize) -> f64 {
+        n as f64 * self.loss(g)
+    }
+}
+
+/// Runs TopDown on the entity table at `k`. Rows of child tables (which the plan refuses for
+/// this algorithm) are not published. Progress: "ordering rows top-down" counts rows as their
+/// place in the order is final; "grouping" counts rows as their group is final.
+pub fn cluster(forest: &Forest, k: usize, progress: &Progress) -> Clustering {
+    let Some(nodes) = forest.tables.first() else {
+        return Clustering {
+            ecs: Vec::new(),
+            suppressed: Vec::new(),
+        };
+    };
+    let n = nodes.rows();
+    let k = k.max(1);
+    if n < k {
+        // The one case nothing can hide in a group of k: suppress every row.
+        progress.stage("grouping", n);
+        progress.advance(n);
+        return Clustering {
+            ecs: Vec::new(),
+            suppressed: (0..n as u32).collect(),
+        };
+    }
+    let table = Table {
+        dghs: nodes.hierarchies.iter().map(Dgh::new).collect(),
+        codes: &nodes.qi,
+        nqi: nodes.nqi(),
+    };
+    progress.stage("ordering rows top-down", n * POOL_FACTORS.len());
+    let runs: Vec<(f64, Vec<Vec<u32>>)> = POOL_FACTORS
+        .par_iter()
+        .map(|&f| {
+            let order = top_down_order(&table, (0..n as u32).collect(), f * k, progress);
+            let groups = refine(&table, &order, segment(&table, &order, k), k);
+            let groups = reorder_windows(&table, groups, k);
+            let groups = refine(&table, &order, groups, k);
+            let cost = groups
+                .iter()
+                .map(|g| table.cost(&table.lca_of(g), g.len()))
+                .sum::<f64>();
+            (cost, groups)
+        })
+        .collect();
+    // Lowest LM; the first pool size on a tie, so the result does not depend on scheduling.
+    let mut best = 0;
+    for (i, run) in runs.iter().enumerate() {
+        if run.0 < runs[best].0 {
+            best = i;
+        }
+    }
+    let groups = runs.into_iter().nth(best).map(|r| r.1).unwrap_or_default();
+    progress.stage("grouping", n);
+    let ecs = groups
+        .into_iter()
+        .map(|mut members| {
+            progress.advance(members.len());
+            members.sort_unstable();
+            Rep {
+                table: 0,
+                qi: table.lca_of(&members),
+                members,
+                children: Vec::new(),
+            }
+        })
+        .collect();
+    Clustering {
+        ecs,
+        suppressed: Vec::new(),
+    }
+}
+
+/// How a set of rows splits on one attribute: per row its part, and the parts' children.
+struct Split {
+    attribute: usize,
+    /// Child (hierarchy node) of each part, in first-seen order.
+    children: Vec<u32>,
+    /// Rows per part.
+    sizes: Vec<usize>,
+    /// Part of each row of the set, in the set's order.
+    part_of: Vec<u16>,
+}
+
+/// Step 1: the rows in top-down order. `pool` is the smallest part that counts as
+/// specialized. Sets are processed from an explicit stack (pools can nest deeper than a
+/// thread's stack would like on adversarial data).
+fn top_down_order(t: &Table, mut rows: Vec<u32>, pool: usize, progress: &Progress) -> Vec<u32> {
+    let n = rows.len();
+    if t.nqi == 0 {
+        progress.advance(n);
+        return rows;
+    }
+    let mut stack = vec![(0usize, n)];
+    let mut scratch: Vec<u32> = Vec::new();
+    while let Some((s, e)) = stack.pop() {
+        let set = &mut rows[s..e];
+        let Some(split) = (set.len() > 1).then(|| best_split(t, set, pool)).flatten() else {
+            progress.advance(set.len());
+            continue;
+        };
+        // Big parts in hierarchy order, then the small ones together (the pool).
+        let mut rank: Vec<usize> = (0..split.children.len()).collect();
+        rank.sort_by_key(|&p| (split.sizes[p] < pool, split.children[p]));
+        let mut start = vec![0usize; split.children.len()];
+        let mut at = 0;
+        for &p in &rank {
+            start[p] = at;
+            at += split.sizes[p];
+        }
+        scratch.clear();
+        scratch.resize(set.len(), 0);
+        let mut next = start.clone();
+        for (i, &r) in set.iter().enumerate() {
+            let p = split.part_of[i] as usize;
+            scratch[next[p]] = r;
+            next[p] += 1;
+        }
+        set.copy_from_slice(&scratch);
+        let any_big = rank.first().is_some_and(|&p| split.sizes[p] >= pool);
+        let pool_start = rank
+            .iter()
+            .find(|&&p| split.sizes[p] < pool)
+            .map_or(e - s, |&p| start[p]);
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for &p in &rank {
+            let (a, b) = (start[p], start[p] + split.sizes[p]);
+            if split.sizes[p] >= pool || !any_big {
+                ranges.push((s + a, s + b));
+            }
+        }
+        if any_big && pool_start < e - s {
+            ranges.push((s + pool_start, e));
+        }
+        debug_assert!(
+            ranges.iter().all(|&(a, b)| b - a < e - s),
+            "{}",
+            split.attribute
+        );
+        stack.extend(ranges.into_iter().rev());
+    }
+    rows
+}
+
+/// The split of `set` with the lowest LM when parts under `pool` rows stay at the set's LCA
+/// (ties: the lower LM with every part specialized, then the first attribute). `None` when
+/// every row of the set is the same.
+fn best_split(t: &Table, set: &[u32], pool: usize) -> Option<Split> {
+    let lca = t.lca_of(set);
+    let here = t.loss(&lca);
+    let mut best: Option<((f64, f64), Split)> = None;
+    for (a, d) in t.dghs.iter().enumerate() {
+        if d.loss[lca[a] as usize] == 0.0 {
+            continue;
+        }
+        let depth = d.depth[lca[a] as usize] + 1;
+        let mut children: Vec<u32> = Vec::new();
+        let mut lcas: Vec<Vec<u32>> = Vec::new();
+        let mut sizes: Vec<usize> = Vec::new();
+        let mut part_of: Vec<u16> = Vec::with_capacity(set.len());
+        for &r in set {
+            let child = d.ancestor_at(t.row(r)[a], depth);
+            let p = match children.iter().position(|&c| c == child) {
+                Some(p) => p,
+                None => {
+                    children.push(child);
+                    lcas.push(t.row(r).to_vec());
+                    sizes.push(0);
+                    children.len() - 1
+                }
+            };
+            t.widen(&mut lcas[p], r);
+            sizes[p] += 1;
+            part_of.push(p as u16);
+        }
+        if children.len() < 2 {
+            continue;
+        }
+        let (mut pooled, mut all) = (0.0, 0.0);
+        for (g, &size) in lcas.iter().zip(&sizes) {
+            let c = t.cost(g, size);
+            all += c;
+            pooled += if size >= pool { c } else { size as f64 * here };
+        }
+        let score = (pooled, all);
+        if best.as_ref().is_none_or(|(b, _)| score < *b) {
+            best = Some((
+                score,
+                Split {
+                    attribute: a,
+                    children,
+                    sizes,
+                    part_of,
+                },
+            ));
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
+/// Step 2: `order` cut into consecutive groups of k to 2k - 1 rows with the least total LM
+/// (`order` has at least k rows). Ties keep the shorter last group.
+fn segment(t: &Table, order: &[u32], k: usize) -> Vec<Vec<u32>> {
+    let n = order.len();
+    let mut best = vec![f64::INFINITY; n + 1];
+    let mut cut = vec![0usize; n + 1];
+    best[0] = 0.0;
+    let mut acc = vec![0u32; t.nqi];
+    for j in k..=n {
+        acc.copy_from_slice(t.row(order[j - 1]));
+        let shortest = j.saturating_sub(2 * k - 1);
+        for i in (shortest..j).rev() {
+            if i + 1 < j {
+                t.widen(&mut acc, order[i]);
+            }
+            if j - i < k || !best[i].is_finite() {
+                continue;
+            }
+            let c = best[i] + t.cost(&acc, j - i);
+            if c < best[j] {
+                best[j] = c;
+                cut[j] = i;
+            }
+        }
+    }
+    let mut groups = Vec::new();
+    let mut j = n;
+    while j > 0 {
+        let i = cut[j];
+        groups.push(order[i..j].to_vec());
+        j = i;
+    }
+    groups.reverse();
+    groups
+}
+
+/// Groups re-ordered together in [`reorder_windows`].
+const SPAN: usize = 4;
+
+/// Large-neighbourhood search (beyond the seeds): every `SPAN` consecutive groups (sliding by
+/// half that) are ordered again top-down on their own rows, where pooling is relative to
+/// them, and cut again; the new groups replace the old ones when their LM is lower.
+fn reorder_windows(t: &Table, mut groups: Vec<Vec<u32>>, k: usize) -> Vec<Vec<u32>> {
+    let quiet = Progress::new();
+    let mut start = 0;
+    while start + 1 < groups.len() {
+        let end = (start + SPAN).min(groups.len());
+        let rows: Vec<u32> = groups[start..end].iter().flatten().copied().collect();
+        let old: f64 = groups[start..end]
+            .iter()
+            .map(|g| t.cost(&t.lca_of(g), g.len()))
+            .sum();
+        let mut best: Option<(f64, Vec<Vec<u32>>)> = None;
+        for f in POOL_FACTORS {
+            let order = top_down_order(t, rows.clone(), f * k, &quiet);
+            let cut = segment(t, &order, k);
+            let c: f64 = cut.iter().map(|g| t.cost(&t.lca_of(g), g.len())).sum();
+            if c < old - 1e-9 && best.as_ref().is_none_or(|b| c < b.0) {
+                best = Some((c, cut));
+            }
+        }
+        let step = match best {
+            Some((_, cut)) => {
+                let len = cut.len();
+                groups.splice(start..end, cut);
+                (len / 2).max(1)
+            }
+            None => SPAN / 2,
+        };
+        start += step;
+    }
+    groups
+}
+
+/// A group under refinement.
+struct Group {
+    rows: Vec<u32>,
+    lca: Vec<u32>,
+    cost: f64,
+}
+
+impl Group {
+    fn new(t: &Table, rows: Vec<u32>) -> Group {
+        let lca = t.lca_of(&rows);
+        let cost = t.cost(&lca, rows.len());
+        Group { rows, lca, cost }
+    }
+}
+
+/// A proposed hand-over: `keep` stays, each of `moves` goes to a group (by index).
+struct Shrink {
+    delta: f64,
+    keep: Vec<u32>,
+    moves: Vec<(u32, usize)>,
+}
+
+/// Step 3: local search over `groups` (in order), then groups of 2k or more rows cut again.
+fn refine(t: &Table, order: &[u32], groups: Vec<Vec<u32>>, k: usize) -> Vec<Vec<u32>> {
+    let mut gs: Vec<Group> = groups.into_iter().map(|g| Group::new(t, g)).collect();
+    for _ in 0..PASSES {
+        let mut moved = false;
+        for a in 0..gs.len() {
+            let Some(s) = best_shrink(t, &gs, a, k) else {
+                continue;
+            };
+            gs[a] = Group::new(t, s.keep);
+            for (r, b) in s.moves {
+                let g = &mut gs[b];
+                g.rows.push(r);
+                t.widen(&mut g.lca, r);
+                g.cost = t.cost(&g.lca, g.rows.len());
+            }
+            moved = true;
+        }
+        if !moved {
+            break;
+        }
+    }
+    // Position in the order, to cut a grown group along it.
+    let mut position = vec![0u32; order.len()];
+    for (i, &r) in order.iter().enumerate() {
+        position[r as usize] = i as u32;
+    }
+    let mut out = Vec::with_capacity(gs.len());
+    for mut g in gs {
+        if g.rows.len() >= 2 * k {
+            g.rows.sort_by_key(|&r| position[r as usize]);
+            out.extend(segment(t, &g.rows, k));
+        } else {
+            out.push(g.rows);
+        }
+    }
+    out
+}
+
+/// The hand-over from group `a` that lowers LM most, if any lowers it: for each attribute,
+/// the rows outside the branch (below the group's LCA) most of its rows are in move, each to
+/// the neighbouring group it raises least, provided at least k rows stay.
+fn best_shrink(t: &Table, gs: &[Group], a: usize, k: usize) -> Option<Shrink> {
+    let g = &gs[a];
+    if g.rows.len() <= k {
+        return None;
+    }
+    let window = a.saturating_sub(WINDOW)..(a + WINDOW + 1).min(gs.len());
+    let mut best: Option<Shrink> = None;
+    for (q, d) in t.dghs.iter().enumerate() {
+        let top = g.lca[q];
+        if d.loss[top as usize] == 0.0 {
+            continue;
+        }
+        let depth = d.depth[top as usize] + 1;
+        let mut counts: Vec<(u32, usize)> = Vec::new();
+        for &r in &g.rows {
+            let c = d.ancestor_at(t.row(r)[q], depth);
+            match counts.iter_mut().find(|(x, _)| *x == c) {
+                Some(e) => e.1 += 1,
+                None => counts.push((c, 1)),
+            }
+        }
+        let Some(&(major, size)) = counts
+            .iter()
+            .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))
+        else {
+            continue;
+        };
+        let out = g.rows.len() - size;
+        if size < k || out > k {
+            continue;
+        }
+        let (keep, leave): (Vec<u32>, Vec<u32>) = g
+            .rows
+            .iter()
+            .partition(|&&r| d.ancestor_at(t.row(r)[q], depth) == major);
+        let kept = Group::new(t, keep);
+        let mut delta = kept.cost - g.cost;
+        // Receiving groups as they would be after the rows before.
+        let mut grown: Vec<(usize, Vec<u32>, usize)> = Vec::new();
+        let mut moves = Vec::with_capacity(leave.len());
+        for &r in &leave {
+            let mut pick: Option<(f64, usize)> = None;
+            for b in window.clone() {
+                if b == a {
+                    continue;
+                }
+                let (lca, n) = match grown.iter().find(|e| e.0 == b) {
+                    Some(e) => (e.1.as_slice(), e.2),
+                    None => (gs[b].lca.as_slice(), gs[b].rows.len()),
+                };
+                let mut wider = lca.to_vec();
+                t.widen(&mut wider, r);
+                let rise = t.cost(&wider, n + 1) - t.cost(lca, n);
+                if pick.is_none_or(|(c, _)| rise < c) {
+                    pick = Some((rise, b));
+                }
+            }
+            let Some((rise, b)) = pick else {
+                break;
+            };
+            delta += rise;
+            moves.push((r, b));
+            match grown.iter_mut().find(|e| e.0 == b) {
+                Some(e) => {
+                    t.widen(&mut e.1, r);
+                    e.2 += 1;
+                }
+                None => {
+                    let mut lca = gs[b].lca.clone();
+                    t.widen(&mut lca, r);
+                    grown.push((b, lca, gs[b].rows.len() + 1));
+                }
+            }
+        }
+        if moves.len() < leave.len() {
+            continue;
+        }
+        if delta < -1e-9 && best.as_ref().is_none_or(|s| delta < s.delta) {
+            best = Some(Shrink {
+                delta,
+                keep: kept.rows,
+                moves,
+            });
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::datatypes::Schema;
+    use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::forest::TableNodes;
+    use crate::plan::HierarchyDef;
+    use crate::policy::Pos;
+
+    fn def(rows: &[&[&str]]) -> HierarchyDef {
+        HierarchyDef::Rows {
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .collect(),
+            pos: Pos { line: 1, column: 1 },
+        }
+    }
+
+    /// Ages 20..=39 in bands of 5 and 10; four jobs in two families.
+    fn defs() -> [HierarchyDef; 2] {
+        let ages: Vec<Vec<String>> = (20..40)
+            .map(|a| {
+                let five = a / 5 * 5;
+                let ten = a / 10 * 10;
+                vec![
+                    a.to_string(),
+                    format!("{five}-{}", five + 4),
+                    format!("{ten}-{}", ten + 9),
+                ]
+            })
+            .collect();
+        let ages: Vec<Vec<&str>> = ages
+            .iter()
+            .map(|r| r.iter().map(String::as_str).collect())
+            .collect();
+        let ages: Vec<&[&str]> = ages.iter().map(Vec::as_slice).collect();
+        [
+            def(&ages),
+            def(&[
+                &["nurse", "care"],
+                &["doctor", "care"],
+                &["welder", "craft"],
+                &["joiner", "craft"],
+            ]),
+        ]
+    }
+
+    /// A one-table forest with the rows `(age, job)`.
+    fn forest(rows: &[(u32, &str)]) -> Forest {
+        let [age_def, job_def] = defs();
+        let ages: Vec<Option<String>> = rows.iter().map(|r| Some(r.0.to_string())).collect();
+        let jobs: Vec<Option<String>> = rows.iter().map(|r| Some(r.1.to_string())).collect();
+        let none = vec![None; rows.len()];
+        let age = Hierarchy::build("age_h", &age_def, "t.age", &ages, &none).expect("ages");
+        let job = Hierarchy::build("job_h", &job_def, "t.job", &jobs, &none).expect("jobs");
+        let qi = age
+            .codes
+            .iter()
+            .zip(&job.codes)
+            .flat_map(|(&a, &j)| [a, j])
+            .collect();
+        let n = rows.len();
+        Forest {
+            tables: vec![TableNodes {
+                name: "t".to_string(),
+                batch: RecordBatch::try_new_with_options(
+                    Arc::new(Schema::empty()),
+                    Vec::new(),
+                    &RecordBatchOptions::new().with_row_count(Some(n)),
+                )
+                .expect("empty batch"),
+                hierarchies: vec![age.hierarchy, job.hierarchy],
+                qi,
+                sensitive: Vec::new(),
+                parent: vec![u32::MAX; n],
+                children: Vec::new(),
+                orphans_dropped: 0,
+                rows_in: n,
+            }],
+        }
+    }
+
+    /// A deterministic spread of rows.
+    fn rows(n: usize) -> Vec<(u32, &'static str)> {
+        let jobs = ["nurse", "doctor", "welder", "joiner"];
+        (0..n)
+            .map(|i| (20 + (i * 7 % 20) as u32, jobs[i * 3 % 4]))
+            .collect()
+    }
+
+    /// Every row in exactly one EC, each EC of at least k rows, labelled with the LCA of its
+    /// members' leaves (recomputed here by walking parents, not by `Hierarchy::lca`).
+    fn check(forest: &Forest, c: &Clustering, k: usize) {
+        let t = &forest.tables[0];
+        let mut seen = vec![false; t.rows()];
+        for ec in &c.ecs {
+            assert!(ec.members.len() >= k, "EC of {} < {k}", ec.members.len());
+            for &m in &ec.members {
+                assert!(!seen[m as usize], "row {m} twice");
+                seen[m as usize] = true;
+            }
+            for (q, h) in t.hierarchies.iter().enumerate() {
+                let ancestors = |mut c: u32| {
+                    let mut path = vec![c];
+                    while c != h.root() {
+                        c = h.parent(c);
+                        path.push(c);
+                    }
+                    path
+                };
+                let paths: Vec<Vec<u32>> = ec
+                    .members
+                    .iter()
+                    .map(|&m| ancestors(t.codes(m)[q]))
+                    .collect();
+                let lowest = paths[0]
+                    .iter()
+                    .find(|a| paths.iter().all(|p| p.contains(a)))
+                    .copied();
+                assert_eq!(Some(ec.qi[q]), lowest, "attribute {q} is not the LCA");
+            }
+        }
+        for &s in &c.suppressed {
+            assert!(!seen[s as usize], "row {s} kept and suppressed");
+            seen[s as usize] = true;
+        }
+        assert!(
+            seen.iter().all(|&s| s),
+            "a row is neither kept nor suppressed"
+        );
+    }
+
+    fn lm(forest: &Forest, c: &Clustering) -> f64 {
+        let t = &forest.tables[0];
+        c.ecs
+            .iter()
+            .map(|ec| {
+                let per_row: f64 = ec
+                    .qi
+                    .iter()
+                    .zip(&t.hierarchies)
+                    .map(|(&g, h)| h.loss(g))
+                    .sum();
+                per_row * ec.members.len() as f64
+            })
+            .sum::<f64>()
+    }
+
+    #[test]
+    fn every_ec_has_k_rows_labelled_with_their_lca() {
+        for k in [1, 2, 3, 5, 7] {
+            let f = forest(&rows(60));
+            let c = cluster(&f, k, &Progress::new());
+            assert!(c.suppressed.is_empty(), "k = {k}: nothing to suppress");
+            check(&f, &c, k);
+        }
+    }
+
+    #[test]
+    fn equal_rows_group_together_at_no_loss() {
+        let mut r = vec![(23, "nurse"); 4];
+        r.extend(vec![(36, "welder"); 4]);
+        let f = forest(&r);
+        let c = cluster(&f, 4, &Progress::new());
+        check(&f, &c, 4);
+        assert_eq!(c.ecs.len(), 2);
+        assert_eq!(lm(&f, &c), 0.0);
+    }
+
+    #[test]
+    fn near_rows_share_a_band_and_a_family() {
+        // Two tight clusters: the order puts each together, so each EC stays in one 5-band
+        // and one job family.
+        let r = [
+            (21, "nurse"),
+            (22, "doctor"),
+            (23, "nurse"),
+            (36, "welder"),
+            (37, "joiner"),
+            (38, "welder"),
+        ];
+        let f = forest(&r);
+        let c = cluster(&f, 3, &Progress::new());
+        check(&f, &c, 3);
+        let t = &f.tables[0];
+        let labels: Vec<(Option<&str>, Option<&str>)> = c
+            .ecs
+            .iter()
+            .map(|ec| {
+                (
+                    t.hierarchies[0].label(ec.qi[0]),
+                    t.hierarchies[1].label(ec.qi[1]),
+                )
+            })
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                (Some("20-24"), Some("care")),
+                (Some("35-39"), Some("craft"))
+            ]
+        );
+    }
+
+    #[test]
+    fn fewer_rows_than_k_are_suppressed_and_nothing_else_is() {
+        let f = forest(&rows(4));
+        let c = cluster(&f, 5, &Progress::new());
+        assert!(c.ecs.is_empty());
+        assert_eq!(c.suppressed, [0, 1, 2, 3]);
+        let c = cluster(&f, 4, &Progress::new());
+        assert!(c.suppressed.is_empty());
+        check(&f, &c, 4);
+    }
+
+    #[test]
+    fn the_result_is_deterministic() {
+        let f = forest(&rows(200));
+        let a = cluster(&f, 6, &Progress::new());
+        let b = cluster(&f, 6, &Progress::new());
+        assert_eq!(a.ecs, b.ecs);
+    }
+
+    #[test]
+    fn the_cut_is_optimal_for_its_order() {
+        // Against every cut of a short order into runs of k..2k-1, by brute force.
+        let f = forest(&rows(11));
+        let t = Table {
+            dghs: f.tables[0].hierarchies.iter().map(Dgh::new).collect(),
+            codes: &f.tables[0].qi,
+            nqi: 2,
+        };
+        let order: Vec<u32> = (0..11).collect();
+        let k = 3;
+        let cost =
+            |gs: &[Vec<u32>]| -> f64 { gs.iter().map(|g| t.cost(&t.lca_of(g), g.len())).sum() };
+        fn cuts(n: usize, k: usize, at: usize, acc: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+            if at == n {
+                out.push(acc.clone());
+                return;
+            }
+            for len in k..2 * k {
+                if at + len <= n {
+                    acc.push(at + len);
+                    cuts(n, k, at + len, acc, out);
+                    acc.pop();
+                }
+            }
+        }
+        let mut all = Vec::new();
+        cuts(11, k, 0, &mut Vec::new(), &mut all);
+        let brute = all
+            .iter()
+            .map(|ends| {
+                let mut start = 0;
+                let gs: Vec<Vec<u32>> = ends
+                    .iter()
+                    .map(|&e| {
+                        let g = order[start..e].to_vec();
+                        start = e;
+                        g
+                    })
+                    .collect();
+                cost(&gs)
+            })
+            .fold(f64::INFINITY, f64::min);
+        let dp = segment(&t, &order, k);
+        assert!((cost(&dp) - brute).abs() < 1e-9, "{} vs {brute}", cost(&dp));
+    }
+
+    #[test]
+    fn the_last_stage_completes() {
+        let f = forest(&rows(30));
+        let progress = Progress::new();
+        cluster(&f, 4, &progress);
+        let s = progress.snapshot();
+        assert_eq!((s.label.as_str(), s.done, s.total), ("grouping", 30, 30));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn random_tables_are_k_anonymous_and_labelled_with_lcas(
+            picks in proptest::collection::vec((20u32..40, 0usize..4), 0..80),
+            k in 1usize..9,
+        ) {
+            let jobs = ["nurse", "doctor", "welder", "joiner"];
+            let r: Vec<(u32, &str)> = picks.iter().map(|&(a, j)| (a, jobs[j])).collect();
+            let f = forest(&r);
+            let c = cluster(&f, k, &Progress::new());
+            check(&f, &c, k);
+            prop_assert_eq!(c.suppressed.len(), if r.len() < k { r.len() } else { 0 });
+        }
+    }
+}
