@@ -102,8 +102,8 @@ pub fn cluster(
     let ctx = Context::new(forest, dv, &trees, &profiles, order, p);
     let mut blocking = p.candidates.map(|_| Blocking::new(forest, order));
     // Seeds come back only when chi is finite (a rejected cluster), so CToff remembers nothing.
-    let mut memo = (p.search == Search::Pruned && !p.ctoff && p.candidates.is_none())
-        .then(Memo::default);
+    let mut memo =
+        (p.search == Search::Pruned && !p.ctoff && p.candidates.is_none()).then(Memo::default);
     let mut ecs: Vec<Rep> = Vec::new();
     let mut suppressed: Vec<u32> = Vec::new();
     let mut costs = Welford::default();
@@ -370,45 +370,63 @@ fn fresh_entries(
     let best = AtomicU64::new(first.to_bits());
     let profile = ctx.dv.profile(rep);
     let quick = ctx.dv.quick(&profile);
-    let mut entries: Vec<Entry> = pool
+    // Every diverse candidate with its quick bound, cheapest first: once the limit is set
+    // by a good cost, the rest of the list is skipped without further work.
+    let mut quick_bounds: Vec<Entry> = pool
         .par_iter()
         .filter(|(_, e)| !taken.contains(e) && !probe.contains(e))
-        .filter_map(|&(pos, e)| {
-            let tree = &ctx.trees[e as usize];
-            if !ctx.dv.diverse(rep, tree) {
-                return None;
-            }
-            let limit = reach(f64::from_bits(best.load(Ordering::Relaxed)));
-            let candidate = &ctx.profiles[e as usize];
-            let quick = ctx.dv.quick_bound(&quick, &profile, candidate);
-            let bound = if quick > limit {
-                quick
-            } else {
-                ctx.dv.cost_bound(&profile, candidate, limit)
-            };
-            if bound > limit {
-                return Some(Entry {
-                    key: bound,
-                    pos,
-                    e,
-                    exact: false,
-                });
-            }
-            let cost = ctx.dv.cost(rep, tree);
-            let nonnegative = if cost > 0.0 { cost } else { 0.0 };
-            best.fetch_min(nonnegative.to_bits(), Ordering::Relaxed);
-            Some(Entry {
-                key: cost,
-                pos,
-                e,
-                exact: true,
-            })
+        .filter(|(_, e)| ctx.dv.diverse(rep, &ctx.trees[*e as usize]))
+        .map(|&(pos, e)| Entry {
+            key: ctx
+                .dv
+                .quick_bound(&quick, &profile, &ctx.profiles[e as usize]),
+            pos,
+            e,
+            exact: false,
         })
         .collect();
+    sort_entries(&mut quick_bounds);
+    let mut entries = Vec::with_capacity(quick_bounds.len() + probed.len());
+    let mut rest = &quick_bounds[..];
+    while let Some(first) = rest.first() {
+        if first.key > reach(f64::from_bits(best.load(Ordering::Relaxed))) {
+            entries.extend_from_slice(rest);
+            break;
+        }
+        let (chunk, after) = rest.split_at(rest.len().min(CHUNK));
+        rest = after;
+        let done: Vec<Entry> = chunk
+            .par_iter()
+            .map(|&x| {
+                let limit = reach(f64::from_bits(best.load(Ordering::Relaxed)));
+                if x.key > limit {
+                    return x;
+                }
+                let candidate = &ctx.profiles[x.e as usize];
+                let bound = ctx.dv.cost_bound(&profile, candidate, limit);
+                if bound > limit {
+                    return Entry { key: bound, ..x };
+                }
+                let cost = ctx.dv.cost(rep, &ctx.trees[x.e as usize]);
+                let nonnegative = if cost > 0.0 { cost } else { 0.0 };
+                best.fetch_min(nonnegative.to_bits(), Ordering::Relaxed);
+                Entry {
+                    key: cost,
+                    exact: true,
+                    ..x
+                }
+            })
+            .collect();
+        entries.extend(done);
+    }
     entries.append(&mut probed);
     sort_entries(&mut entries);
     entries
 }
+
+/// Candidates bounded (and, within reach, diversified) in parallel before the limit is read
+/// again for the rest.
+const CHUNK: usize = 16;
 
 /// How many runners-up of one step are diversified first in the next.
 const PROBE: usize = 4;
@@ -516,7 +534,9 @@ impl Blocking {
             rank,
             by_rank,
             prev: (0..n).map(|r| r.checked_sub(1).unwrap_or(NONE)).collect(),
-            next: (0..n).map(|r| if r + 1 < n { r + 1 } else { NONE }).collect(),
+            next: (0..n)
+                .map(|r| if r + 1 < n { r + 1 } else { NONE })
+                .collect(),
         }
     }
 

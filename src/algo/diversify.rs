@@ -124,9 +124,8 @@ impl KuhnMunkres {
         self.w.extend(costs.iter().map(|&c| -c));
         let w = &self.w;
         self.lx.clear();
-        self.lx.extend(
-            (0..n).map(|row| w[row * n..row * n + n].iter().copied().max().unwrap_or(0)),
-        );
+        self.lx
+            .extend((0..n).map(|row| w[row * n..row * n + n].iter().copied().max().unwrap_or(0)));
         self.ly.clear();
         self.ly.resize(n, 0);
         self.xy.clear();
@@ -345,7 +344,8 @@ impl<'a> Diversifier<'a> {
     /// values a one-member node may bring to it and stay diverse.
     pub fn profile<'r>(&self, rep: &'r Rep) -> Profile<'r> {
         let children: Vec<Profile<'r>> = rep.children.iter().map(|c| self.profile(c)).collect();
-        let weight = self.weights[rep.table as usize] + children.iter().map(|c| c.weight).sum::<f64>();
+        let weight =
+            self.weights[rep.table as usize] + children.iter().map(|c| c.weight).sum::<f64>();
         let t = &self.forest.tables[rep.table as usize];
         let mut accept = Vec::with_capacity(t.sensitive.len());
         let mut own = Vec::with_capacity(t.sensitive.len());
@@ -425,7 +425,10 @@ impl<'a> Diversifier<'a> {
         if nodes.is_empty() {
             return Partners::None;
         }
-        let ([h], Some(losses)) = (&table.hierarchies[..], self.pair_loss[t].first().and_then(Option::as_ref)) else {
+        let ([h], Some(losses)) = (
+            &table.hierarchies[..],
+            self.pair_loss[t].first().and_then(Option::as_ref),
+        ) else {
             return Partners::Free;
         };
         let n = h.len();

@@ -88,7 +88,10 @@ fn pruned_search_finds_the_plain_clusters() {
                 let pruned = clusters(&forest, mapping, l, ctoff, Search::Pruned);
                 let what = format!("{mapping:?} l = {l} ctoff = {ctoff}");
                 assert!(plain.0.len() * l >= 40, "{what}: too few ECs to compare");
-                assert_eq!(plain, pruned, "{what}: the pruned search changed the clusters");
+                assert_eq!(
+                    plain, pruned,
+                    "{what}: the pruned search changed the clusters"
+                );
             }
         }
     }
@@ -148,9 +151,15 @@ fn cost_bound_never_exceeds_the_cost() {
                     }
                     let (x, y) = (dv.profile(rep), dv.profile(b));
                     let (bound, cost) = (dv.cost_bound(&x, &y, f64::INFINITY), dv.cost(rep, b));
-                    assert!(bound <= cost + 1e-9, "{mapping:?}: bound {bound} > cost {cost}");
+                    assert!(
+                        bound <= cost + 1e-9,
+                        "{mapping:?}: bound {bound} > cost {cost}"
+                    );
                     let quick = dv.quick_bound(&dv.quick(&x), &x, &y);
-                    assert!(quick <= cost + 1e-9, "{mapping:?}: quick {quick} > cost {cost}");
+                    assert!(
+                        quick <= cost + 1e-9,
+                        "{mapping:?}: quick {quick} > cost {cost}"
+                    );
                     tight += usize::from(quick > 0.5 * cost);
                     checked += 1;
                 }
@@ -158,6 +167,9 @@ fn cost_bound_never_exceeds_the_cost() {
         }
         assert!(checked > 500, "only {checked} pairs were diverse");
         // A bound that is always 0 would pass the first check.
-        assert!(tight * 2 > checked, "quick bound above half the cost on {tight} of {checked}");
+        assert!(
+            tight * 2 > checked,
+            "quick bound above half the cost on {tight} of {checked}"
+        );
     }
 }

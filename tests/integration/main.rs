@@ -4,8 +4,8 @@
 mod adult;
 mod attack;
 mod bad_input;
-mod clustree_search;
 mod baselines;
+mod clustree_search;
 mod common;
 mod dimensions;
 mod experiments;
