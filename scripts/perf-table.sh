@@ -69,10 +69,10 @@ run() {
     done
     local median report
     median=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-    if [ -d "$target" ]; then report="$target/report.json"; else report="$target.report.json"; fi
-    jq -r --arg label "$label" --arg param "$param" --arg wall "$median" --arg rss "$rss" '
+    if [ -d "$target" ]; then report="$target/report.json"; else report="${target%.*}.report.json"; fi
+    jq -r --arg name "$label" --arg param "$param" --arg wall "$median" --arg rss "$rss" '
         (.timings_ms.load + .timings_ms.write) as $lw
-        | "| \($label) | \($param) | \($wall) s | \(($rss | tonumber) / 1024 | floor) MB"
+        | "| \($name) | \($param) | \($wall) s | \(($rss | tonumber) / 1024 | floor) MB"
           + " | \(.lm_with_suppression * 10000 | round / 10000) | \(.equivalence_classes)"
           + " | \(.suppressed_entities) | \(.verified) | \($lw / 1000 * 100 | round / 100) s"
           + " | \(.timings_ms.total / $lw * 10 | round / 10) |"' "$report"
