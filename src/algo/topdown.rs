@@ -20,7 +20,9 @@
 //! 3. **Refine** ([`refine`]): a local search. A group above k rows whose LCA on one attribute
 //!    is held up by a few rows outside its majority branch hands those rows to nearby groups
 //!    (in the order) when that lowers the total LM. Groups that grew to 2k or more rows are
-//!    cut again by step 2. Beyond the seeds.
+//!    cut again by step 2. Then every few consecutive groups are ordered again top-down on
+//!    their own rows and cut again, kept where that lowers LM ([`reorder_windows`]), and step
+//!    3 runs once more. Beyond the seeds.
 //!
 //! Every group is released at the LCA of its members per attribute, which can be tighter than
 //! the partition that produced it. Nothing is suppressed unless the table has fewer than k
