@@ -22,7 +22,8 @@
 //!    (in the order) when that lowers the total LM. Groups that grew to 2k or more rows are
 //!    cut again by step 2. Then every few consecutive groups are ordered again top-down on
 //!    their own rows and cut again, kept where that lowers LM ([`reorder_windows`]), and step
-//!    3 runs once more. Beyond the seeds.
+//!    3 runs once more; that round repeats (at most [`ROUNDS`] times) while it lowers LM.
+//!    Beyond the seeds.
 //!
 //! Every group is released at the LCA of its members per attribute, which can be tighter than
 //! the partition that produced it. Nothing is suppressed unless the table has fewer than k
@@ -42,6 +43,9 @@ const POOL_FACTORS: [usize; 2] = [1, 2];
 
 /// How many groups on either side of a group (in the order) refinement hands rows to.
 const WINDOW: usize = 8;
+
+/// Rounds of steps 4 and 3 at most; a round that does not lower LM ends them.
+const ROUNDS: usize = 3;
 
 /// At most this many refinement passes over all groups.
 const PASSES: usize = 4;
@@ -161,12 +165,26 @@ pub fn cluster(forest: &Forest, k: usize, progress: &Progress) -> Clustering {
         .map(|&f| {
             let order = top_down_order(&table, (0..n as u32).collect(), f * k, progress);
             let groups = refine(&table, &order, segment(&table, &order, k), k);
-            let groups = reorder_windows(&table, groups, k);
-            let groups = refine(&table, &order, groups, k);
-            let cost = groups
-                .iter()
-                .map(|g| table.cost(&table.lca_of(g), g.len()))
-                .sum::<f64>();
+            let total = |gs: &[Vec<u32>]| {
+                gs.iter()
+                    .map(|g| table.cost(&table.lca_of(g), g.len()))
+                    .sum::<f64>()
+            };
+            let mut cost = total(&groups);
+            let mut groups = groups;
+            for _ in 0..ROUNDS {
+                let next = refine(
+                    &table,
+                    &order,
+                    reorder_windows(&table, groups.clone(), k),
+                    k,
+                );
+                let next_cost = total(&next);
+                if next_cost >= cost {
+                    break;
+                }
+                (cost, groups) = (next_cost, next);
+            }
             (cost, groups)
         })
         .collect();
