@@ -3,7 +3,9 @@
 # binary under /usr/bin/time -v on
 #   W1  syntheticS (000 Sec. 2.4, 1000 students): CToff-LSAP and ClusTree-LSAP at l = 3,
 #       MiRaCle and MiRaCleX at k = 10;
-#   W2  TPC-H (sql/tpch.sql) at the scale factors given: MiRaCleX k = 10, ClusTree-LSAP l = 3;
+#   W2  TPC-H (sql/tpch.sql) at the scale factors given: MiRaCleX k = 10 and CToff-LSAP l = 3
+#       with candidate blocking (candidates = 50; the exact search is quadratic), with
+#       --w2-clustree also ClusTree-LSAP l = 3 with the same blocking;
 #   W3  UCI Adult (sql/adult.sql) at k = 2, 5, 10, 50;
 # and, with --threads, W1 again with RAYON_NUM_THREADS=1.
 # Prints one Markdown row per run: median wall time, largest peak RSS, LM with suppression,
@@ -11,7 +13,7 @@
 # time (report.json timings) and total / (load + write).
 #
 # Usage: scripts/perf-table.sh [--runs N] [--workloads w1,w2,w3] [--sf "0.01 0.1 1"]
-#                              [--threads] [--w2-options "..."]
+#                              [--threads] [--w2-clustree] [--w2-options "..."]
 # Needs: /usr/bin/time (Debian package "time"), jq. Data goes to out/perf/.
 # RELANON=path/to/relanon skips the release build.
 set -euo pipefail
@@ -22,14 +24,16 @@ workloads="w1,w2,w3"
 sfs="0.01 0.1"
 threads=0
 w2_options=""
+w2_clustree=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --workloads) workloads="$2"; shift 2 ;;
     --sf) sfs="$2"; shift 2 ;;
     --threads) threads=1; shift ;;
+    --w2-clustree) w2_clustree=1; shift ;;
     --w2-options) w2_options="$2"; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1'; see --help" >&2; exit 2 ;;
     esac
 done
@@ -111,8 +115,13 @@ if has w2; then
         [ -n "$w2_options" ] && extra=", $w2_options"
         run "W2 TPC-H SF $sf" "MiRaCleX k = 10" sql/tpch.sql "$src" "$out/w2.sqlite" \
             "model = 'k-anonymity', k = 10, algorithm = 'miraclex'$extra"
-        run "W2 TPC-H SF $sf" "ClusTree-LSAP l = 3" sql/tpch.sql "$src" "$out/w2.sqlite" \
-            "model = 'l-diversity', l = 3, algorithm = 'clustree', mapping = 'lsap'$extra"
+        l3="model = 'l-diversity', l = 3, mapping = 'lsap', candidates = 50"
+        run "W2 TPC-H SF $sf" "CToff-LSAP l = 3, candidates = 50" sql/tpch.sql "$src" \
+            "$out/w2.sqlite" "$l3, algorithm = 'ctoff'$extra"
+        if [ "$w2_clustree" = 1 ]; then
+            run "W2 TPC-H SF $sf" "ClusTree-LSAP l = 3, candidates = 50" sql/tpch.sql "$src" \
+                "$out/w2.sqlite" "$l3, algorithm = 'clustree', m = 4, s = 0.5$extra"
+        fi
     done
 fi
 
