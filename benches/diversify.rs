@@ -9,33 +9,17 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use relanon::algo::clustree::{cluster, ClustreeParams, Search};
 use relanon::algo::diversify::{Diversifier, Rule};
 use relanon::algo::tree::Rep;
-use relanon::forest::{self, Forest};
-use relanon::plan::{self, Diversity, Mapping};
+use relanon::forest::Forest;
+use relanon::plan::{Diversity, Mapping};
 use relanon::progress::Progress;
-use relanon::warehouse::{write_staged, Warehouse};
 
 /// syntheticS (`students` students, seed 42) loaded as a forest through the real pipeline.
 fn synthetic_s(students: usize) -> Forest {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let source = dir.path().join("s.sqlite");
-    write_staged(
-        &source,
+    relanon::pipeline::generated_forest(
         &relanon::generate::synthetic(students, 42, false),
-        true,
+        Path::new("sql/synthetic_s.sql"),
     )
-    .expect("write")
-    .commit()
-    .expect("commit");
-    let text = include_str!("../sql/synthetic_s.sql");
-    let policy = relanon::decl::parse(text).expect("bundled declarations parse");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let mut wh = Warehouse::open(&source).await.expect("open");
-        let plan = plan::build(&policy, &mut wh, Path::new("sql"))
-            .await
-            .expect("plan");
-        forest::load(&plan, &wh).await.expect("forest")
-    })
+    .expect("the generated syntheticS loads")
 }
 
 const RULE: Rule = Rule {

@@ -7,29 +7,17 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use relanon::algo::cdgh::{cluster, CdghParams};
 use relanon::algo::pairwise::Pairwise;
 use relanon::algo::tree::Rep;
-use relanon::forest::{self, Forest};
-use relanon::plan::{self, Algorithm};
+use relanon::forest::Forest;
+use relanon::plan::Algorithm;
 use relanon::progress::Progress;
-use relanon::warehouse::{write_staged, Warehouse};
 
 /// The generated university (students, seed 42) loaded as a forest through the real pipeline.
 fn university(students: usize) -> Forest {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let source = dir.path().join("u.sqlite");
-    write_staged(&source, &relanon::generate::university(students, 42), true)
-        .expect("write")
-        .commit()
-        .expect("commit");
-    let text = include_str!("../sql/university.sql");
-    let policy = relanon::decl::parse(text).expect("bundled declarations parse");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let mut wh = Warehouse::open(&source).await.expect("open");
-        let plan = plan::build(&policy, &mut wh, Path::new("sql"))
-            .await
-            .expect("plan");
-        forest::load(&plan, &wh).await.expect("forest")
-    })
+    relanon::pipeline::generated_forest(
+        &relanon::generate::university(students, 42),
+        Path::new("sql/university.sql"),
+    )
+    .expect("the generated university loads")
 }
 
 fn benches(c: &mut Criterion) {

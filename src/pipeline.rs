@@ -265,6 +265,22 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
+/// The entity forest `anonymize` would cluster for a generated warehouse: `set` is written to
+/// a temporary SQLite source, which the declarations file at `declarations` then describes
+/// (its `SET source` is overridden). For benches and tests that drive an algorithm directly.
+pub fn generated_forest(set: &ReleaseSet, declarations: &Path) -> Result<forest::Forest> {
+    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let source = dir.path().join("source.sqlite");
+    write_staged(&source, set, true)?.commit()?;
+    let mut req = Request::from_file(declarations)?;
+    req.source = Some(source);
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let (plan, wh) = prepare(&req, &mut Phases::new(false)).await?;
+        Ok(forest::load(&plan, &wh).await?)
+    })
+}
+
 /// Where report.json goes: inside a Parquet release directory, beside a SQLite file.
 pub fn report_path(target: &Path) -> PathBuf {
     match TargetKind::of(target) {

@@ -2,38 +2,22 @@
 //! of 000 Alg. 4 line 5 on a small syntheticS: the very same clusters (members of every EC in
 //! order, the suppressed set), for ClusTree and CToff, LSAP and GRD, l = 2 and 3.
 
-use std::path::Path;
-
 use relanon::algo::clustree::{cluster, ClustreeParams, Search};
 use relanon::algo::diversify::{Diversifier, Rule};
 use relanon::algo::tree::Rep;
-use relanon::forest::{self, Forest};
-use relanon::plan::{self, Diversity, Mapping};
+use relanon::forest::Forest;
+use relanon::plan::{Diversity, Mapping};
 use relanon::progress::Progress;
-use relanon::warehouse::{write_staged, Warehouse};
+
+use crate::common::root;
 
 /// syntheticS with `students` students (seed 42) loaded through the real pipeline.
 fn synthetic_s(students: usize) -> Forest {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let source = dir.path().join("s.sqlite");
-    write_staged(
-        &source,
+    relanon::pipeline::generated_forest(
         &relanon::generate::synthetic(students, 42, false),
-        true,
+        &root().join("sql/synthetic_s.sql"),
     )
-    .expect("write the generated warehouse")
-    .commit()
-    .expect("commit the generated warehouse");
-    let text = include_str!("../../sql/synthetic_s.sql");
-    let policy = relanon::decl::parse(text).expect("bundled declarations parse");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let mut wh = Warehouse::open(&source).await.expect("open");
-        let plan = plan::build(&policy, &mut wh, Path::new("sql"))
-            .await
-            .expect("plan");
-        forest::load(&plan, &wh).await.expect("forest")
-    })
+    .expect("the generated syntheticS loads")
 }
 
 /// Every EC as (members of every node, depth first), then the suppressed entities.

@@ -120,3 +120,40 @@ pub fn attack_facts(dir: &Path, facts: &[&str], extra: &[&str]) -> Output {
     }
     relanon(dir, &args)
 }
+
+/// `relanon anonymize decl --source S --target T` in `dir`, writing the key map `keys.json` and
+/// printing the report as JSON; does not judge the outcome.
+pub fn anonymize_with_key_map(dir: &Path, decl: &str, source: &str, target: &str) -> Output {
+    relanon(
+        dir,
+        &[
+            "anonymize",
+            decl,
+            "--source",
+            source,
+            "--target",
+            target,
+            "--key-map",
+            "keys.json",
+            "--overwrite",
+            "--json",
+        ],
+    )
+}
+
+/// `relanon verify decl --source S --release R` in `dir` with the key map `keys.json`.
+pub fn verify_with_key_map(dir: &Path, decl: &str, source: &str, release: &str) -> Output {
+    relanon(
+        dir,
+        &[
+            "verify",
+            decl,
+            "--source",
+            source,
+            "--release",
+            release,
+            "--key-map",
+            "keys.json",
+        ],
+    )
+}

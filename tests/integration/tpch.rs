@@ -19,21 +19,7 @@ fn generate(dir: &Path, out: &str) {
 fn anonymize(dir: &Path, source: &str, target: &str, standalone: bool) -> serde_json::Value {
     let decl = root().join("sql/tpch.sql");
     let decl = decl.to_str().expect("a UTF-8 path");
-    let o = relanon(
-        dir,
-        &[
-            "anonymize",
-            decl,
-            "--source",
-            source,
-            "--target",
-            target,
-            "--key-map",
-            "keys.json",
-            "--overwrite",
-            "--json",
-        ],
-    );
+    let o = anonymize_with_key_map(dir, decl, source, target);
     assert!(o.status.success(), "anonymize {source}: {}", stderr(&o));
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json report");
     assert!(
@@ -44,19 +30,7 @@ fn anonymize(dir: &Path, source: &str, target: &str, standalone: bool) -> serde_
     if !standalone {
         return report;
     }
-    let v = relanon(
-        dir,
-        &[
-            "verify",
-            decl,
-            "--source",
-            source,
-            "--release",
-            target,
-            "--key-map",
-            "keys.json",
-        ],
-    );
+    let v = verify_with_key_map(dir, decl, source, target);
     assert!(
         v.status.success(),
         "standalone verify of {target}: {}{}",

@@ -44,21 +44,7 @@ fn anonymize_and_verify(
     algorithm: &str,
 ) -> serde_json::Value {
     let d = decl(dir, algorithm);
-    let o = relanon(
-        dir,
-        &[
-            "anonymize",
-            &d,
-            "--source",
-            source,
-            "--target",
-            target,
-            "--key-map",
-            "keys.json",
-            "--overwrite",
-            "--json",
-        ],
-    );
+    let o = anonymize_with_key_map(dir, &d, source, target);
     assert!(
         o.status.success(),
         "{algorithm} on {source}: {}",
@@ -69,19 +55,7 @@ fn anonymize_and_verify(
         report["smallest_ec"].as_u64().expect("smallest_ec") >= 5,
         "{report}"
     );
-    let v = relanon(
-        dir,
-        &[
-            "verify",
-            &d,
-            "--source",
-            source,
-            "--release",
-            target,
-            "--key-map",
-            "keys.json",
-        ],
-    );
+    let v = verify_with_key_map(dir, &d, source, target);
     assert!(
         v.status.success(),
         "standalone verify: {}{}",
@@ -119,19 +93,7 @@ fn verify_catches_a_tampered_release() {
     let db = rusqlite::Connection::open(dir.path().join("rel.sqlite")).expect("open");
     db.execute("UPDATE \"courses\" SET \"course\" = 'Tampered' WHERE \"scid\" = (SELECT MIN(\"scid\") FROM \"courses\")", []).expect("update");
     drop(db);
-    let v = relanon(
-        dir.path(),
-        &[
-            "verify",
-            &d,
-            "--source",
-            "uni.sqlite",
-            "--release",
-            "rel.sqlite",
-            "--key-map",
-            "keys.json",
-        ],
-    );
+    let v = verify_with_key_map(dir.path(), &d, "uni.sqlite", "rel.sqlite");
     assert_eq!(v.status.code(), Some(1), "{}{}", stdout(&v), stderr(&v));
     assert!(stdout(&v).contains("truthfulness"), "{}", stdout(&v));
 }
