@@ -450,7 +450,15 @@ fn fresh_entries(
             entries.extend_from_slice(rest);
             break;
         }
-        let (chunk, after) = rest.split_at(rest.len().min(CHUNK));
+        // Until a cost is known every bound is within reach: the first chunk diversifies
+        // only as many candidates as there are threads, the most promising ones, so that
+        // the rest is bounded against the least of their costs.
+        let size = if best.load(Ordering::Relaxed) == f64::INFINITY.to_bits() {
+            rayon::current_num_threads()
+        } else {
+            CHUNK
+        };
+        let (chunk, after) = rest.split_at(rest.len().min(size));
         rest = after;
         let done: Vec<Entry> = chunk
             .par_iter()

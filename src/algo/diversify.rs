@@ -482,7 +482,9 @@ impl<'a> Diversifier<'a> {
     }
 
     /// A lower bound on `cost(x, y)` for a one-member `y` that reads each node of `y` once:
-    /// the roots' LM, the cheapest of `x`'s children that must stay unpaired, and per node `v`
+    /// the roots' LM, the cheapest of `x`'s children that must stay unpaired (and, when `y`
+    /// has more children than `x`, the cheapest extra of suppressing those of `y` that
+    /// cannot all be paired), and per node `v`
     /// of `y` below the root `min(supp(v), partner(v) + the same for v's children)`, where
     /// `partner(v)` is the least node loss of pairing `v` diversely with any node of `x` of its
     /// table ([`cheapest_partners`](Self::cheapest_partners)): a node is either suppressed
@@ -500,9 +502,30 @@ impl<'a> Diversifier<'a> {
         let mut bound = m * self.node_loss(x.rep, y.rep);
         for (ct, fewest) in &q.fewest {
             let ys = y.children_of(*ct);
-            let unpaired = (fewest.len() - 1).saturating_sub(ys.len());
-            bound += fewest[unpaired];
-            bound += ys.iter().map(|v| self.quick_node(q, v)).sum::<f64>();
+            let paired = fewest.len() - 1;
+            bound += fewest[paired.saturating_sub(ys.len())];
+            if ys.len() <= paired {
+                bound += ys.iter().map(|v| self.quick_node(q, v)).sum::<f64>();
+                continue;
+            }
+            // At most `paired` of y's children find a partner: the rest are suppressed, and
+            // suppressing v instead of pairing it costs at least supp(v) - quick_node(v).
+            let mut small = [0.0f64; SMALL_GROUP];
+            let mut big = Vec::new();
+            let extra = if ys.len() <= SMALL_GROUP {
+                &mut small[..ys.len()]
+            } else {
+                big.resize(ys.len(), 0.0);
+                &mut big[..]
+            };
+            for (v, e) in ys.iter().zip(extra.iter_mut()) {
+                let node = self.quick_node(q, v);
+                bound += node;
+                *e = v.supp - node;
+            }
+            let forced = ys.len() - paired;
+            extra.select_nth_unstable_by(forced - 1, f64::total_cmp);
+            bound += extra[..forced].iter().sum::<f64>();
         }
         bound
     }
