@@ -31,14 +31,16 @@ pub struct ClustreeParams {
     pub candidates: Option<usize>,
 }
 
-/// How CreateCluster finds the candidate of least cost (000 Alg. 4 line 5). Both return the
-/// same record every time; `Plain` is kept as the reference the other is tested against.
+/// How CreateCluster finds the candidate of least cost (000 Alg. 4 line 5). All return the
+/// same record every time; `Plain` is kept as the reference the others are tested against,
+/// `Bounded` as the reference for ClusTree's memory across passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Search {
     /// Diversify every candidate with the representative.
     Plain,
-    /// Skip candidates whose [`Diversifier::cost_bound`] exceeds the best cost found, and
-    /// (ClusTree) remember each seed's candidates across passes.
+    /// Skip candidates whose [`Diversifier::cost_bound`] exceeds the best cost found.
+    Bounded,
+    /// `Bounded`, and (ClusTree) remember each seed's candidates and clusters across passes.
     Pruned,
 }
 
@@ -102,8 +104,7 @@ pub fn cluster(
     let ctx = Context::new(forest, dv, &trees, &profiles, order, p);
     let mut blocking = p.candidates.map(|_| Blocking::new(forest, order));
     // Seeds come back only when chi is finite (a rejected cluster), so CToff remembers nothing.
-    let mut memo =
-        (p.search == Search::Pruned && !p.ctoff && p.candidates.is_none()).then(Memo::default);
+    let mut memo = (p.search == Search::Pruned && !p.ctoff).then(Memo::default);
     let mut ecs: Vec<Rep> = Vec::new();
     let mut suppressed: Vec<u32> = Vec::new();
     let mut costs = Welford::default();
@@ -136,20 +137,31 @@ pub fn cluster(
                 return Clustering { ecs, suppressed };
             }
             let pool = candidate_pool(&ctx, blocking.as_ref(), &in_f, a);
-            let Some(c) = create_cluster(&ctx, &pool, &in_f, a, memo.as_mut()) else {
+            let mut rep = Lazy::new(&ctx, a);
+            if !create_cluster(&ctx, &pool, &in_f, &mut rep, memo.as_mut()) {
                 if chi.is_infinite() {
                     leave(&mut in_f, blocking.as_mut(), memo.as_mut(), a);
                     remaining -= 1;
                     suppressed.push(a);
                 }
                 continue;
-            };
+            }
             // Lines 10-22.
-            let cost = dv.cluster_cost(&c, &source_weights);
+            let cost = match memo.as_mut().and_then(|m| m.cluster_cost(&rep.taken)) {
+                Some(cost) => cost,
+                None => {
+                    let cost = dv.cluster_cost(rep.get(), &source_weights);
+                    if let Some(m) = memo.as_mut() {
+                        m.remember_cluster(&rep.taken, cost);
+                    }
+                    cost
+                }
+            };
             let outlier = chi.is_finite() && costs.n > 1 && cost > costs.mean + costs.sd() * chi;
             if outlier {
                 continue;
             }
+            let c = rep.into_rep();
             for &e in &c.members {
                 leave(&mut in_f, blocking.as_mut(), memo.as_mut(), e);
             }
@@ -251,37 +263,85 @@ fn candidate_pool(
     }
 }
 
-/// 000 Alg. 4: a cluster seeded by `a` that recruits, `size - 1` times, the record of `pool`
-/// still in F whose diversify with the representative costs least (line 5; ties go to the
-/// earliest in `order`), skipping records whose root cannot be diverse with it. `None` if it
-/// runs out of such records. F itself is not changed: the caller removes the members if it
+/// The representative of a cluster being built (000 Alg. 4 lines 3 and 8), merged only when
+/// something reads it: a seed that comes back in a later pass often finds every step and its
+/// cluster cost remembered, and then needs no diversify at all.
+struct Lazy<'c, 'a> {
+    ctx: &'c Context<'a>,
+    /// The seed, then the recruits in the order taken.
+    taken: Vec<u32>,
+    /// The first `merged` records of `taken` merged in order, once asked for.
+    rep: Option<Rep>,
+    merged: usize,
+}
+
+impl<'c, 'a> Lazy<'c, 'a> {
+    fn new(ctx: &'c Context<'a>, a: u32) -> Self {
+        Lazy {
+            ctx,
+            taken: vec![a],
+            rep: None,
+            merged: 0,
+        }
+    }
+
+    /// The representative of every record taken so far.
+    fn get(&mut self) -> &Rep {
+        let trees = self.ctx.trees;
+        let rep = self
+            .rep
+            .get_or_insert_with(|| trees[self.taken[0] as usize].clone());
+        self.merged = self.merged.max(1);
+        while self.merged < self.taken.len() {
+            // Line 8: the representative absorbs T_b (its members after the cluster's).
+            *rep = self
+                .ctx
+                .dv
+                .merge(rep, &trees[self.taken[self.merged] as usize])
+                .expect("a candidate whose root is diverse with the representative merges");
+            self.merged += 1;
+        }
+        rep
+    }
+
+    fn into_rep(mut self) -> Rep {
+        self.get();
+        self.rep.expect("get just built the representative")
+    }
+}
+
+/// 000 Alg. 4: a cluster seeded by `rep`'s seed that recruits, `size - 1` times, the record of
+/// `pool` still in F whose diversify with the representative costs least (line 5; ties go to
+/// the earliest in `order`), skipping records whose root cannot be diverse with it. False if
+/// it runs out of such records. F itself is not changed: the caller removes the members if it
 /// keeps the cluster.
 fn create_cluster(
     ctx: &Context,
     pool: &[(u32, u32)],
     in_f: &[bool],
-    a: u32,
+    rep: &mut Lazy,
     mut memo: Option<&mut Memo>,
-) -> Option<Rep> {
-    let mut rep = ctx.trees[a as usize].clone();
-    let mut taken = vec![a];
+) -> bool {
     // The runners-up of the previous step: likely cheap again, so their costs make a good
     // first limit for the bounds of the next step.
     let mut probe: Vec<u32> = Vec::new();
     for _ in 1..ctx.size {
         let b = match ctx.search {
-            Search::Plain => cheapest_plain(ctx, &rep, pool, &taken),
-            Search::Pruned => {
+            Search::Plain => {
+                let taken = rep.taken.clone();
+                cheapest_plain(ctx, rep.get(), pool, &taken)
+            }
+            Search::Bounded | Search::Pruned => {
                 let mut own: Vec<Entry>;
-                let fresh = || fresh_entries(ctx, &rep, pool, &taken, &probe);
                 let entries = match memo.as_deref_mut() {
-                    Some(m) => m.entries(&taken, fresh),
+                    Some(m) => m.entries(ctx, pool, in_f, rep, &probe),
                     None => {
-                        own = fresh();
+                        let taken = rep.taken.clone();
+                        own = fresh_entries(ctx, rep.get(), pool, &taken, &probe, f64::INFINITY);
                         &mut own
                     }
                 };
-                let b = cheapest_pruned(ctx, &rep, entries, in_f);
+                let b = cheapest_pruned(ctx, rep, entries, in_f);
                 probe = entries
                     .iter()
                     .filter(|x| in_f[x.e as usize] && Some(x.e) != b)
@@ -290,15 +350,13 @@ fn create_cluster(
                     .collect();
                 b
             }
-        }?;
-        // Line 8: the representative absorbs T_b (its members after the cluster's).
-        rep = ctx
-            .dv
-            .merge(&rep, &ctx.trees[b as usize])
-            .expect("a candidate whose root is diverse with the representative merges");
-        taken.push(b);
+        };
+        let Some(b) = b else {
+            return false;
+        };
+        rep.taken.push(b);
     }
-    Some(rep)
+    true
 }
 
 /// Line 5 as written: diversify every candidate of the pool with the representative.
@@ -343,14 +401,16 @@ fn sort_entries(entries: &mut [Entry]) {
 }
 
 /// Every candidate of the pool whose root is diverse with the representative, each with its
-/// exact cost or, when its bound already exceeds a cost found, that bound. Which of the two
-/// an entry holds depends on thread timing; the winner [`cheapest_pruned`] picks does not.
+/// exact cost or, when its bound already exceeds a cost found (or `limit`, a cost some
+/// candidate outside the pool is known to reach), that bound. Which of the two an entry holds
+/// depends on thread timing; the winner [`cheapest_pruned`] picks does not.
 fn fresh_entries(
     ctx: &Context,
     rep: &Rep,
     pool: &[(u32, u32)],
     taken: &[u32],
     probe: &[u32],
+    limit: f64,
 ) -> Vec<Entry> {
     let mut probed: Vec<Entry> = probe
         .par_iter()
@@ -362,10 +422,7 @@ fn fresh_entries(
             exact: true,
         })
         .collect();
-    let first = probed
-        .iter()
-        .map(|x| if x.key > 0.0 { x.key } else { 0.0 })
-        .fold(f64::INFINITY, f64::min);
+    let first = probed.iter().map(|x| x.key).fold(limit, f64::min).max(0.0);
     // The least cost found so far, as f64 bits (non-negative floats order like their bits).
     let best = AtomicU64::new(first.to_bits());
     let profile = ctx.dv.profile(rep);
@@ -393,7 +450,15 @@ fn fresh_entries(
             entries.extend_from_slice(rest);
             break;
         }
-        let (chunk, after) = rest.split_at(rest.len().min(CHUNK));
+        // Until a cost is known every bound is within reach: the first chunk diversifies
+        // only as many candidates as there are threads, the most promising ones, so that
+        // the rest is bounded against the least of their costs.
+        let size = if best.load(Ordering::Relaxed) == f64::INFINITY.to_bits() {
+            rayon::current_num_threads()
+        } else {
+            CHUNK
+        };
+        let (chunk, after) = rest.split_at(rest.len().min(size));
         rest = after;
         let done: Vec<Entry> = chunk
             .par_iter()
@@ -437,7 +502,12 @@ const BATCH: usize = 16;
 /// The candidate still in F of least (cost, position): the first exact entry in F, once every
 /// entry in F whose bound is within reach of its cost has been made exact. Entries are made
 /// exact in place, so a later pass starts from what this one learned.
-fn cheapest_pruned(ctx: &Context, rep: &Rep, entries: &mut [Entry], in_f: &[bool]) -> Option<u32> {
+fn cheapest_pruned(
+    ctx: &Context,
+    rep: &mut Lazy,
+    entries: &mut [Entry],
+    in_f: &[bool],
+) -> Option<u32> {
     loop {
         let live = || entries.iter().filter(|x| in_f[x.e as usize]);
         let limit = live()
@@ -453,6 +523,7 @@ fn cheapest_pruned(ctx: &Context, rep: &Rep, entries: &mut [Entry], in_f: &[bool
         if open.is_empty() {
             return live().next().map(|x| x.e);
         }
+        let rep = rep.get();
         let costs: Vec<f64> = open
             .par_iter()
             .map(|&i| ctx.dv.cost(rep, &ctx.trees[entries[i].e as usize]))
@@ -465,34 +536,123 @@ fn cheapest_pruned(ctx: &Context, rep: &Rep, entries: &mut [Entry], in_f: &[bool
     }
 }
 
-/// ClusTree's memory across passes: per taken prefix (seed first, then recruits in order),
-/// the entries of the step that prefix starts. Exact because a step's costs depend only on
-/// the prefix (the representative is the prefix merged in order) and F only shrinks: the
-/// cheapest candidate still in F is found among the same entries.
+/// ClusTree's memory across passes, per seed: per taken prefix (seed first, then recruits in
+/// order) the entries of the step that prefix starts, and the cost of each finished cluster
+/// (000 Alg. 5 lines 10-12). Exact because a step's costs and bounds depend only on the
+/// prefix (the representative is the prefix merged in order) and the candidate: an entry
+/// stays true for as long as its candidate is in the pool, so a step only needs entries for
+/// the candidates new to the pool, and the cheapest candidate still in F is found among them
+/// as it would be among fresh ones.
+///
+/// Without blocking the pool is F, which only shrinks. With blocking it is the seed's nearest
+/// records still in F; a record in that window stays in it until it leaves F (the window is a
+/// prefix of F after the seed and one of F before it, each at least as long as before), so
+/// the remembered entries stay in the pool and a later pass bounds only the records that
+/// moved in. The entries are checked against the pool all the same, so the search stays exact
+/// whatever the window does.
 #[derive(Default)]
 struct Memo {
-    steps: HashMap<Vec<u32>, Vec<Entry>>,
+    seeds: HashMap<u32, Remembered>,
+}
+
+#[derive(Default)]
+struct Remembered {
+    steps: Vec<Step>,
+    /// Recruits of a finished cluster, in order, and its cost.
+    clusters: Vec<(Vec<u32>, f64)>,
+}
+
+struct Step {
+    /// The prefix after the seed.
+    recruits: Vec<u32>,
+    entries: Vec<Entry>,
+    /// Positions in `order` of the pool the entries cover, ascending; `None` when the pool
+    /// was all of F (no blocking), which only shrinks.
+    known: Option<Vec<u32>>,
 }
 
 impl Memo {
-    fn entries(&mut self, taken: &[u32], fresh: impl FnOnce() -> Vec<Entry>) -> &mut Vec<Entry> {
-        if !self.steps.contains_key(taken) {
-            self.steps.insert(taken.to_vec(), fresh());
+    /// The entries of the step `rep`'s prefix starts, brought up to date with `pool`: entries
+    /// of records no longer in F or in the pool are dropped, records new to the pool get
+    /// entries (bounded against the best cost remembered).
+    fn entries(
+        &mut self,
+        ctx: &Context,
+        pool: &[(u32, u32)],
+        in_f: &[bool],
+        rep: &mut Lazy,
+        probe: &[u32],
+    ) -> &mut Vec<Entry> {
+        let blocked = ctx.candidates.is_some();
+        let positions = || blocked.then(|| pool.iter().map(|&(pos, _)| pos).collect());
+        let seed = self.seeds.entry(rep.taken[0]).or_default();
+        let recruits = rep.taken[1..].to_vec();
+        let Some(i) = seed.steps.iter().position(|s| s.recruits == recruits) else {
+            let taken = rep.taken.clone();
+            let entries = fresh_entries(ctx, rep.get(), pool, &taken, probe, f64::INFINITY);
+            seed.steps.push(Step {
+                recruits,
+                entries,
+                known: positions(),
+            });
+            let last = seed.steps.len() - 1;
+            return &mut seed.steps[last].entries;
+        };
+        let step = &mut seed.steps[i];
+        let Some(known) = step.known.as_mut() else {
+            step.entries.retain(|x| in_f[x.e as usize]);
+            return &mut step.entries;
+        };
+        // Both lists ascend by position.
+        let in_pool = |pos: u32| pool.binary_search_by_key(&pos, |&(p, _)| p).is_ok();
+        step.entries
+            .retain(|x| in_f[x.e as usize] && in_pool(x.pos));
+        let new: Vec<(u32, u32)> = pool
+            .iter()
+            .copied()
+            .filter(|&(pos, _)| known.binary_search(&pos).is_err())
+            .collect();
+        if !new.is_empty() {
+            // Any cost remembered for a record still in the pool is reached by the winner.
+            let limit = step
+                .entries
+                .iter()
+                .find(|x| x.exact)
+                .map_or(f64::INFINITY, |x| x.key);
+            let taken = rep.taken.clone();
+            let fresh = fresh_entries(ctx, rep.get(), &new, &taken, &[], limit);
+            step.entries.extend(fresh);
+            sort_entries(&mut step.entries);
+            *known = pool.iter().map(|&(pos, _)| pos).collect();
         }
-        self.steps
-            .get_mut(taken)
-            .expect("the entries were just inserted")
+        &mut step.entries
+    }
+
+    fn cluster_cost(&self, taken: &[u32]) -> Option<f64> {
+        let seed = self.seeds.get(&taken[0])?;
+        seed.clusters
+            .iter()
+            .find(|(recruits, _)| recruits == &taken[1..])
+            .map(|&(_, cost)| cost)
+    }
+
+    fn remember_cluster(&mut self, taken: &[u32], cost: f64) {
+        let seed = self.seeds.entry(taken[0]).or_default();
+        seed.clusters.push((taken[1..].to_vec(), cost));
     }
 
     /// A record that left F is never a seed again.
     fn forget_seed(&mut self, e: u32) {
-        self.steps.retain(|k, _| k[0] != e);
+        self.seeds.remove(&e);
     }
 
-    /// Prefixes with a member that left F can never be taken again.
+    /// Prefixes and clusters with a member that left F can never be taken again.
     fn forget_stale(&mut self, in_f: &[bool]) {
-        self.steps
-            .retain(|k, _| k.iter().all(|&e| in_f[e as usize]));
+        let live = |recruits: &[u32]| recruits.iter().all(|&e| in_f[e as usize]);
+        for seed in self.seeds.values_mut() {
+            seed.steps.retain(|s| live(&s.recruits));
+            seed.clusters.retain(|(recruits, _)| live(recruits));
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use std::cell::RefCell;
 
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
+use crate::hierarchy::Hierarchy;
 use crate::plan::{Diversity, Mapping};
 
 /// Costs are scaled to integers for the assignment solver (which needs a totally ordered
@@ -215,6 +216,9 @@ pub struct Diversifier<'a> {
     /// Per table and QI, `loss(lca(x, y))` for every pair of hierarchy nodes (row-major by
     /// `x`), when the hierarchy is small enough; the same values `node_loss` would compute.
     pair_loss: Vec<Vec<Option<Vec<f64>>>>,
+    /// Per table and QI without a table of pair losses, every node's ancestors by depth, so
+    /// that `loss(lca(x, y))` reads two short rows instead of walking parents.
+    ancestry: Vec<Vec<Option<Ancestry>>>,
     mapping: Mapping,
     rule: Option<Rule>,
 }
@@ -226,7 +230,7 @@ impl<'a> Diversifier<'a> {
             .iter()
             .map(|t| t.nqi().max(1) as f64)
             .collect();
-        let pair_loss = forest
+        let pair_loss: Vec<Vec<Option<Vec<f64>>>> = forest
             .tables
             .iter()
             .map(|t| {
@@ -243,10 +247,26 @@ impl<'a> Diversifier<'a> {
                     .collect()
             })
             .collect();
+        let ancestry: Vec<Vec<Option<Ancestry>>> = forest
+            .tables
+            .iter()
+            .zip(&pair_loss)
+            .map(|(t, tables)| {
+                t.hierarchies
+                    .iter()
+                    .zip(tables)
+                    .map(|(h, table)| match table {
+                        Some(_) => None,
+                        None => Ancestry::new(h),
+                    })
+                    .collect()
+            })
+            .collect();
         Diversifier {
             forest,
             weights,
             pair_loss,
+            ancestry,
             mapping,
             rule,
         }
@@ -309,10 +329,14 @@ impl<'a> Diversifier<'a> {
             .zip(&b.qi)
             .zip(&t.hierarchies)
             .zip(&self.pair_loss[a.table as usize])
-            .map(|(((&x, &y), h), table)| match table {
-                Some(table) => table[x as usize * h.len() + y as usize],
-                None => h.loss(h.lca(x, y)),
-            })
+            .zip(&self.ancestry[a.table as usize])
+            .map(
+                |((((&x, &y), h), table), ancestry)| match (table, ancestry) {
+                    (Some(table), _) => table[x as usize * h.len() + y as usize],
+                    (None, Some(ancestry)) => ancestry.lca_loss(x, y),
+                    (None, None) => h.loss(h.lca(x, y)),
+                },
+            )
             .sum()
     }
 
@@ -458,7 +482,9 @@ impl<'a> Diversifier<'a> {
     }
 
     /// A lower bound on `cost(x, y)` for a one-member `y` that reads each node of `y` once:
-    /// the roots' LM, the cheapest of `x`'s children that must stay unpaired, and per node `v`
+    /// the roots' LM, the cheapest of `x`'s children that must stay unpaired (and, when `y`
+    /// has more children than `x`, the cheapest extra of suppressing those of `y` that
+    /// cannot all be paired), and per node `v`
     /// of `y` below the root `min(supp(v), partner(v) + the same for v's children)`, where
     /// `partner(v)` is the least node loss of pairing `v` diversely with any node of `x` of its
     /// table ([`cheapest_partners`](Self::cheapest_partners)): a node is either suppressed
@@ -476,9 +502,30 @@ impl<'a> Diversifier<'a> {
         let mut bound = m * self.node_loss(x.rep, y.rep);
         for (ct, fewest) in &q.fewest {
             let ys = y.children_of(*ct);
-            let unpaired = (fewest.len() - 1).saturating_sub(ys.len());
-            bound += fewest[unpaired];
-            bound += ys.iter().map(|v| self.quick_node(q, v)).sum::<f64>();
+            let paired = fewest.len() - 1;
+            bound += fewest[paired.saturating_sub(ys.len())];
+            if ys.len() <= paired {
+                bound += ys.iter().map(|v| self.quick_node(q, v)).sum::<f64>();
+                continue;
+            }
+            // At most `paired` of y's children find a partner: the rest are suppressed, and
+            // suppressing v instead of pairing it costs at least supp(v) - quick_node(v).
+            let mut small = [0.0f64; SMALL_GROUP];
+            let mut big = Vec::new();
+            let extra = if ys.len() <= SMALL_GROUP {
+                &mut small[..ys.len()]
+            } else {
+                big.resize(ys.len(), 0.0);
+                &mut big[..]
+            };
+            for (v, e) in ys.iter().zip(extra.iter_mut()) {
+                let node = self.quick_node(q, v);
+                bound += node;
+                *e = v.supp - node;
+            }
+            let forced = ys.len() - paired;
+            extra.select_nth_unstable_by(forced - 1, f64::total_cmp);
+            bound += extra[..forced].iter().sum::<f64>();
         }
         bound
     }
@@ -526,9 +573,51 @@ impl<'a> Diversifier<'a> {
                 break;
             }
             let (xs, ys) = (x.children_of(ct), y.children_of(ct));
-            bound += self.mapping_bound(xs, ys, limit - bound);
+            bound += self.assignment_bound(xs, ys, limit - bound);
         }
         bound
+    }
+
+    /// [`mapping_bound`](Self::mapping_bound) for the root's children, tightened when it
+    /// stays within `limit` (the candidate would be diversified next): the least-cost
+    /// assignment of the per-pair lower bounds, shaped like FindMapping-LSAP's (000 Alg. 3
+    /// lines 3-10: every element of the shorter list is paired, unpaired ones of the longer
+    /// list are suppressed). Every assignment FindMapping may return, optimal or greedy,
+    /// costs at least its pairs' bounds, so at least this least one. Bounds are rounded down
+    /// to the solver's integers, which keeps the result below the bound sum of any
+    /// assignment.
+    fn assignment_bound(&self, xs: &[Profile], ys: &[Profile], limit: f64) -> f64 {
+        let relaxed = self.mapping_bound(xs, ys, limit);
+        if relaxed > limit || xs.len() < 2 || ys.len() < 2 {
+            return relaxed;
+        }
+        let long_is_y = xs.len() <= ys.len();
+        let (short, long) = if long_is_y { (xs, ys) } else { (ys, xs) };
+        let n = long.len();
+        let floor = |c: f64| (c * SCALE).floor() as i64;
+        let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
+        for s in short {
+            scaled.extend(long.iter().map(|u| {
+                floor(if long_is_y {
+                    self.pair_bound(s, u)
+                } else {
+                    self.pair_bound(u, s)
+                })
+            }));
+        }
+        for _ in short.len()..n {
+            scaled.extend(long.iter().map(|u| floor(u.supp)));
+        }
+        let least: i64 = KM_SCRATCH.with(|cell| {
+            let mut km = cell.borrow_mut();
+            km.solve_min(n, &scaled);
+            km.xy
+                .iter()
+                .enumerate()
+                .map(|(i, &j)| scaled[i * n + j])
+                .sum()
+        });
+        relaxed.max(least as f64 / SCALE)
     }
 
     /// A lower bound on FindMapping's cost for two sibling lists, from per-pair lower bounds
@@ -828,6 +917,71 @@ impl<'a> Diversifier<'a> {
     }
 }
 
+/// Deepest hierarchy [`Ancestry`] covers; deeper ones keep walking parents.
+const ANCESTRY_DEPTH: usize = 8;
+
+/// A hierarchy's nodes as rows of ancestors (the root first, the node last) with every
+/// node's LM': the lowest common ancestor is the last depth where two rows agree, found
+/// without the dependent loads of a parent walk through hierarchies of 10^5 leaves.
+struct Ancestry {
+    /// Entries per row: the deepest node's depth + 1.
+    stride: usize,
+    depth: Vec<u8>,
+    rows: Vec<u32>,
+    /// `Hierarchy::loss` of every node, the very values it returns.
+    loss: Vec<f64>,
+}
+
+impl Ancestry {
+    fn new(h: &Hierarchy) -> Option<Ancestry> {
+        let n = h.len() as u32;
+        let depth_of = |mut x: u32| {
+            let mut d = 0;
+            while x != h.root() {
+                x = h.parent(x);
+                d += 1;
+            }
+            d
+        };
+        let depth: Vec<usize> = (0..n).map(depth_of).collect();
+        let deepest = depth.iter().copied().max().unwrap_or(0);
+        if deepest >= ANCESTRY_DEPTH {
+            return None;
+        }
+        let stride = deepest + 1;
+        let mut rows = vec![h.root(); n as usize * stride];
+        for x in 0..n {
+            let (mut y, mut d) = (x, depth[x as usize]);
+            let row = &mut rows[x as usize * stride..][..stride];
+            while d > 0 {
+                row[d] = y;
+                y = h.parent(y);
+                d -= 1;
+            }
+        }
+        Some(Ancestry {
+            stride,
+            depth: depth.iter().map(|&d| d as u8).collect(),
+            rows,
+            loss: (0..n).map(|x| h.loss(x)).collect(),
+        })
+    }
+
+    /// `loss(lca(x, y))`.
+    fn lca_loss(&self, x: u32, y: u32) -> f64 {
+        let (rx, ry) = (
+            &self.rows[x as usize * self.stride..][..self.stride],
+            &self.rows[y as usize * self.stride..][..self.stride],
+        );
+        let mut d = self.depth[x as usize].min(self.depth[y as usize]) as usize;
+        // Row entry 0 is the root in every row, so the scan stops there at the latest.
+        while rx[d] != ry[d] {
+            d -= 1;
+        }
+        self.loss[rx[d] as usize]
+    }
+}
+
 /// [`Diversifier::quick_bound`]'s view of one representative.
 pub struct Quick {
     /// Per family table, the cheapest partners among the representative's nodes.
@@ -882,6 +1036,59 @@ mod tests {
     use pathfinding::kuhn_munkres::kuhn_munkres_min;
     use pathfinding::matrix::Matrix;
     use rand::{Rng, SeedableRng};
+
+    /// The ancestor rows give `loss(lca(x, y))` exactly as the parent walk does, for every
+    /// pair of nodes (leaves, inner nodes, the root) of a three-level hierarchy too large for
+    /// a table of pair losses, and of a date hierarchy.
+    #[test]
+    fn ancestry_matches_the_parent_walk() {
+        use super::{Ancestry, PAIR_LOSS_NODES};
+        use crate::hierarchy::Hierarchy;
+        use crate::plan::HierarchyDef;
+        use crate::policy::{DatePart, Pos};
+
+        let leaves = 700;
+        let rows: Vec<Vec<String>> = (0..leaves)
+            .map(|i| {
+                vec![
+                    format!("v{i}"),
+                    format!("m{}", i % 37),
+                    format!("t{}", i % 37 % 5),
+                ]
+            })
+            .collect();
+        let texts: Vec<Option<String>> = (0..leaves).map(|i| Some(format!("v{i}"))).collect();
+        let def = HierarchyDef::Rows {
+            rows,
+            pos: Pos { line: 1, column: 1 },
+        };
+        let rows = Hierarchy::build("h", &def, "t.c", &texts, &vec![None; leaves]).expect("valid");
+        let dates: Vec<Option<String>> = (0..900)
+            .map(|i| {
+                Some(format!(
+                    "{}-{:02}-{:02}",
+                    1992 + i / 336,
+                    1 + i / 28 % 12,
+                    1 + i % 28
+                ))
+            })
+            .collect();
+        let def = HierarchyDef::DateParts {
+            parts: vec![DatePart::Month, DatePart::Quarter, DatePart::Year],
+            pos: Pos { line: 1, column: 1 },
+        };
+        let days =
+            Hierarchy::build("d", &def, "t.d", &dates, &vec![None; dates.len()]).expect("valid");
+        for h in [&rows.hierarchy, &days.hierarchy] {
+            assert!(h.len() > PAIR_LOSS_NODES);
+            let a = Ancestry::new(h).expect("shallow");
+            for x in 0..h.len() as u32 {
+                for y in 0..h.len() as u32 {
+                    assert_eq!(a.lca_loss(x, y), h.loss(h.lca(x, y)), "{x} {y}");
+                }
+            }
+        }
+    }
 
     /// The port picks the same assignment as `pathfinding` on matrices full of ties (costs
     /// 0-3), where any other scan order would pick another optimal one.

@@ -1,6 +1,7 @@
 //! ClusTree / CToff's pruned, memoized CreateCluster (the default) against the plain search
 //! of 000 Alg. 4 line 5 on a small syntheticS: the very same clusters (members of every EC in
-//! order, the suppressed set), for ClusTree and CToff, LSAP and GRD, l = 2 and 3.
+//! order, the suppressed set), for ClusTree and CToff, LSAP and GRD, l = 2 and 3; and
+//! ClusTree's memory across passes under candidate blocking against the blocked search alone.
 
 use relanon::algo::clustree::{cluster, ClustreeParams, Search};
 use relanon::algo::diversify::{Diversifier, Rule};
@@ -20,6 +21,14 @@ fn synthetic_s(students: usize) -> Forest {
     .expect("the generated syntheticS loads")
 }
 
+/// Members of every node of a representative, depth first.
+fn nodes(rep: &Rep, out: &mut Vec<Vec<u32>>) {
+    out.push(rep.members.clone());
+    for c in &rep.children {
+        nodes(c, out);
+    }
+}
+
 /// Every EC as (members of every node, depth first), then the suppressed entities.
 fn clusters(
     forest: &Forest,
@@ -28,12 +37,6 @@ fn clusters(
     ctoff: bool,
     search: Search,
 ) -> (Vec<Vec<Vec<u32>>>, Vec<u32>) {
-    fn nodes(rep: &Rep, out: &mut Vec<Vec<u32>>) {
-        out.push(rep.members.clone());
-        for c in &rep.children {
-            nodes(c, out);
-        }
-    }
     let rule = Rule {
         l,
         diversity: Diversity::Probabilistic,
@@ -105,6 +108,57 @@ fn blocking_with_room_for_everyone_is_the_exact_search() {
     let plain_members: Vec<Vec<u32>> = plain.0.iter().map(|ec| ec[0].clone()).collect();
     assert_eq!(plain_members, members(&blocked.ecs));
     assert_eq!(plain.1, blocked.suppressed);
+}
+
+/// ClusTree's memory across passes under candidate blocking (every step's entries and every
+/// cluster's cost, per seed) against the same blocked search that forgets them: the very same
+/// clusters and suppressed set, for windows small enough that later passes see records move in.
+#[test]
+fn remembering_under_blocking_finds_the_forgetful_clusters() {
+    let forest = synthetic_s(90);
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    for mapping in [Mapping::Lsap, Mapping::Grd] {
+        let rule = Rule {
+            l: 3,
+            diversity: Diversity::Probabilistic,
+            target: 3,
+        };
+        let dv = Diversifier::new(&forest, mapping, Some(rule));
+        for candidates in [4, 12] {
+            let run = |search| {
+                let params = ClustreeParams {
+                    size: 3,
+                    m: 4.0,
+                    s: 0.5,
+                    ctoff: false,
+                    search,
+                    candidates: Some(candidates),
+                };
+                let c = cluster(&forest, &dv, &order, params, &Progress::new());
+                let ecs: Vec<Vec<Vec<u32>>> = c
+                    .ecs
+                    .iter()
+                    .map(|rep| {
+                        let mut out = Vec::new();
+                        nodes(rep, &mut out);
+                        out
+                    })
+                    .collect();
+                (ecs, c.suppressed)
+            };
+            let forgetful = run(Search::Bounded);
+            let remembering = run(Search::Pruned);
+            let what = format!("{mapping:?} candidates = {candidates}");
+            assert!(
+                forgetful.0.len() * 3 >= 60,
+                "{what}: too few ECs to compare"
+            );
+            assert_eq!(
+                forgetful, remembering,
+                "{what}: remembering changed the clusters"
+            );
+        }
+    }
 }
 
 #[test]
