@@ -484,20 +484,11 @@ mod tests {
     use super::*;
     use crate::policy::Pos;
 
-    fn rows(r: &[&[&str]]) -> HierarchyDef {
-        HierarchyDef::Rows {
-            rows: r
-                .iter()
-                .map(|x| x.iter().map(|s| s.to_string()).collect())
-                .collect(),
-            pos: Pos { line: 1, column: 1 },
-        }
-    }
     fn texts(v: &[&str]) -> Vec<Option<String>> {
         v.iter().map(|s| Some(s.to_string())).collect()
     }
     fn course() -> HierarchyDef {
-        rows(&[
+        HierarchyDef::from_rows(&[
             &["Math", "Science"],
             &["CS", "Science"],
             &["Physics", "Science"],
@@ -526,12 +517,12 @@ mod tests {
 
     #[test]
     fn two_parents_and_cycles_are_refused() {
-        let two = rows(&[&["Math", "Science"], &["Math", "Social"]]);
+        let two = HierarchyDef::from_rows(&[&["Math", "Science"], &["Math", "Social"]]);
         let e = Hierarchy::build("h", &two, "t.c", &texts(&["Math"]), &[None])
             .err()
             .expect("two parents");
         assert!(e.to_string().contains("two parents"), "{e}");
-        let cyc = rows(&[&["A", "B"], &["B", "A"]]);
+        let cyc = HierarchyDef::from_rows(&[&["A", "B"], &["B", "A"]]);
         let e = Hierarchy::build("h", &cyc, "t.c", &texts(&["A"]), &[None])
             .err()
             .expect("cycle");

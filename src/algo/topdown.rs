@@ -800,17 +800,6 @@ mod tests {
 
     use super::*;
     use crate::plan::HierarchyDef;
-    use crate::policy::Pos;
-
-    fn def(rows: &[&[&str]]) -> HierarchyDef {
-        HierarchyDef::Rows {
-            rows: rows
-                .iter()
-                .map(|r| r.iter().map(|s| s.to_string()).collect())
-                .collect(),
-            pos: Pos { line: 1, column: 1 },
-        }
-    }
 
     /// Ages 20..=39 in bands of 5 and 10; four jobs in two families.
     fn defs() -> [HierarchyDef; 2] {
@@ -831,8 +820,8 @@ mod tests {
             .collect();
         let ages: Vec<&[&str]> = ages.iter().map(Vec::as_slice).collect();
         [
-            def(&ages),
-            def(&[
+            HierarchyDef::from_rows(&ages),
+            HierarchyDef::from_rows(&[
                 &["nurse", "care"],
                 &["doctor", "care"],
                 &["welder", "craft"],

@@ -94,6 +94,20 @@ pub enum HierarchyDef {
     DateParts { parts: Vec<DatePart>, pos: Pos },
 }
 
+#[cfg(test)]
+impl HierarchyDef {
+    /// Rows of `leaf, parent, ...` labels, placed at line 1, column 1 (unit tests).
+    pub(crate) fn from_rows(rows: &[&[&str]]) -> HierarchyDef {
+        HierarchyDef::Rows {
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .collect(),
+            pos: crate::policy::Pos { line: 1, column: 1 },
+        }
+    }
+}
+
 /// The privacy model and algorithm parameters (`ANONYMIZE ... WITH (...)` and `SET`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {

@@ -29,13 +29,15 @@ fn nodes(rep: &Rep, out: &mut Vec<Vec<u32>>) {
     }
 }
 
-/// Every EC as (members of every node, depth first), then the suppressed entities.
+/// Every EC as (members of every node, depth first), then the suppressed entities, of
+/// ClusTree (or CToff) at l with m = 4, s = 0.5 over the entities in key order.
 fn clusters(
     forest: &Forest,
     mapping: Mapping,
     l: usize,
     ctoff: bool,
     search: Search,
+    candidates: Option<usize>,
 ) -> (Vec<Vec<Vec<u32>>>, Vec<u32>) {
     let rule = Rule {
         l,
@@ -50,7 +52,7 @@ fn clusters(
         s: 0.5,
         ctoff,
         search,
-        candidates: None,
+        candidates,
     };
     let c = cluster(forest, &dv, &order, params, &Progress::new());
     let ecs = c
@@ -71,8 +73,8 @@ fn pruned_search_finds_the_plain_clusters() {
     for mapping in [Mapping::Lsap, Mapping::Grd] {
         for l in [2, 3] {
             for ctoff in [false, true] {
-                let plain = clusters(&forest, mapping, l, ctoff, Search::Plain);
-                let pruned = clusters(&forest, mapping, l, ctoff, Search::Pruned);
+                let plain = clusters(&forest, mapping, l, ctoff, Search::Plain, None);
+                let pruned = clusters(&forest, mapping, l, ctoff, Search::Pruned, None);
                 let what = format!("{mapping:?} l = {l} ctoff = {ctoff}");
                 assert!(plain.0.len() * l >= 40, "{what}: too few ECs to compare");
                 assert_eq!(
@@ -87,27 +89,12 @@ fn pruned_search_finds_the_plain_clusters() {
 #[test]
 fn blocking_with_room_for_everyone_is_the_exact_search() {
     let forest = synthetic_s(40);
-    let plain = clusters(&forest, Mapping::Lsap, 3, false, Search::Plain);
-    let rule = Rule {
-        l: 3,
-        diversity: Diversity::Probabilistic,
-        target: 3,
-    };
-    let dv = Diversifier::new(&forest, Mapping::Lsap, Some(rule));
-    let order: Vec<u32> = (0..forest.entities() as u32).collect();
-    let params = ClustreeParams {
-        size: 3,
-        m: 4.0,
-        s: 0.5,
-        ctoff: false,
-        search: Search::Pruned,
-        candidates: Some(forest.entities()),
-    };
-    let blocked = cluster(&forest, &dv, &order, params, &Progress::new());
-    let members = |ecs: &[Rep]| ecs.iter().map(|r| r.members.clone()).collect::<Vec<_>>();
-    let plain_members: Vec<Vec<u32>> = plain.0.iter().map(|ec| ec[0].clone()).collect();
-    assert_eq!(plain_members, members(&blocked.ecs));
-    assert_eq!(plain.1, blocked.suppressed);
+    let plain = clusters(&forest, Mapping::Lsap, 3, false, Search::Plain, None);
+    let everyone = Some(forest.entities());
+    let blocked = clusters(&forest, Mapping::Lsap, 3, false, Search::Pruned, everyone);
+    let roots = |ecs: &[Vec<Vec<u32>>]| ecs.iter().map(|ec| ec[0].clone()).collect::<Vec<_>>();
+    assert_eq!(roots(&plain.0), roots(&blocked.0));
+    assert_eq!(plain.1, blocked.1);
 }
 
 /// ClusTree's memory across passes under candidate blocking (every step's entries and every
@@ -116,36 +103,9 @@ fn blocking_with_room_for_everyone_is_the_exact_search() {
 #[test]
 fn remembering_under_blocking_finds_the_forgetful_clusters() {
     let forest = synthetic_s(90);
-    let order: Vec<u32> = (0..forest.entities() as u32).collect();
     for mapping in [Mapping::Lsap, Mapping::Grd] {
-        let rule = Rule {
-            l: 3,
-            diversity: Diversity::Probabilistic,
-            target: 3,
-        };
-        let dv = Diversifier::new(&forest, mapping, Some(rule));
         for candidates in [4, 12] {
-            let run = |search| {
-                let params = ClustreeParams {
-                    size: 3,
-                    m: 4.0,
-                    s: 0.5,
-                    ctoff: false,
-                    search,
-                    candidates: Some(candidates),
-                };
-                let c = cluster(&forest, &dv, &order, params, &Progress::new());
-                let ecs: Vec<Vec<Vec<u32>>> = c
-                    .ecs
-                    .iter()
-                    .map(|rep| {
-                        let mut out = Vec::new();
-                        nodes(rep, &mut out);
-                        out
-                    })
-                    .collect();
-                (ecs, c.suppressed)
-            };
+            let run = |search| clusters(&forest, mapping, 3, false, search, Some(candidates));
             let forgetful = run(Search::Bounded);
             let remembering = run(Search::Pruned);
             let what = format!("{mapping:?} candidates = {candidates}");
