@@ -2,7 +2,7 @@
 //! CToff is Alg. 5 with chi = infinity from the start (000 Sec. 2.4).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -412,86 +412,80 @@ fn fresh_entries(
     probe: &[u32],
     limit: f64,
 ) -> Vec<Entry> {
-    let mut probed: Vec<Entry> = probe
-        .par_iter()
-        .filter(|&&e| !taken.contains(&e) && ctx.dv.diverse(rep, &ctx.trees[e as usize]))
-        .map(|&e| Entry {
-            key: ctx.dv.cost(rep, &ctx.trees[e as usize]),
-            pos: ctx.position[e as usize],
-            e,
-            exact: true,
-        })
-        .collect();
-    let first = probed.iter().map(|x| x.key).fold(limit, f64::min).max(0.0);
-    // The least cost found so far, as f64 bits (non-negative floats order like their bits).
-    let best = AtomicU64::new(first.to_bits());
     let profile = ctx.dv.profile(rep);
     let quick = ctx.dv.quick(&profile);
-    // Every diverse candidate with its quick bound, cheapest first: once the limit is set
-    // by a good cost, the rest of the list is skipped without further work.
+    let diverse = |e: u32| !taken.contains(&e) && ctx.dv.diverse(rep, &ctx.trees[e as usize]);
+    let entry = |pos: u32, e: u32, key: f64| Entry {
+        key,
+        pos,
+        e,
+        exact: false,
+    };
+    // The probes first, diversified whatever their bound (they set the limit), then every
+    // other diverse candidate with its quick bound, cheapest first: once the limit is set by
+    // a good cost, the rest of the list is skipped without further work.
+    let mut queue: Vec<(Entry, bool)> = probe
+        .iter()
+        .filter(|&&e| diverse(e))
+        .map(|&e| (entry(ctx.position[e as usize], e, 0.0), true))
+        .collect();
     let mut quick_bounds: Vec<Entry> = pool
         .par_iter()
-        .filter(|(_, e)| !taken.contains(e) && !probe.contains(e))
-        .filter(|(_, e)| ctx.dv.diverse(rep, &ctx.trees[*e as usize]))
-        .map(|&(pos, e)| Entry {
-            key: ctx
-                .dv
-                .quick_bound(&quick, &profile, &ctx.profiles[e as usize]),
-            pos,
-            e,
-            exact: false,
+        .filter(|&&(_, e)| !probe.contains(&e) && diverse(e))
+        .map(|&(pos, e)| {
+            let candidate = &ctx.profiles[e as usize];
+            entry(pos, e, ctx.dv.quick_bound(&quick, &profile, candidate))
         })
         .collect();
     sort_entries(&mut quick_bounds);
-    let mut entries = Vec::with_capacity(quick_bounds.len() + probed.len());
-    let mut rest = &quick_bounds[..];
-    while let Some(first) = rest.first() {
-        if first.key > reach(f64::from_bits(best.load(Ordering::Relaxed))) {
-            entries.extend_from_slice(rest);
-            break;
-        }
-        // Until a cost is known every bound is within reach: the first chunk diversifies
-        // only as many candidates as there are threads, the most promising ones, so that
-        // the rest is bounded against the least of their costs.
-        let size = if best.load(Ordering::Relaxed) == f64::INFINITY.to_bits() {
-            rayon::current_num_threads()
-        } else {
-            CHUNK
-        };
-        let (chunk, after) = rest.split_at(rest.len().min(size));
-        rest = after;
-        let done: Vec<Entry> = chunk
-            .par_iter()
-            .map(|&x| {
-                let limit = reach(f64::from_bits(best.load(Ordering::Relaxed)));
+    queue.extend(quick_bounds.into_iter().map(|x| (x, false)));
+    // The least cost found so far, as f64 bits (non-negative floats order like their bits).
+    let best = AtomicU64::new(limit.max(0.0).to_bits());
+    // Each worker takes the next candidate of the queue until it is empty: the most
+    // promising are weighed first, as in a sequential scan, without waiting for each other
+    // between candidates (a candidate may take 1 or 100 bounds' time).
+    let next = AtomicUsize::new(0);
+    let workers = rayon::current_num_threads().clamp(1, queue.len().max(1));
+    let parts: Vec<Vec<Entry>> = (0..workers)
+        .into_par_iter()
+        .map(|_| {
+            let mut done = Vec::new();
+            while let Some(&(x, probe)) = queue.get(next.fetch_add(1, Ordering::Relaxed)) {
+                let limit = if probe {
+                    f64::INFINITY
+                } else {
+                    reach(f64::from_bits(best.load(Ordering::Relaxed)))
+                };
                 if x.key > limit {
-                    return x;
+                    done.push(x);
+                    continue;
                 }
                 let candidate = &ctx.profiles[x.e as usize];
-                let bound = ctx.dv.cost_bound(&profile, candidate, limit);
-                if bound > limit {
-                    return Entry { key: bound, ..x };
+                let (cost, exact) = ctx.dv.cost_within(&profile, candidate, limit);
+                if exact {
+                    let nonnegative = if cost > 0.0 { cost } else { 0.0 };
+                    best.fetch_min(nonnegative.to_bits(), Ordering::Relaxed);
                 }
-                let cost = ctx.dv.cost(rep, &ctx.trees[x.e as usize]);
-                let nonnegative = if cost > 0.0 { cost } else { 0.0 };
-                best.fetch_min(nonnegative.to_bits(), Ordering::Relaxed);
-                Entry {
+                done.push(Entry {
                     key: cost,
-                    exact: true,
+                    exact,
                     ..x
-                }
-            })
-            .collect();
-        entries.extend(done);
-    }
-    entries.append(&mut probed);
+                });
+            }
+            done
+        })
+        .collect();
+    let mut entries: Vec<Entry> = parts.into_iter().flatten().collect();
     sort_entries(&mut entries);
     entries
 }
 
-/// Candidates bounded (and, within reach, diversified) in parallel before the limit is read
-/// again for the rest.
-const CHUNK: usize = 16;
+/// `diversify(rep, T_e)`'s cost, by way of its bounds ([`Diversifier::cost_within`]).
+fn exact_cost(ctx: &Context, rep: &Profile, e: u32) -> f64 {
+    ctx.dv
+        .cost_within(rep, &ctx.profiles[e as usize], f64::INFINITY)
+        .0
+}
 
 /// How many runners-up of one step are diversified first in the next.
 const PROBE: usize = 4;
@@ -523,10 +517,10 @@ fn cheapest_pruned(
         if open.is_empty() {
             return live().next().map(|x| x.e);
         }
-        let rep = rep.get();
+        let profile = ctx.dv.profile(rep.get());
         let costs: Vec<f64> = open
             .par_iter()
-            .map(|&i| ctx.dv.cost(rep, &ctx.trees[entries[i].e as usize]))
+            .map(|&i| exact_cost(ctx, &profile, entries[i].e))
             .collect();
         for (&i, cost) in open.iter().zip(costs) {
             entries[i].key = cost;

@@ -10,18 +10,25 @@
 
 use std::cell::RefCell;
 
+use crate::algo::lca_loss::LcaLoss;
 use crate::algo::tree::Rep;
 use crate::forest::Forest;
-use crate::hierarchy::Hierarchy;
 use crate::plan::{Diversity, Mapping};
 
 /// Costs are scaled to integers for the assignment solver (which needs a totally ordered
 /// cost); 1e-6 of a cell is far below any difference LM' can make.
 const SCALE: f64 = 1e6;
 
-/// Hierarchies of up to this many nodes get a table of `loss(lca(x, y))` (at most 2 MiB):
-/// merging siblings asks for it for every pair of every candidate.
-const PAIR_LOSS_NODES: usize = 512;
+/// How far below its exact value a cost of `x` and `y` may lie: every LSAP cost is a sum of
+/// entries rounded to 1 / SCALE, half a unit off at most, and the entries summed over all
+/// the assignments of one diversify are at most its vertices. Bounds subtract it so that
+/// they stay below the rounded cost (a unit per vertex, twice the need).
+fn rounding(x: &Profile, y: &Profile) -> f64 {
+    (x.nodes + y.nodes) as f64 / SCALE
+}
+
+/// Solves of [`Diversifier::lazy_lsap`] before it diversifies every pair left.
+const LAZY_ROUNDS: usize = 6;
 
 /// Up to this many vertices a group's sensitive values are counted without allocating.
 const SMALL_GROUP: usize = 32;
@@ -209,16 +216,32 @@ impl KuhnMunkres {
     }
 }
 
+/// Completes the rows of a FindMapping-LSAP matrix (`n` columns) with the dummy row `dummy`
+/// (000 Alg. 3 lines 8-10: suppressing each element of the longer list) and solves it:
+/// each row's column, and the least total.
+fn solve_padded(n: usize, scaled: &mut Vec<i64>, dummy: &[i64]) -> (Vec<usize>, i64) {
+    while scaled.len() < n * n {
+        scaled.extend_from_slice(dummy);
+    }
+    KM_SCRATCH.with(|cell| {
+        let mut km = cell.borrow_mut();
+        km.solve_min(n, scaled);
+        let least = km
+            .xy
+            .iter()
+            .enumerate()
+            .map(|(i, &j)| scaled[i * n + j])
+            .sum();
+        (km.xy.clone(), least)
+    })
+}
+
 /// What diversify needs to know about the forest.
 pub struct Diversifier<'a> {
     forest: &'a Forest,
     weights: Vec<f64>,
-    /// Per table and QI, `loss(lca(x, y))` for every pair of hierarchy nodes (row-major by
-    /// `x`), when the hierarchy is small enough; the same values `node_loss` would compute.
-    pair_loss: Vec<Vec<Option<Vec<f64>>>>,
-    /// Per table and QI without a table of pair losses, every node's ancestors by depth, so
-    /// that `loss(lca(x, y))` reads two short rows instead of walking parents.
-    ancestry: Vec<Vec<Option<Ancestry>>>,
+    /// Per table and QI, `loss(lca(x, y))` as a lookup.
+    lca: Vec<Vec<LcaLoss>>,
     mapping: Mapping,
     rule: Option<Rule>,
 }
@@ -230,43 +253,15 @@ impl<'a> Diversifier<'a> {
             .iter()
             .map(|t| t.nqi().max(1) as f64)
             .collect();
-        let pair_loss: Vec<Vec<Option<Vec<f64>>>> = forest
+        let lca = forest
             .tables
             .iter()
-            .map(|t| {
-                t.hierarchies
-                    .iter()
-                    .map(|h| {
-                        let n = h.len();
-                        (n <= PAIR_LOSS_NODES).then(|| {
-                            (0..n * n)
-                                .map(|i| h.loss(h.lca((i / n) as u32, (i % n) as u32)))
-                                .collect()
-                        })
-                    })
-                    .collect()
-            })
-            .collect();
-        let ancestry: Vec<Vec<Option<Ancestry>>> = forest
-            .tables
-            .iter()
-            .zip(&pair_loss)
-            .map(|(t, tables)| {
-                t.hierarchies
-                    .iter()
-                    .zip(tables)
-                    .map(|(h, table)| match table {
-                        Some(_) => None,
-                        None => Ancestry::new(h),
-                    })
-                    .collect()
-            })
+            .map(|t| t.hierarchies.iter().map(LcaLoss::new).collect())
             .collect();
         Diversifier {
             forest,
             weights,
-            pair_loss,
-            ancestry,
+            lca,
             mapping,
             rule,
         }
@@ -328,15 +323,8 @@ impl<'a> Diversifier<'a> {
         a.qi.iter()
             .zip(&b.qi)
             .zip(&t.hierarchies)
-            .zip(&self.pair_loss[a.table as usize])
-            .zip(&self.ancestry[a.table as usize])
-            .map(
-                |((((&x, &y), h), table), ancestry)| match (table, ancestry) {
-                    (Some(table), _) => table[x as usize * h.len() + y as usize],
-                    (None, Some(ancestry)) => ancestry.lca_loss(x, y),
-                    (None, None) => h.loss(h.lca(x, y)),
-                },
-            )
+            .zip(&self.lca[a.table as usize])
+            .map(|(((&x, &y), h), lca)| lca.get(h, x, y))
             .sum()
     }
 
@@ -348,7 +336,8 @@ impl<'a> Diversifier<'a> {
     }
 
     /// The cost `diversify(a, b)` returns (000 Alg. 1), counting every member's copy: the
-    /// generalization of the merged tree plus everything it suppresses.
+    /// generalization of the merged tree plus everything it suppresses (FindMapping-LSAP's
+    /// part rounded to millionths, see [`mapping_lsap`](Self::mapping_lsap)).
     pub fn cost(&self, a: &Rep, b: &Rep) -> f64 {
         // Lines 4-6: roots that cannot be diverse take their whole trees with them.
         if !self.diverse(a, b) {
@@ -399,7 +388,9 @@ impl<'a> Diversifier<'a> {
             }
             accept.push(mask);
         }
+        let nodes = 1 + children.iter().map(|c| c.nodes).sum::<usize>();
         Profile {
+            nodes,
             rep,
             weight,
             supp: rep.member_count() as f64 * weight,
@@ -449,13 +440,12 @@ impl<'a> Diversifier<'a> {
         if nodes.is_empty() {
             return Partners::None;
         }
-        let ([h], Some(losses)) = (
+        let ([_], Some((n, losses))) = (
             &table.hierarchies[..],
-            self.pair_loss[t].first().and_then(Option::as_ref),
+            self.lca[t].first().and_then(LcaLoss::pairs),
         ) else {
             return Partners::Free;
         };
-        let n = h.len();
         // Diversity is read from the masks when there is exactly one sensitive column.
         let values = match (&table.sensitive[..], self.rule) {
             ([col], Some(_)) if col.labels.len() <= 64 => col.labels.len(),
@@ -498,6 +488,11 @@ impl<'a> Diversifier<'a> {
         if !self.accepts(x, y) {
             return x.supp + y.supp;
         }
+        (self.quick_sum(q, x, y) - rounding(x, y)).max(0.0)
+    }
+
+    /// [`quick_bound`](Self::quick_bound) of diverse roots, before the rounding allowance.
+    fn quick_sum(&self, q: &Quick, x: &Profile, y: &Profile) -> f64 {
         let m = (x.rep.member_count() + 1) as f64;
         let mut bound = m * self.node_loss(x.rep, y.rep);
         for (ct, fewest) in &q.fewest {
@@ -563,9 +558,25 @@ impl<'a> Diversifier<'a> {
     /// cost exactly their suppression. The sum only grows while it is built, so once it
     /// exceeds `limit` it is returned as it stands (still a lower bound).
     pub fn cost_bound(&self, x: &Profile, y: &Profile, limit: f64) -> f64 {
+        self.bound_with_pairs(x, y, limit, &mut Vec::new()).0
+    }
+
+    /// [`cost_bound`](Self::cost_bound), keeping per child table of the root the per-pair
+    /// bounds its assignment read (empty where the scan stopped early); true when the bound
+    /// is the cost itself (roots that cannot be diverse).
+    fn bound_with_pairs(
+        &self,
+        x: &Profile,
+        y: &Profile,
+        limit: f64,
+        pairs: &mut Vec<Vec<f64>>,
+    ) -> (f64, bool) {
         if !self.accepts(x, y) {
-            return x.supp + y.supp;
+            return (x.supp + y.supp, true);
         }
+        // The sum bounds the cost in exact arithmetic; the cost rounds (`rounding`).
+        let r = rounding(x, y);
+        let limit = limit + r;
         let m = (x.rep.member_count() + y.rep.member_count()) as f64;
         let mut bound = m * self.node_loss(x.rep, y.rep);
         for ct in self.child_tables(x.rep.table) {
@@ -573,9 +584,115 @@ impl<'a> Diversifier<'a> {
                 break;
             }
             let (xs, ys) = (x.children_of(ct), y.children_of(ct));
-            bound += self.assignment_bound(xs, ys, limit - bound);
+            let mut table = Vec::new();
+            bound += self.assignment_bound(xs, ys, limit - bound, &mut table);
+            pairs.push(table);
         }
-        bound
+        ((bound - r).max(0.0), false)
+    }
+
+    /// [`cost`](Self::cost)`(x.rep, y.rep)` (the same `f64`) when [`cost_bound`]
+    /// (Self::cost_bound) stays within `limit`, else that bound; the flag tells which. The
+    /// cost is found from the bound's per-pair matrices ([`lazy_lsap`](Self::lazy_lsap)), so
+    /// most sibling pairs are never diversified exactly.
+    pub fn cost_within(&self, x: &Profile, y: &Profile, limit: f64) -> (f64, bool) {
+        let mut pairs = Vec::new();
+        let (bound, exact) = self.bound_with_pairs(x, y, limit, &mut pairs);
+        if exact || bound > limit {
+            return (bound, exact);
+        }
+        // As in `cost`: the roots' loss, then each child table's mapping in order.
+        let m = (x.rep.member_count() + y.rep.member_count()) as f64;
+        let mut cost = m * self.node_loss(x.rep, y.rep);
+        for (ct, table) in self.child_tables(x.rep.table).zip(pairs) {
+            cost += self.lazy_mapping_cost(x, y, ct, table);
+        }
+        (cost, true)
+    }
+
+    /// `find_mapping(..).cost` for the children of `x` and `y` in `ct`, given the per-pair
+    /// bounds `pairs` of [`mapping_bound`](Self::mapping_bound) (row-major, the shorter list's
+    /// elements as rows).
+    fn lazy_mapping_cost(&self, x: &Profile, y: &Profile, ct: u16, pairs: Vec<f64>) -> f64 {
+        let (xs, ys) = (x.rep.children_of(ct), y.rep.children_of(ct));
+        let swapped = xs.len() > ys.len();
+        let (s, u, sp, up) = if swapped {
+            (ys, xs, y.children_of(ct), x.children_of(ct))
+        } else {
+            (xs, ys, x.children_of(ct), y.children_of(ct))
+        };
+        let lazy = self.mapping == Mapping::Lsap
+            && !s.is_empty()
+            && u.len() > SMALL_ASSIGNMENT
+            && pairs.len() == s.len() * u.len();
+        if !lazy {
+            return self.find_mapping(xs, ys).cost;
+        }
+        self.lazy_lsap(s, u, sp, up, pairs)
+    }
+
+    /// FindMapping-LSAP's cost (000 Alg. 3) from lower bounds: solve the assignment over the
+    /// bounds (rounded down), diversify exactly only the pairs it picks, and solve again
+    /// until every pair picked is exact. Then the assignment is optimal for the exact costs
+    /// too: bounds never exceed costs, so no other assignment can cost less. Its scaled
+    /// total is the one [`mapping_lsap`](Self::mapping_lsap) finds (the optimum is unique as
+    /// a number, whichever assignment reaches it). `sp` and `up` are the lists' profiles.
+    ///
+    /// A pair's cost rounds at every assignment below it, so it may lie below its bound by
+    /// half a unit (1 / SCALE) per vertex: a bound enters the solve lowered by a unit per
+    /// vertex of the pair, which keeps it at or below the rounded cost.
+    fn lazy_lsap(
+        &self,
+        s: &[Rep],
+        u: &[Rep],
+        sp: &[Profile],
+        up: &[Profile],
+        mut values: Vec<f64>,
+    ) -> f64 {
+        let n = u.len();
+        let mut exact = vec![false; s.len() * n];
+        let dummy: Vec<i64> = up.iter().map(|p| (p.supp * SCALE).round() as i64).collect();
+        let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
+        for round in 0.. {
+            if round == LAZY_ROUNDS {
+                // Slow to converge: diversify every pair left, as mapping_lsap does.
+                for (k, done) in exact.iter_mut().enumerate() {
+                    if !*done {
+                        values[k] = self.cost(&s[k / n], &u[k % n]);
+                        *done = true;
+                    }
+                }
+            }
+            scaled.clear();
+            scaled.extend(
+                values
+                    .iter()
+                    .zip(&exact)
+                    .enumerate()
+                    .map(|(k, (&v, &done))| {
+                        if done {
+                            (v * SCALE).round() as i64
+                        } else {
+                            let vertices = sp[k / n].nodes + up[k % n].nodes;
+                            (v * SCALE).floor() as i64 - vertices as i64
+                        }
+                    }),
+            );
+            let (assignment, least) = solve_padded(n, &mut scaled, &dummy);
+            let mut open = false;
+            for (i, &j) in assignment.iter().enumerate().take(s.len()) {
+                let k = i * n + j;
+                if !exact[k] {
+                    values[k] = self.cost(&s[i], &u[j]);
+                    exact[k] = true;
+                    open = true;
+                }
+            }
+            if !open {
+                return least as f64 / SCALE;
+            }
+        }
+        unreachable!("the rounds end once every pair is exact")
     }
 
     /// [`mapping_bound`](Self::mapping_bound) for the root's children, tightened when it
@@ -586,37 +703,28 @@ impl<'a> Diversifier<'a> {
     /// costs at least its pairs' bounds, so at least this least one. Bounds are rounded down
     /// to the solver's integers, which keeps the result below the bound sum of any
     /// assignment.
-    fn assignment_bound(&self, xs: &[Profile], ys: &[Profile], limit: f64) -> f64 {
-        let relaxed = self.mapping_bound(xs, ys, limit);
+    /// `pairs` receives the per-pair bounds when the relaxed bound's scan completes.
+    fn assignment_bound(
+        &self,
+        xs: &[Profile],
+        ys: &[Profile],
+        limit: f64,
+        pairs: &mut Vec<f64>,
+    ) -> f64 {
+        // The pair bounds the relaxed bound reads, kept for the assignment (computing them
+        // twice was a third of the bound's time).
+        let relaxed = self.mapping_bound(xs, ys, limit, Some(pairs));
         if relaxed > limit || xs.len() < 2 || ys.len() < 2 {
             return relaxed;
         }
-        let long_is_y = xs.len() <= ys.len();
-        let (short, long) = if long_is_y { (xs, ys) } else { (ys, xs) };
+        // Rows are the shorter list's elements, columns the longer list's.
+        let long = if xs.len() <= ys.len() { ys } else { xs };
         let n = long.len();
         let floor = |c: f64| (c * SCALE).floor() as i64;
         let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
-        for s in short {
-            scaled.extend(long.iter().map(|u| {
-                floor(if long_is_y {
-                    self.pair_bound(s, u)
-                } else {
-                    self.pair_bound(u, s)
-                })
-            }));
-        }
-        for _ in short.len()..n {
-            scaled.extend(long.iter().map(|u| floor(u.supp)));
-        }
-        let least: i64 = KM_SCRATCH.with(|cell| {
-            let mut km = cell.borrow_mut();
-            km.solve_min(n, &scaled);
-            km.xy
-                .iter()
-                .enumerate()
-                .map(|(i, &j)| scaled[i * n + j])
-                .sum()
-        });
+        scaled.extend(pairs.iter().map(|&b| floor(b)));
+        let dummy: Vec<i64> = long.iter().map(|u| floor(u.supp)).collect();
+        let (_, least) = solve_padded(n, &mut scaled, &dummy);
         relaxed.max(least as f64 / SCALE)
     }
 
@@ -630,8 +738,18 @@ impl<'a> Diversifier<'a> {
     ///   (lb(i, j) - supp(u_j))`.
     ///
     /// Both stay below `sum supp(s) + sum supp(u)`, the cost of non-diverse roots, which keeps
-    /// the induction going. `xs` is the representative's side, `ys` the candidate's.
-    fn mapping_bound(&self, xs: &[Profile], ys: &[Profile], limit: f64) -> f64 {
+    /// the induction going. `xs` is the representative's side, `ys` the candidate's. When
+    /// the scan completes, `pairs` (if given) holds every `lb(i, j)`, row-major by `i`.
+    fn mapping_bound(
+        &self,
+        xs: &[Profile],
+        ys: &[Profile],
+        limit: f64,
+        mut pairs: Option<&mut Vec<f64>>,
+    ) -> f64 {
+        if let Some(p) = pairs.as_deref_mut() {
+            p.clear();
+        }
         if xs.is_empty() || ys.is_empty() {
             return xs.iter().chain(ys).map(|p| p.supp).sum();
         }
@@ -659,6 +777,10 @@ impl<'a> Diversifier<'a> {
             &mut big_rows[..]
         };
         row_min.fill(f64::INFINITY);
+        if let Some(p) = pairs.as_deref_mut() {
+            p.clear();
+            p.resize(short * long, 0.0);
+        }
         let (mut columns, mut supp_u) = (0.0, 0.0);
         for j in 0..long {
             let sv = supp_long(j);
@@ -666,11 +788,17 @@ impl<'a> Diversifier<'a> {
             let mut cheapest = sv;
             for (i, r) in row_min.iter_mut().enumerate() {
                 let b = lb(i, j);
+                if let Some(p) = pairs.as_deref_mut() {
+                    p[i * long + j] = b;
+                }
                 cheapest = cheapest.min(b);
                 *r = r.min(b - sv);
             }
             columns += cheapest;
             if columns > limit {
+                if let Some(p) = pairs.as_deref_mut() {
+                    p.clear();
+                }
                 return columns;
             }
         }
@@ -686,7 +814,7 @@ impl<'a> Diversifier<'a> {
         let m = (x.rep.member_count() + y.rep.member_count()) as f64;
         let mut bound = m * self.node_loss(x.rep, y.rep);
         for ct in self.child_tables(x.rep.table) {
-            bound += self.mapping_bound(x.children_of(ct), y.children_of(ct), f64::INFINITY);
+            bound += self.mapping_bound(x.children_of(ct), y.children_of(ct), f64::INFINITY, None);
         }
         bound
     }
@@ -746,6 +874,7 @@ impl<'a> Diversifier<'a> {
     /// FindMapping-LSAP (000 Alg. 3): a |u| x |u| assignment whose first |s| rows cost
     /// `diversify(s_i, u_j)` (lines 3-7) and whose dummy rows cost suppressing `u_j` (lines
     /// 8-10), solved exactly (Kuhn-Munkres); dummy assignments are dropped (lines 13-15).
+    /// Its cost is the solver's optimum over the costs as integers (millionths).
     fn mapping_lsap(&self, s: &[Rep], u: &[Rep]) -> SiblingMapping {
         if s.is_empty() {
             let cost = u.iter().map(|v| self.suppression(v)).sum();
@@ -758,35 +887,22 @@ impl<'a> Diversifier<'a> {
             return self.mapping_exhaustive(s, u);
         }
         let n = u.len();
-        let mut exact = vec![0.0; s.len() * n];
         let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
-        for (i, f) in s.iter().enumerate() {
-            for (j, v) in u.iter().enumerate() {
-                let c = self.cost(f, v);
-                exact[i * n + j] = c;
-                scaled.push((c * SCALE).round() as i64);
-            }
+        for f in s {
+            scaled.extend(u.iter().map(|v| (self.cost(f, v) * SCALE).round() as i64));
         }
-        let dummy: Vec<f64> = u.iter().map(|v| self.suppression(v)).collect();
-        for _ in s.len()..n {
-            scaled.extend(dummy.iter().map(|c| (c * SCALE).round() as i64));
+        let dummy: Vec<i64> = u
+            .iter()
+            .map(|v| (self.suppression(v) * SCALE).round() as i64)
+            .collect();
+        // The optimum the solver reached, which any optimal assignment reaches: the lazy
+        // search (`lazy_lsap`) finds the same number without diversifying every pair.
+        let (assignment, least) = solve_padded(n, &mut scaled, &dummy);
+        let pairs = (0..s.len()).map(|i| (i, assignment[i])).collect();
+        SiblingMapping {
+            pairs,
+            cost: least as f64 / SCALE,
         }
-        let assignment = KM_SCRATCH.with(|cell| {
-            let mut km = cell.borrow_mut();
-            km.solve_min(n, &scaled);
-            km.xy.clone()
-        });
-        let mut pairs = Vec::with_capacity(s.len());
-        let mut cost = 0.0;
-        for (i, &j) in assignment.iter().enumerate() {
-            if i < s.len() {
-                pairs.push((i, j));
-                cost += exact[i * n + j];
-            } else {
-                cost += dummy[j];
-            }
-        }
-        SiblingMapping { pairs, cost }
     }
 
     /// The optimal assignment of a tiny sibling list by enumeration: every injective map of
@@ -917,71 +1033,6 @@ impl<'a> Diversifier<'a> {
     }
 }
 
-/// Deepest hierarchy [`Ancestry`] covers; deeper ones keep walking parents.
-const ANCESTRY_DEPTH: usize = 8;
-
-/// A hierarchy's nodes as rows of ancestors (the root first, the node last) with every
-/// node's LM': the lowest common ancestor is the last depth where two rows agree, found
-/// without the dependent loads of a parent walk through hierarchies of 10^5 leaves.
-struct Ancestry {
-    /// Entries per row: the deepest node's depth + 1.
-    stride: usize,
-    depth: Vec<u8>,
-    rows: Vec<u32>,
-    /// `Hierarchy::loss` of every node, the very values it returns.
-    loss: Vec<f64>,
-}
-
-impl Ancestry {
-    fn new(h: &Hierarchy) -> Option<Ancestry> {
-        let n = h.len() as u32;
-        let depth_of = |mut x: u32| {
-            let mut d = 0;
-            while x != h.root() {
-                x = h.parent(x);
-                d += 1;
-            }
-            d
-        };
-        let depth: Vec<usize> = (0..n).map(depth_of).collect();
-        let deepest = depth.iter().copied().max().unwrap_or(0);
-        if deepest >= ANCESTRY_DEPTH {
-            return None;
-        }
-        let stride = deepest + 1;
-        let mut rows = vec![h.root(); n as usize * stride];
-        for x in 0..n {
-            let (mut y, mut d) = (x, depth[x as usize]);
-            let row = &mut rows[x as usize * stride..][..stride];
-            while d > 0 {
-                row[d] = y;
-                y = h.parent(y);
-                d -= 1;
-            }
-        }
-        Some(Ancestry {
-            stride,
-            depth: depth.iter().map(|&d| d as u8).collect(),
-            rows,
-            loss: (0..n).map(|x| h.loss(x)).collect(),
-        })
-    }
-
-    /// `loss(lca(x, y))`.
-    fn lca_loss(&self, x: u32, y: u32) -> f64 {
-        let (rx, ry) = (
-            &self.rows[x as usize * self.stride..][..self.stride],
-            &self.rows[y as usize * self.stride..][..self.stride],
-        );
-        let mut d = self.depth[x as usize].min(self.depth[y as usize]) as usize;
-        // Row entry 0 is the root in every row, so the scan stops there at the latest.
-        while rx[d] != ry[d] {
-            d -= 1;
-        }
-        self.loss[rx[d] as usize]
-    }
-}
-
 /// [`Diversifier::quick_bound`]'s view of one representative.
 pub struct Quick {
     /// Per family table, the cheapest partners among the representative's nodes.
@@ -1016,6 +1067,8 @@ pub struct Profile<'r> {
     own: Vec<u32>,
     /// `rep.children`, one for one.
     children: Vec<Profile<'r>>,
+    /// Vertices of the subtree.
+    nodes: usize,
 }
 
 impl Profile<'_> {
@@ -1036,59 +1089,6 @@ mod tests {
     use pathfinding::kuhn_munkres::kuhn_munkres_min;
     use pathfinding::matrix::Matrix;
     use rand::{Rng, SeedableRng};
-
-    /// The ancestor rows give `loss(lca(x, y))` exactly as the parent walk does, for every
-    /// pair of nodes (leaves, inner nodes, the root) of a three-level hierarchy too large for
-    /// a table of pair losses, and of a date hierarchy.
-    #[test]
-    fn ancestry_matches_the_parent_walk() {
-        use super::{Ancestry, PAIR_LOSS_NODES};
-        use crate::hierarchy::Hierarchy;
-        use crate::plan::HierarchyDef;
-        use crate::policy::{DatePart, Pos};
-
-        let leaves = 700;
-        let rows: Vec<Vec<String>> = (0..leaves)
-            .map(|i| {
-                vec![
-                    format!("v{i}"),
-                    format!("m{}", i % 37),
-                    format!("t{}", i % 37 % 5),
-                ]
-            })
-            .collect();
-        let texts: Vec<Option<String>> = (0..leaves).map(|i| Some(format!("v{i}"))).collect();
-        let def = HierarchyDef::Rows {
-            rows,
-            pos: Pos { line: 1, column: 1 },
-        };
-        let rows = Hierarchy::build("h", &def, "t.c", &texts, &vec![None; leaves]).expect("valid");
-        let dates: Vec<Option<String>> = (0..900)
-            .map(|i| {
-                Some(format!(
-                    "{}-{:02}-{:02}",
-                    1992 + i / 336,
-                    1 + i / 28 % 12,
-                    1 + i % 28
-                ))
-            })
-            .collect();
-        let def = HierarchyDef::DateParts {
-            parts: vec![DatePart::Month, DatePart::Quarter, DatePart::Year],
-            pos: Pos { line: 1, column: 1 },
-        };
-        let days =
-            Hierarchy::build("d", &def, "t.d", &dates, &vec![None; dates.len()]).expect("valid");
-        for h in [&rows.hierarchy, &days.hierarchy] {
-            assert!(h.len() > PAIR_LOSS_NODES);
-            let a = Ancestry::new(h).expect("shallow");
-            for x in 0..h.len() as u32 {
-                for y in 0..h.len() as u32 {
-                    assert_eq!(a.lca_loss(x, y), h.loss(h.lca(x, y)), "{x} {y}");
-                }
-            }
-        }
-    }
 
     /// The port picks the same assignment as `pathfinding` on matrices full of ties (costs
     /// 0-3), where any other scan order would pick another optimal one.

@@ -7,6 +7,7 @@ pub mod clustree;
 pub mod diversify;
 pub mod dmiracle;
 pub mod generalization;
+pub mod lca_loss;
 pub mod pairwise;
 pub mod topdown;
 pub mod tree;

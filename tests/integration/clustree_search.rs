@@ -122,7 +122,7 @@ fn remembering_under_blocking_finds_the_forgetful_clusters() {
 }
 
 #[test]
-fn cost_bound_never_exceeds_the_cost() {
+fn cost_bound_never_exceeds_the_cost_and_leads_to_it() {
     let forest = synthetic_s(30);
     let trees: Vec<Rep> = (0..forest.entities() as u32)
         .map(|e| Rep::from_forest(&forest, 0, e))
@@ -134,7 +134,7 @@ fn cost_bound_never_exceeds_the_cost() {
             target: 3,
         };
         let dv = Diversifier::new(&forest, mapping, Some(rule));
-        let (mut checked, mut tight) = (0, 0);
+        let (mut checked, mut tight, mut lazy) = (0, 0, 0);
         for (i, a) in trees.iter().enumerate() {
             // Single trees, and a two-member representative as in the second recruitment.
             let merged = trees
@@ -153,6 +153,18 @@ fn cost_bound_never_exceeds_the_cost() {
                         bound <= cost + 1e-9,
                         "{mapping:?}: bound {bound} > cost {cost}"
                     );
+                    // The cost found from the bounds is the cost, to the bit; below the
+                    // bound, only the bound.
+                    let within = dv.cost_within(&x, &y, f64::INFINITY);
+                    assert_eq!(within, (cost, true), "{mapping:?}");
+                    let limit = bound * 0.99 - 1e-6;
+                    let (key, exact) = dv.cost_within(&x, &y, limit);
+                    assert!(exact || key > limit, "{mapping:?}: {key} <= {limit}");
+                    assert!(!exact || key == cost, "{mapping:?}: {key} != {cost}");
+                    lazy += usize::from(
+                        rep.children.len().min(b.children.len()) > 0
+                            && rep.children.len().max(b.children.len()) > 4,
+                    );
                     let quick = dv.quick_bound(&dv.quick(&x), &x, &y);
                     assert!(
                         quick <= cost + 1e-9,
@@ -164,6 +176,11 @@ fn cost_bound_never_exceeds_the_cost() {
             }
         }
         assert!(checked > 500, "only {checked} pairs were diverse");
+        // Sibling lists longer than exhaustive search takes: the lazy assignment ran.
+        assert!(
+            lazy * 2 > checked,
+            "only {lazy} of {checked} pairs had long lists"
+        );
         // A bound that is always 0 would pass the first check.
         assert!(
             tight * 2 > checked,
