@@ -480,13 +480,6 @@ fn fresh_entries(
     entries
 }
 
-/// `diversify(rep, T_e)`'s cost, by way of its bounds ([`Diversifier::cost_within`]).
-fn exact_cost(ctx: &Context, rep: &Profile, e: u32) -> f64 {
-    ctx.dv
-        .cost_within(rep, &ctx.profiles[e as usize], f64::INFINITY)
-        .0
-}
-
 /// How many runners-up of one step are diversified first in the next.
 const PROBE: usize = 4;
 
@@ -517,10 +510,11 @@ fn cheapest_pruned(
         if open.is_empty() {
             return live().next().map(|x| x.e);
         }
-        let profile = ctx.dv.profile(rep.get());
+        // These entries hold bounds already: diversify them outright.
+        let rep = rep.get();
         let costs: Vec<f64> = open
             .par_iter()
-            .map(|&i| exact_cost(ctx, &profile, entries[i].e))
+            .map(|&i| ctx.dv.cost(rep, &ctx.trees[entries[i].e as usize]))
             .collect();
         for (&i, cost) in open.iter().zip(costs) {
             entries[i].key = cost;
