@@ -488,11 +488,6 @@ impl<'a> Diversifier<'a> {
         if !self.accepts(x, y) {
             return x.supp + y.supp;
         }
-        (self.quick_sum(q, x, y) - rounding(x, y)).max(0.0)
-    }
-
-    /// [`quick_bound`](Self::quick_bound) of diverse roots, before the rounding allowance.
-    fn quick_sum(&self, q: &Quick, x: &Profile, y: &Profile) -> f64 {
         let m = (x.rep.member_count() + 1) as f64;
         let mut bound = m * self.node_loss(x.rep, y.rep);
         for (ct, fewest) in &q.fewest {
@@ -522,7 +517,7 @@ impl<'a> Diversifier<'a> {
             extra.select_nth_unstable_by(forced - 1, f64::total_cmp);
             bound += extra[..forced].iter().sum::<f64>();
         }
-        bound
+        (bound - rounding(x, y)).max(0.0)
     }
 
     /// `min(supp(v), partner(v) + children)` of [`quick_bound`](Self::quick_bound).
@@ -556,7 +551,8 @@ impl<'a> Diversifier<'a> {
     /// partner, partners may repeat" (see [`mapping_bound`](Self::mapping_bound)), which no
     /// assignment, optimal (LSAP) or greedy (GRD), can undercut. Roots that are not diverse
     /// cost exactly their suppression. The sum only grows while it is built, so once it
-    /// exceeds `limit` it is returned as it stands (still a lower bound).
+    /// exceeds `limit` it is returned as it stands (still a lower bound). Less [`rounding`]:
+    /// the cost it bounds rounds its LSAP parts.
     pub fn cost_bound(&self, x: &Profile, y: &Profile, limit: f64) -> f64 {
         self.bound_with_pairs(x, y, limit, &mut Vec::new()).0
     }
@@ -653,7 +649,8 @@ impl<'a> Diversifier<'a> {
         let mut exact = vec![false; s.len() * n];
         let dummy: Vec<i64> = up.iter().map(|p| (p.supp * SCALE).round() as i64).collect();
         let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
-        for round in 0.. {
+        let mut round = 0;
+        loop {
             if round == LAZY_ROUNDS {
                 // Slow to converge: diversify every pair left, as mapping_lsap does.
                 for (k, done) in exact.iter_mut().enumerate() {
@@ -691,8 +688,8 @@ impl<'a> Diversifier<'a> {
             if !open {
                 return least as f64 / SCALE;
             }
+            round += 1;
         }
-        unreachable!("the rounds end once every pair is exact")
     }
 
     /// [`mapping_bound`](Self::mapping_bound) for the root's children, tightened when it
@@ -778,7 +775,6 @@ impl<'a> Diversifier<'a> {
         };
         row_min.fill(f64::INFINITY);
         if let Some(p) = pairs.as_deref_mut() {
-            p.clear();
             p.resize(short * long, 0.0);
         }
         let (mut columns, mut supp_u) = (0.0, 0.0);
