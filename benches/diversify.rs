@@ -83,6 +83,7 @@ fn benches(c: &mut Criterion) {
             ctoff: true,
             search,
             candidates: None,
+            threads: 1,
         };
         group.bench_function(format!("ctoff/100 students l=3 {name}"), |bench| {
             bench.iter(|| cluster(&small, &dv, &order, params, &progress))

@@ -340,6 +340,7 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let generalization = phases.count("cluster", &progress, || {
         algo::run(&forest, &plan.params, &progress)
     });
+    return_free_heap();
     timings.insert("cluster".to_string(), ms(t));
     let t = Instant::now();
     phases.spin("materialize", "building the released tables");
@@ -554,3 +555,18 @@ fn diversity_warnings(plan: &Plan, forest: &forest::Forest) -> Result<Vec<String
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
+
+/// Gives the heap's free pages back to the system. Clustering allocates on every thread, and
+/// glibc keeps what a thread frees in that thread's arena, where the phases after it (all on
+/// this thread) cannot reuse it. At TPC-H SF 1 the peak was 8.03 GiB without this, 7.34 GiB
+/// with it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_free_heap() {
+    // SAFETY: malloc_trim takes no pointers and only releases pages no allocation uses.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_free_heap() {}

@@ -2,10 +2,11 @@
 //! CToff is Alg. 5 with chi = infinity from the start (000 Sec. 2.4).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Mutex;
 
-use rayon::prelude::*;
-
+use crate::algo::ahead;
 use crate::algo::cdgh::Clustering;
 use crate::algo::diversify::{Diversifier, Profile};
 use crate::algo::tree::Rep;
@@ -29,6 +30,9 @@ pub struct ClustreeParams {
     /// the seed in [`blocking_order`] instead of all of F. `None` (the default) is Alg. 4 as
     /// written; a number trades utility for time on warehouses where O(n^2) is too much.
     pub candidates: Option<usize>,
+    /// Threads running CreateClusters (the caller's among them); the clusters are the same
+    /// for any number.
+    pub threads: usize,
 }
 
 /// How CreateCluster finds the candidate of least cost (000 Alg. 4 line 5). All return the
@@ -79,6 +83,12 @@ impl Welford {
 /// later pass; in the final pass (chi = infinity) it is suppressed whole, like the fewer than l
 /// records left at the end (lines 6-8).
 ///
+/// Seeds are taken in order, but their CreateClusters are computed ahead on `p.threads`
+/// threads ([`ahead::in_order`]) against the F of the moment, and each is checked at its turn
+/// ([`Attempt::holds`]): one whose pool and members the clusters accepted since have not
+/// touched is the very cluster CreateCluster would build now, and any other is built again
+/// (from the seed's memory, so mostly from what the first try learned).
+///
 /// Progress: one stage per pass, named by its number, chi and the entities placed before it,
 /// counting the pass's seeds as they are tried. Seeds, not placed entities, because a pass at
 /// a low chi can reject most clusters: counting placements would stand still while CreateCluster
@@ -94,17 +104,24 @@ pub fn cluster(
     let trees: Vec<Rep> = (0..forest.entities() as u32)
         .map(|e| Rep::from_forest(forest, 0, e))
         .collect();
-    let source_weights = dv.source_weights();
-    let mut in_f = vec![false; trees.len()];
+    let in_f: Vec<AtomicBool> = (0..trees.len()).map(|_| AtomicBool::new(false)).collect();
     for &e in order {
-        in_f[e as usize] = true;
+        in_f[e as usize].store(true, Ordering::Relaxed);
     }
     let mut remaining = order.len();
     let profiles: Vec<Profile> = trees.iter().map(|t| dv.profile(t)).collect();
     let ctx = Context::new(forest, dv, &trees, &profiles, order, p);
-    let mut blocking = p.candidates.map(|_| Blocking::new(forest, order));
-    // Seeds come back only when chi is finite (a rejected cluster), so CToff remembers nothing.
-    let mut memo = (p.search == Search::Pruned && !p.ctoff).then(Memo::default);
+    let blocking = p.candidates.map(|_| Blocking::new(forest, order));
+    // Seeds come back only when chi is finite (a rejected cluster), so CToff keeps a seed's
+    // memory only until its turn (for a CreateCluster built again there).
+    let memo = (p.search == Search::Pruned).then(Memo::default);
+    let keep_memory = !p.ctoff;
+    let shared = Shared {
+        ctx: &ctx,
+        in_f: &in_f,
+        blocking: blocking.as_ref(),
+        memo: memo.as_ref(),
+    };
     let mut ecs: Vec<Rep> = Vec::new();
     let mut suppressed: Vec<u32> = Vec::new();
     let mut costs = Welford::default();
@@ -113,67 +130,66 @@ pub fn cluster(
     let mut number = 0;
     loop {
         number += 1;
-        let pass: Vec<u32> = order
-            .iter()
-            .copied()
-            .filter(|&e| in_f[e as usize])
-            .collect();
+        let pass: Vec<u32> = order.iter().copied().filter(|&e| shared.live(e)).collect();
         let placed = order.len() - remaining;
         let label = format!(
             "pass {number} (chi {chi:.2}; {placed} of {} placed)",
             order.len()
         );
         progress.stage(&label, pass.len());
-        for (tried, &a) in pass.iter().enumerate() {
+        let work = |i: usize| {
+            let a = pass[i];
+            shared.live(a).then(|| shared.attempt(a, shared.memory(a)))
+        };
+        let window = AHEAD * p.threads.max(1);
+        let finished = ahead::in_order(pass.len(), p.threads, window, work, |tried, ahead| {
             progress.advance(1);
-            if !in_f[a as usize] {
-                continue;
-            }
+            let a = pass[tried];
+            let Some(ahead) = ahead.filter(|_| shared.live(a)) else {
+                return ControlFlow::Continue(());
+            };
             // Lines 6-8.
             if remaining < size {
-                suppressed.extend(order.iter().copied().filter(|&e| in_f[e as usize]));
+                suppressed.extend(order.iter().copied().filter(|&e| shared.live(e)));
                 // The seeds left in this pass are among them.
                 progress.advance(pass.len() - tried - 1);
-                return Clustering { ecs, suppressed };
+                return ControlFlow::Break(());
             }
-            let pool = candidate_pool(&ctx, blocking.as_ref(), &in_f, a);
-            let mut rep = Lazy::new(&ctx, a);
-            if !create_cluster(&ctx, &pool, &in_f, &mut rep, memo.as_mut()) {
+            let mut attempt = if ahead.holds(&shared) {
+                ahead
+            } else {
+                shared.attempt(a, ahead.memory)
+            };
+            let Some(cost) = attempt.cost else {
                 if chi.is_infinite() {
-                    leave(&mut in_f, blocking.as_mut(), memo.as_mut(), a);
+                    shared.leave(a);
                     remaining -= 1;
                     suppressed.push(a);
+                } else {
+                    shared.remember(a, attempt.memory.take().filter(|_| keep_memory));
                 }
-                continue;
-            }
-            // Lines 10-22.
-            let cost = match memo.as_mut().and_then(|m| m.cluster_cost(&rep.taken)) {
-                Some(cost) => cost,
-                None => {
-                    let cost = dv.cluster_cost(rep.get(), &source_weights);
-                    if let Some(m) = memo.as_mut() {
-                        m.remember_cluster(&rep.taken, cost);
-                    }
-                    cost
-                }
+                return ControlFlow::Continue(());
             };
+            // Lines 10-22.
             let outlier = chi.is_finite() && costs.n > 1 && cost > costs.mean + costs.sd() * chi;
             if outlier {
-                continue;
+                shared.remember(a, attempt.memory.take().filter(|_| keep_memory));
+                return ControlFlow::Continue(());
             }
-            let c = rep.into_rep();
+            let c = attempt.rep.into_rep();
             for &e in &c.members {
-                leave(&mut in_f, blocking.as_mut(), memo.as_mut(), e);
+                shared.leave(e);
             }
             remaining -= c.member_count();
             costs.push(cost);
             ecs.push(c);
-        }
-        // Lines 23-24.
-        if remaining == 0 {
+            ControlFlow::Continue(())
+        });
+        // Lines 23-24 (and 6-8).
+        if finished.is_some() || remaining == 0 {
             return Clustering { ecs, suppressed };
         }
-        if let Some(memo) = memo.as_mut() {
+        if let Some(memo) = &memo {
             memo.forget_stale(&in_f);
         }
         // Lines 25-27.
@@ -184,15 +200,107 @@ pub fn cluster(
     }
 }
 
-/// Removes `e` from F (and from what the search structures know of F).
-fn leave(in_f: &mut [bool], blocking: Option<&mut Blocking>, memo: Option<&mut Memo>, e: u32) {
-    in_f[e as usize] = false;
-    if let Some(b) = blocking {
-        b.remove(e);
+/// How many seeds per thread CreateCluster may run ahead of the one whose turn it is: more
+/// keeps the threads busy through uneven seeds, fewer builds fewer clusters that an earlier
+/// seed's cluster then spoils. On TPC-H SF 0.01 with 2 threads, 1, 2, 4, 8 and 16 per
+/// thread had 3%, 13%, 22%, 27% and 27-29% of CToff's clusters built again; 8 kept the
+/// process 163-184% busy where 2 kept it 140-150%.
+const AHEAD: usize = 8;
+
+/// The state of a run that every thread reads: the context, F, the blocking order and the
+/// seeds' memory. Only the calling thread removes records from F (and from the blocking
+/// order); the threads running ahead may read either before or after such a removal.
+struct Shared<'s, 'a> {
+    ctx: &'s Context<'a>,
+    in_f: &'s [AtomicBool],
+    blocking: Option<&'s Blocking>,
+    memo: Option<&'s Memo>,
+}
+
+impl<'s, 'a> Shared<'s, 'a> {
+    fn live(&self, e: u32) -> bool {
+        live(self.in_f, e)
     }
-    if let Some(m) = memo {
-        m.forget_seed(e);
+
+    /// 000 Alg. 4 for seed `a` against F as it is now, and (when complete) the cluster's cost.
+    fn attempt(&self, a: u32, mut memory: Option<Remembered>) -> Attempt<'s, 'a> {
+        let ctx = self.ctx;
+        let pool = candidate_pool(ctx, self.blocking, self.in_f, a);
+        let mut rep = Lazy::new(ctx, a);
+        let complete = create_cluster(ctx, &pool, self.in_f, &mut rep, memory.as_mut());
+        let cost = complete.then(|| {
+            if let Some(cost) = memory.as_ref().and_then(|m| m.cluster_cost(&rep.taken)) {
+                return cost;
+            }
+            let cost = ctx.dv.cluster_cost(rep.get(), &ctx.source_weights);
+            if let Some(m) = memory.as_mut() {
+                m.remember_cluster(&rep.taken, cost);
+            }
+            cost
+        });
+        Attempt {
+            pool: if self.blocking.is_some() {
+                pool
+            } else {
+                Vec::new()
+            },
+            rep,
+            cost,
+            memory,
+        }
     }
+
+    /// What seed `a` remembers from earlier passes (taken out while its CreateCluster runs).
+    fn memory(&self, a: u32) -> Option<Remembered> {
+        self.memo.map(|m| m.take(a))
+    }
+
+    fn remember(&self, a: u32, memory: Option<Remembered>) {
+        if let (Some(m), Some(memory)) = (self.memo, memory) {
+            m.put(a, memory);
+        }
+    }
+
+    /// Removes `e` from F (and from what the search structures know of F).
+    fn leave(&self, e: u32) {
+        self.in_f[e as usize].store(false, Ordering::Relaxed);
+        if let Some(b) = self.blocking {
+            b.remove(e);
+        }
+        if let Some(m) = self.memo {
+            // A record that left F is never a seed again.
+            m.take(e);
+        }
+    }
+}
+
+/// One seed's CreateCluster as computed against the F of some moment.
+struct Attempt<'s, 'a> {
+    /// The pool it searched (kept under blocking only, where the pool is a window of F).
+    pool: Vec<(u32, u32)>,
+    rep: Lazy<'s, 'a>,
+    /// Lines 10-12: the cluster's cost; `None` when CreateCluster could not complete it.
+    cost: Option<f64>,
+    memory: Option<Remembered>,
+}
+
+impl Attempt<'_, '_> {
+    /// Whether CreateCluster against F as it is now would build this very cluster. Records
+    /// only leave F during a pass, so F now is a subset of the F this attempt saw. Each step
+    /// took the cheapest candidate of the pool still in F; if every record taken is still in
+    /// F, each was also the cheapest of the smaller set, and a step that found no candidate
+    /// finds none among fewer. Without blocking the pool is F, so that is all; with blocking
+    /// the pool is a window of F that a departure shifts, so it must also be the same window.
+    fn holds(&self, shared: &Shared) -> bool {
+        self.rep.taken.iter().all(|&e| shared.live(e))
+            && shared.blocking.is_none_or(|b| {
+                candidate_pool(shared.ctx, Some(b), shared.in_f, self.rep.taken[0]) == self.pool
+            })
+    }
+}
+
+fn live(in_f: &[AtomicBool], e: u32) -> bool {
+    in_f[e as usize].load(Ordering::Relaxed)
 }
 
 /// What every CreateCluster of one run shares.
@@ -204,6 +312,7 @@ struct Context<'a> {
     order: &'a [u32],
     /// Position of each entity in `order` (ties go to the earliest).
     position: Vec<u32>,
+    source_weights: Vec<f64>,
     size: usize,
     search: Search,
     candidates: Option<usize>,
@@ -228,6 +337,7 @@ impl<'a> Context<'a> {
             profiles,
             order,
             position,
+            source_weights: dv.source_weights(),
             size: p.size.max(1),
             search: p.search,
             candidates: p.candidates,
@@ -240,7 +350,7 @@ impl<'a> Context<'a> {
 fn candidate_pool(
     ctx: &Context,
     blocking: Option<&Blocking>,
-    in_f: &[bool],
+    in_f: &[AtomicBool],
     a: u32,
 ) -> Vec<(u32, u32)> {
     match (blocking, ctx.candidates) {
@@ -257,7 +367,7 @@ fn candidate_pool(
             .order
             .iter()
             .enumerate()
-            .filter(|&(_, &e)| in_f[e as usize] && e != a)
+            .filter(|&(_, &e)| live(in_f, e) && e != a)
             .map(|(i, &e)| (i as u32, e))
             .collect(),
     }
@@ -318,9 +428,9 @@ impl<'c, 'a> Lazy<'c, 'a> {
 fn create_cluster(
     ctx: &Context,
     pool: &[(u32, u32)],
-    in_f: &[bool],
+    in_f: &[AtomicBool],
     rep: &mut Lazy,
-    mut memo: Option<&mut Memo>,
+    mut memory: Option<&mut Remembered>,
 ) -> bool {
     // The runners-up of the previous step: likely cheap again, so their costs make a good
     // first limit for the bounds of the next step.
@@ -333,7 +443,7 @@ fn create_cluster(
             }
             Search::Bounded | Search::Pruned => {
                 let mut own: Vec<Entry>;
-                let entries = match memo.as_deref_mut() {
+                let entries = match memory.as_deref_mut() {
                     Some(m) => m.entries(ctx, pool, in_f, rep, &probe),
                     None => {
                         let taken = rep.taken.clone();
@@ -344,7 +454,7 @@ fn create_cluster(
                 let b = cheapest_pruned(ctx, rep, entries, in_f);
                 probe = entries
                     .iter()
-                    .filter(|x| in_f[x.e as usize] && Some(x.e) != b)
+                    .filter(|x| live(in_f, x.e) && Some(x.e) != b)
                     .take(PROBE)
                     .map(|x| x.e)
                     .collect();
@@ -362,11 +472,11 @@ fn create_cluster(
 /// Line 5 as written: diversify every candidate of the pool with the representative.
 fn cheapest_plain(ctx: &Context, rep: &Rep, pool: &[(u32, u32)], taken: &[u32]) -> Option<u32> {
     let best = pool
-        .par_iter()
+        .iter()
         .filter(|(_, e)| !taken.contains(e))
         .filter(|(_, e)| ctx.dv.diverse(rep, &ctx.trees[*e as usize]))
         .map(|&(pos, e)| (ctx.dv.cost(rep, &ctx.trees[e as usize]), pos, e))
-        .reduce_with(|x, y| if (y.0, y.1) < (x.0, x.1) { y } else { x });
+        .reduce(|x, y| if (y.0, y.1) < (x.0, x.1) { y } else { x });
     best.map(|(_, _, e)| e)
 }
 
@@ -402,8 +512,7 @@ fn sort_entries(entries: &mut [Entry]) {
 
 /// Every candidate of the pool whose root is diverse with the representative, each with its
 /// exact cost or, when its bound already exceeds a cost found (or `limit`, a cost some
-/// candidate outside the pool is known to reach), that bound. Which of the two an entry holds
-/// depends on thread timing; the winner [`cheapest_pruned`] picks does not.
+/// candidate outside the pool is known to reach), that bound.
 fn fresh_entries(
     ctx: &Context,
     rep: &Rep,
@@ -424,13 +533,13 @@ fn fresh_entries(
     // The probes first, diversified whatever their bound (they set the limit), then every
     // other diverse candidate with its quick bound, cheapest first: once the limit is set by
     // a good cost, the rest of the list is skipped without further work.
-    let mut queue: Vec<(Entry, bool)> = probe
+    let probes: Vec<Entry> = probe
         .iter()
         .filter(|&&e| diverse(e))
-        .map(|&e| (entry(ctx.position[e as usize], e, 0.0), true))
+        .map(|&e| entry(ctx.position[e as usize], e, 0.0))
         .collect();
     let mut quick_bounds: Vec<Entry> = pool
-        .par_iter()
+        .iter()
         .filter(|&&(_, e)| !probe.contains(&e) && diverse(e))
         .map(|&(pos, e)| {
             let candidate = &ctx.profiles[e as usize];
@@ -438,44 +547,29 @@ fn fresh_entries(
         })
         .collect();
     sort_entries(&mut quick_bounds);
-    queue.extend(quick_bounds.into_iter().map(|x| (x, false)));
-    // The least cost found so far, as f64 bits (non-negative floats order like their bits).
-    let best = AtomicU64::new(limit.max(0.0).to_bits());
-    // Each worker takes the next candidate of the queue until it is empty: the most
-    // promising are weighed first, as in a sequential scan, without waiting for each other
-    // between candidates (a candidate may take 1 or 100 bounds' time).
-    let next = AtomicUsize::new(0);
-    let workers = rayon::current_num_threads().clamp(1, queue.len().max(1));
-    let parts: Vec<Vec<Entry>> = (0..workers)
-        .into_par_iter()
-        .map(|_| {
-            let mut done = Vec::new();
-            while let Some(&(x, probe)) = queue.get(next.fetch_add(1, Ordering::Relaxed)) {
-                let limit = if probe {
-                    f64::INFINITY
-                } else {
-                    reach(f64::from_bits(best.load(Ordering::Relaxed)))
-                };
-                if x.key > limit {
-                    done.push(x);
-                    continue;
-                }
-                let candidate = &ctx.profiles[x.e as usize];
-                let (cost, exact) = ctx.dv.cost_within(&profile, candidate, limit);
-                if exact {
-                    let nonnegative = if cost > 0.0 { cost } else { 0.0 };
-                    best.fetch_min(nonnegative.to_bits(), Ordering::Relaxed);
-                }
-                done.push(Entry {
-                    key: cost,
-                    exact,
-                    ..x
-                });
-            }
-            done
-        })
-        .collect();
-    let mut entries: Vec<Entry> = parts.into_iter().flatten().collect();
+    let mut best = limit.max(0.0);
+    let mut entries = Vec::with_capacity(probes.len() + quick_bounds.len());
+    for (x, probe) in probes
+        .into_iter()
+        .map(|x| (x, true))
+        .chain(quick_bounds.into_iter().map(|x| (x, false)))
+    {
+        let limit = if probe { f64::INFINITY } else { reach(best) };
+        if x.key > limit {
+            entries.push(x);
+            continue;
+        }
+        let candidate = &ctx.profiles[x.e as usize];
+        let (cost, exact) = ctx.dv.cost_within(&profile, candidate, limit);
+        if exact {
+            best = best.min(cost.max(0.0));
+        }
+        entries.push(Entry {
+            key: cost,
+            exact,
+            ..x
+        });
+    }
     sort_entries(&mut entries);
     entries
 }
@@ -483,42 +577,32 @@ fn fresh_entries(
 /// How many runners-up of one step are diversified first in the next.
 const PROBE: usize = 4;
 
-/// How many bounded candidates are diversified at once when a bound comes within reach.
-const BATCH: usize = 16;
-
 /// The candidate still in F of least (cost, position): the first exact entry in F, once every
-/// entry in F whose bound is within reach of its cost has been made exact. Entries are made
-/// exact in place, so a later pass starts from what this one learned.
+/// entry in F whose bound is within reach of its cost has been made exact (cheapest bound
+/// first, so that a cost found early lowers the reach of the rest). Entries are made exact in
+/// place, so a later pass starts from what this one learned.
 fn cheapest_pruned(
     ctx: &Context,
     rep: &mut Lazy,
     entries: &mut [Entry],
-    in_f: &[bool],
+    in_f: &[AtomicBool],
 ) -> Option<u32> {
     loop {
-        let live = || entries.iter().filter(|x| in_f[x.e as usize]);
-        let limit = live()
-            .find(|x| x.exact)
-            .map_or(f64::INFINITY, |x| reach(x.key));
-        let open: Vec<usize> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| in_f[x.e as usize] && !x.exact && x.key <= limit)
-            .map(|(i, _)| i)
-            .take(BATCH)
-            .collect();
-        if open.is_empty() {
-            return live().next().map(|x| x.e);
-        }
-        // These entries hold bounds already: diversify them outright.
-        let rep = rep.get();
-        let costs: Vec<f64> = open
-            .par_iter()
-            .map(|&i| ctx.dv.cost(rep, &ctx.trees[entries[i].e as usize]))
-            .collect();
-        for (&i, cost) in open.iter().zip(costs) {
-            entries[i].key = cost;
-            entries[i].exact = true;
+        let mut in_f_entries = entries.iter_mut().filter(|x| live(in_f, x.e));
+        let first = in_f_entries.next()?;
+        if first.exact {
+            // Every entry after it is a bound at least its cost, or exact and dearer.
+            let limit = reach(first.key);
+            let first = first.e;
+            let Some(open) = in_f_entries.find(|x| !x.exact && x.key <= limit) else {
+                return Some(first);
+            };
+            // These entries hold bounds already: diversify them outright.
+            open.key = ctx.dv.cost(rep.get(), &ctx.trees[open.e as usize]);
+            open.exact = true;
+        } else {
+            first.key = ctx.dv.cost(rep.get(), &ctx.trees[first.e as usize]);
+            first.exact = true;
         }
         sort_entries(entries);
     }
@@ -537,10 +621,12 @@ fn cheapest_pruned(
 /// prefix of F after the seed and one of F before it, each at least as long as before), so
 /// the remembered entries stay in the pool and a later pass bounds only the records that
 /// moved in. The entries are checked against the pool all the same, so the search stays exact
-/// whatever the window does.
+/// whatever the window does. For the same reason a CreateCluster computed ahead of its turn,
+/// against a larger F, leaves entries that are just as true.
 #[derive(Default)]
 struct Memo {
-    seeds: HashMap<u32, Remembered>,
+    /// Taken out by the thread running a seed's CreateCluster and put back after.
+    seeds: Mutex<HashMap<u32, Remembered>>,
 }
 
 #[derive(Default)]
@@ -560,6 +646,35 @@ struct Step {
 }
 
 impl Memo {
+    fn seeds(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Remembered>> {
+        // Every update of the map is a single insert or remove: a panic elsewhere while it
+        // was held leaves it consistent.
+        self.seeds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What seed `a` remembers (nothing yet: empty), no longer in the memo.
+    fn take(&self, a: u32) -> Remembered {
+        self.seeds().remove(&a).unwrap_or_default()
+    }
+
+    fn put(&self, a: u32, memory: Remembered) {
+        self.seeds().insert(a, memory);
+    }
+
+    /// Seeds no longer in F, and prefixes and clusters with a member that left F, can never
+    /// be taken again.
+    fn forget_stale(&self, in_f: &[AtomicBool]) {
+        let live_all = |recruits: &[u32]| recruits.iter().all(|&e| live(in_f, e));
+        let mut seeds = self.seeds();
+        seeds.retain(|&a, _| live(in_f, a));
+        for seed in seeds.values_mut() {
+            seed.steps.retain(|s| live_all(&s.recruits));
+            seed.clusters.retain(|(recruits, _)| live_all(recruits));
+        }
+    }
+}
+
+impl Remembered {
     /// The entries of the step `rep`'s prefix starts, brought up to date with `pool`: entries
     /// of records no longer in F or in the pool are dropped, records new to the pool get
     /// entries (bounded against the best cost remembered).
@@ -567,34 +682,32 @@ impl Memo {
         &mut self,
         ctx: &Context,
         pool: &[(u32, u32)],
-        in_f: &[bool],
+        in_f: &[AtomicBool],
         rep: &mut Lazy,
         probe: &[u32],
     ) -> &mut Vec<Entry> {
         let blocked = ctx.candidates.is_some();
         let positions = || blocked.then(|| pool.iter().map(|&(pos, _)| pos).collect());
-        let seed = self.seeds.entry(rep.taken[0]).or_default();
         let recruits = rep.taken[1..].to_vec();
-        let Some(i) = seed.steps.iter().position(|s| s.recruits == recruits) else {
+        let Some(i) = self.steps.iter().position(|s| s.recruits == recruits) else {
             let taken = rep.taken.clone();
             let entries = fresh_entries(ctx, rep.get(), pool, &taken, probe, f64::INFINITY);
-            seed.steps.push(Step {
+            self.steps.push(Step {
                 recruits,
                 entries,
                 known: positions(),
             });
-            let last = seed.steps.len() - 1;
-            return &mut seed.steps[last].entries;
+            let last = self.steps.len() - 1;
+            return &mut self.steps[last].entries;
         };
-        let step = &mut seed.steps[i];
+        let step = &mut self.steps[i];
         let Some(known) = step.known.as_mut() else {
-            step.entries.retain(|x| in_f[x.e as usize]);
+            step.entries.retain(|x| live(in_f, x.e));
             return &mut step.entries;
         };
         // Both lists ascend by position.
         let in_pool = |pos: u32| pool.binary_search_by_key(&pos, |&(p, _)| p).is_ok();
-        step.entries
-            .retain(|x| in_f[x.e as usize] && in_pool(x.pos));
+        step.entries.retain(|x| live(in_f, x.e) && in_pool(x.pos));
         let new: Vec<(u32, u32)> = pool
             .iter()
             .copied()
@@ -617,43 +730,30 @@ impl Memo {
     }
 
     fn cluster_cost(&self, taken: &[u32]) -> Option<f64> {
-        let seed = self.seeds.get(&taken[0])?;
-        seed.clusters
+        self.clusters
             .iter()
             .find(|(recruits, _)| recruits == &taken[1..])
             .map(|&(_, cost)| cost)
     }
 
     fn remember_cluster(&mut self, taken: &[u32], cost: f64) {
-        let seed = self.seeds.entry(taken[0]).or_default();
-        seed.clusters.push((taken[1..].to_vec(), cost));
-    }
-
-    /// A record that left F is never a seed again.
-    fn forget_seed(&mut self, e: u32) {
-        self.seeds.remove(&e);
-    }
-
-    /// Prefixes and clusters with a member that left F can never be taken again.
-    fn forget_stale(&mut self, in_f: &[bool]) {
-        let live = |recruits: &[u32]| recruits.iter().all(|&e| in_f[e as usize]);
-        for seed in self.seeds.values_mut() {
-            seed.steps.retain(|s| live(&s.recruits));
-            seed.clusters.retain(|(recruits, _)| live(recruits));
-        }
+        self.clusters.push((taken[1..].to_vec(), cost));
     }
 }
 
 /// Candidate blocking: the entities sorted so that likely cheap partners are near each other
 /// (by the root's QI codes, then the number of children per child table, then the number of
 /// vertices, then position), with a linked list over that order of the records still in F.
+/// One thread removes records while others walk the list: a removed record keeps its links,
+/// so a walk that reached it goes on in the same direction, and its ranks only ever move
+/// away from the seed.
 struct Blocking {
-    /// Rank of each entity in the sorted order; `by_rank` is its inverse.
-    rank: Vec<u32>,
+    /// Rank of each entity in the sorted order (`NONE` once removed); `by_rank` is its inverse.
+    rank: Vec<AtomicU32>,
     by_rank: Vec<u32>,
     /// Neighbouring ranks still in F (`NONE`: none).
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    prev: Vec<AtomicU32>,
+    next: Vec<AtomicU32>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -678,48 +778,53 @@ impl Blocking {
             rank[e as usize] = r as u32;
         }
         let n = by_rank.len() as u32;
+        let atomic = |v: u32| AtomicU32::new(v);
         Blocking {
-            rank,
+            rank: rank.into_iter().map(atomic).collect(),
             by_rank,
-            prev: (0..n).map(|r| r.checked_sub(1).unwrap_or(NONE)).collect(),
+            prev: (0..n)
+                .map(|r| atomic(r.checked_sub(1).unwrap_or(NONE)))
+                .collect(),
             next: (0..n)
-                .map(|r| if r + 1 < n { r + 1 } else { NONE })
+                .map(|r| atomic(if r + 1 < n { r + 1 } else { NONE }))
                 .collect(),
         }
     }
 
-    fn remove(&mut self, e: u32) {
-        let r = self.rank[e as usize];
+    /// Unlinks `e`; called by one thread only.
+    fn remove(&self, e: u32) {
+        let r = self.rank[e as usize].swap(NONE, Ordering::Relaxed);
         if r == NONE {
             return;
         }
-        let (p, n) = (self.prev[r as usize], self.next[r as usize]);
+        let p = self.prev[r as usize].load(Ordering::Relaxed);
+        let n = self.next[r as usize].load(Ordering::Relaxed);
         if p != NONE {
-            self.next[p as usize] = n;
+            self.next[p as usize].store(n, Ordering::Relaxed);
         }
         if n != NONE {
-            self.prev[n as usize] = p;
+            self.prev[n as usize].store(p, Ordering::Relaxed);
         }
-        self.rank[e as usize] = NONE;
     }
 
     /// Up to `n` records still in F nearest `a` in the blocking order, alternately after and
     /// before it.
     fn neighbours(&self, a: u32, n: usize) -> Vec<u32> {
-        let r = self.rank[a as usize];
+        let link = |links: &[AtomicU32], r: u32| links[r as usize].load(Ordering::Relaxed);
+        let r = self.rank[a as usize].load(Ordering::Relaxed);
         let mut out = Vec::with_capacity(n);
         if r == NONE {
             return out;
         }
-        let (mut up, mut down) = (self.next[r as usize], self.prev[r as usize]);
+        let (mut up, mut down) = (link(&self.next, r), link(&self.prev, r));
         while out.len() < n && (up != NONE || down != NONE) {
             if up != NONE {
                 out.push(self.by_rank[up as usize]);
-                up = self.next[up as usize];
+                up = link(&self.next, up);
             }
             if out.len() < n && down != NONE {
                 out.push(self.by_rank[down as usize]);
-                down = self.prev[down as usize];
+                down = link(&self.prev, down);
             }
         }
         out

@@ -204,6 +204,44 @@ impl KuhnMunkres {
         }
     }
 
+    /// A least-cost assignment of `costs` after a solve of a matrix that differs from it only
+    /// in cells whose cost rose: the labels of that solve stay feasible (weights only fell),
+    /// so only the rows whose matched cell is no longer tight are matched again, an
+    /// augmenting path each (O(n^2) per row rather than O(n^3) in all). The assignment is
+    /// least-cost but may be another one than [`solve_min`](Self::solve_min) would pick.
+    /// Solves from scratch if a cost fell after all.
+    fn resolve_raised(&mut self, n: usize, costs: &[i64]) {
+        self.w.clear();
+        self.w.extend(costs.iter().map(|&c| -c));
+        let feasible = (0..n * n).all(|k| self.lx[k / n] + self.ly[k % n] >= self.w[k]);
+        if !feasible {
+            self.solve_min(n, costs);
+            return;
+        }
+        for x in 0..n {
+            let y = self.xy[x];
+            if self.lx[x] + self.ly[y] != self.w[x * n + y] {
+                self.xy[x] = NONE;
+                self.yx[y] = NONE;
+            }
+        }
+        for root in 0..n {
+            if self.xy[root] == NONE {
+                let y = self.grow_tree(n, root);
+                self.augment(y);
+            }
+        }
+    }
+
+    /// The total of `costs` over the assignment found.
+    fn least(&self, n: usize, costs: &[i64]) -> i64 {
+        self.xy
+            .iter()
+            .enumerate()
+            .map(|(i, &j)| costs[i * n + j])
+            .sum()
+    }
+
     /// Flips the matching along the alternating path ending at column `y`.
     fn augment(&mut self, mut y: usize) {
         while y != NONE {
@@ -226,13 +264,7 @@ fn solve_padded(n: usize, scaled: &mut Vec<i64>, dummy: &[i64]) -> (Vec<usize>, 
     KM_SCRATCH.with(|cell| {
         let mut km = cell.borrow_mut();
         km.solve_min(n, scaled);
-        let least = km
-            .xy
-            .iter()
-            .enumerate()
-            .map(|(i, &j)| scaled[i * n + j])
-            .sum();
-        (km.xy.clone(), least)
+        (km.xy.clone(), km.least(n, scaled))
     })
 }
 
@@ -647,8 +679,18 @@ impl<'a> Diversifier<'a> {
     ) -> f64 {
         let n = u.len();
         let mut exact = vec![false; s.len() * n];
-        let dummy: Vec<i64> = up.iter().map(|p| (p.supp * SCALE).round() as i64).collect();
+        let lowered = |k: usize, v: f64| {
+            let vertices = sp[k / n].nodes + up[k % n].nodes;
+            (v * SCALE).floor() as i64 - vertices as i64
+        };
         let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
+        scaled.extend(values.iter().enumerate().map(|(k, &v)| lowered(k, v)));
+        while scaled.len() < n * n {
+            scaled.extend(up.iter().map(|p| (p.supp * SCALE).round() as i64));
+        }
+        // Its own solver: the costs diversified between solves use the thread's.
+        let mut km = KuhnMunkres::default();
+        km.solve_min(n, &scaled);
         let mut round = 0;
         loop {
             if round == LAZY_ROUNDS {
@@ -656,38 +698,27 @@ impl<'a> Diversifier<'a> {
                 for (k, done) in exact.iter_mut().enumerate() {
                     if !*done {
                         values[k] = self.cost(&s[k / n], &u[k % n]);
+                        scaled[k] = (values[k] * SCALE).round() as i64;
                         *done = true;
                     }
                 }
+                km.resolve_raised(n, &scaled);
             }
-            scaled.clear();
-            scaled.extend(
-                values
-                    .iter()
-                    .zip(&exact)
-                    .enumerate()
-                    .map(|(k, (&v, &done))| {
-                        if done {
-                            (v * SCALE).round() as i64
-                        } else {
-                            let vertices = sp[k / n].nodes + up[k % n].nodes;
-                            (v * SCALE).floor() as i64 - vertices as i64
-                        }
-                    }),
-            );
-            let (assignment, least) = solve_padded(n, &mut scaled, &dummy);
             let mut open = false;
-            for (i, &j) in assignment.iter().enumerate().take(s.len()) {
-                let k = i * n + j;
+            for i in 0..s.len() {
+                let k = i * n + km.xy[i];
                 if !exact[k] {
-                    values[k] = self.cost(&s[i], &u[j]);
+                    values[k] = self.cost(&s[i], &u[km.xy[i]]);
+                    // At or above the lowered bound it replaces (see above).
+                    scaled[k] = (values[k] * SCALE).round() as i64;
                     exact[k] = true;
                     open = true;
                 }
             }
             if !open {
-                return least as f64 / SCALE;
+                return km.least(n, &scaled) as f64 / SCALE;
             }
+            km.resolve_raised(n, &scaled);
             round += 1;
         }
     }

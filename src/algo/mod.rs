@@ -1,6 +1,7 @@
 //! Anonymization algorithms. They see only the [`Forest`](crate::forest::Forest) and the
 //! parameters, and return clusters; they do no I/O and know no SQL.
 
+pub mod ahead;
 pub mod baseline;
 pub mod cdgh;
 pub mod clustree;
@@ -61,6 +62,7 @@ pub fn run(forest: &Forest, params: &Params, progress: &Progress) -> Generalizat
                     ctoff: params.algorithm == Algorithm::Ctoff,
                     search: clustree::Search::Pruned,
                     candidates: params.candidates,
+                    threads: rayon::current_num_threads(),
                 },
                 progress,
             )

@@ -30,7 +30,9 @@ fn nodes(rep: &Rep, out: &mut Vec<Vec<u32>>) {
 }
 
 /// Every EC as (members of every node, depth first), then the suppressed entities, of
-/// ClusTree (or CToff) at l with m = 4, s = 0.5 over the entities in key order.
+/// ClusTree (or CToff) at l with m = 4, s = 0.5 over the entities in key order, on `threads`
+/// threads. The reference searches run on one thread, the pruned one on three, so that every
+/// comparison also covers CreateClusters computed ahead of their turn.
 fn clusters(
     forest: &Forest,
     mapping: Mapping,
@@ -38,6 +40,7 @@ fn clusters(
     ctoff: bool,
     search: Search,
     candidates: Option<usize>,
+    threads: usize,
 ) -> (Vec<Vec<Vec<u32>>>, Vec<u32>) {
     let rule = Rule {
         l,
@@ -53,6 +56,7 @@ fn clusters(
         ctoff,
         search,
         candidates,
+        threads,
     };
     let c = cluster(forest, &dv, &order, params, &Progress::new());
     let ecs = c
@@ -73,8 +77,8 @@ fn pruned_search_finds_the_plain_clusters() {
     for mapping in [Mapping::Lsap, Mapping::Grd] {
         for l in [2, 3] {
             for ctoff in [false, true] {
-                let plain = clusters(&forest, mapping, l, ctoff, Search::Plain, None);
-                let pruned = clusters(&forest, mapping, l, ctoff, Search::Pruned, None);
+                let plain = clusters(&forest, mapping, l, ctoff, Search::Plain, None, 1);
+                let pruned = clusters(&forest, mapping, l, ctoff, Search::Pruned, None, 3);
                 let what = format!("{mapping:?} l = {l} ctoff = {ctoff}");
                 assert!(plain.0.len() * l >= 40, "{what}: too few ECs to compare");
                 assert_eq!(
@@ -86,12 +90,53 @@ fn pruned_search_finds_the_plain_clusters() {
     }
 }
 
+/// Seeds' CreateClusters computed ahead of their turn on 1 to 4 threads: the very clusters of
+/// one thread taking the seeds in turn, with and without blocking (under which a departure
+/// shifts a seed's window) and for CToff (every cluster kept, so the most built again).
+#[test]
+fn running_ahead_finds_the_clusters_of_one_thread() {
+    let forest = synthetic_s(80);
+    for ctoff in [false, true] {
+        for candidates in [None, Some(5)] {
+            let run = |threads| {
+                let search = Search::Pruned;
+                clusters(
+                    &forest,
+                    Mapping::Lsap,
+                    3,
+                    ctoff,
+                    search,
+                    candidates,
+                    threads,
+                )
+            };
+            let one = run(1);
+            assert!(one.0.len() * 3 >= 60, "too few ECs to compare");
+            for threads in [2, 4] {
+                assert_eq!(
+                    one,
+                    run(threads),
+                    "ctoff = {ctoff} candidates = {candidates:?}: {threads} threads changed the clusters"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn blocking_with_room_for_everyone_is_the_exact_search() {
     let forest = synthetic_s(40);
-    let plain = clusters(&forest, Mapping::Lsap, 3, false, Search::Plain, None);
+    let plain = clusters(&forest, Mapping::Lsap, 3, false, Search::Plain, None, 1);
     let everyone = Some(forest.entities());
-    let blocked = clusters(&forest, Mapping::Lsap, 3, false, Search::Pruned, everyone);
+    let blocked = clusters(
+        &forest,
+        Mapping::Lsap,
+        3,
+        false,
+        Search::Pruned,
+        everyone,
+        3,
+    );
     let roots = |ecs: &[Vec<Vec<u32>>]| ecs.iter().map(|ec| ec[0].clone()).collect::<Vec<_>>();
     assert_eq!(roots(&plain.0), roots(&blocked.0));
     assert_eq!(plain.1, blocked.1);
@@ -105,9 +150,19 @@ fn remembering_under_blocking_finds_the_forgetful_clusters() {
     let forest = synthetic_s(90);
     for mapping in [Mapping::Lsap, Mapping::Grd] {
         for candidates in [4, 12] {
-            let run = |search| clusters(&forest, mapping, 3, false, search, Some(candidates));
-            let forgetful = run(Search::Bounded);
-            let remembering = run(Search::Pruned);
+            let run = |search, threads| {
+                clusters(
+                    &forest,
+                    mapping,
+                    3,
+                    false,
+                    search,
+                    Some(candidates),
+                    threads,
+                )
+            };
+            let forgetful = run(Search::Bounded, 1);
+            let remembering = run(Search::Pruned, 3);
             let what = format!("{mapping:?} candidates = {candidates}");
             assert!(
                 forgetful.0.len() * 3 >= 60,
