@@ -19,6 +19,8 @@ struct State<R> {
     /// items from the one being consumed on may be claimed.
     done: Vec<Option<R>>,
     stop: bool,
+    /// A thread panicked computing an item, whose result will never come.
+    abandoned: bool,
 }
 
 struct Shared<R> {
@@ -52,7 +54,9 @@ impl<R> Shared<R> {
         work: &(impl Fn(usize) -> R + Sync),
     ) -> MutexGuard<'s, State<R>> {
         drop(state);
+        let watch = Abandon(self);
         let r = work(i);
+        std::mem::forget(watch);
         let mut state = self.lock();
         state.done[i % self.window] = Some(r);
         self.changed.notify_all();
@@ -80,6 +84,10 @@ impl<R> Shared<R> {
         state.limit = i + self.window;
         self.changed.notify_all();
         loop {
+            assert!(
+                !state.abandoned,
+                "a thread computing ahead panicked (its panic follows)"
+            );
             // Items i + 1 .. i + window share no slot with i, and no later one is claimed.
             if let Some(r) = state.done[i % self.window].take() {
                 return r;
@@ -94,6 +102,19 @@ impl<R> Shared<R> {
     fn stop(&self) {
         self.lock().stop = true;
         self.changed.notify_all();
+    }
+}
+
+/// Tells the others when `work` panics: the consumer would otherwise wait for its result
+/// forever, and the panic would never reach the caller.
+struct Abandon<'s, R>(&'s Shared<R>);
+
+impl<R> Drop for Abandon<'_, R> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.abandoned = true;
+        state.stop = true;
+        self.0.changed.notify_all();
     }
 }
 
@@ -126,6 +147,7 @@ pub fn in_order<R: Send, B>(
             limit: 0,
             done: (0..window).map(|_| None).collect(),
             stop: false,
+            abandoned: false,
         }),
         changed: Condvar::new(),
         len,
@@ -198,6 +220,28 @@ mod tests {
             let n = computed.load(Ordering::Relaxed);
             assert!((11..=15).contains(&n), "{threads} threads computed {n}");
         }
+    }
+
+    #[test]
+    fn a_panic_ahead_reaches_the_caller_instead_of_a_wait() {
+        let run = std::panic::catch_unwind(|| {
+            in_order(
+                100,
+                2,
+                4,
+                |i| {
+                    // The caller claims item 0 first; while it computes it, the helper
+                    // claims item 1, which fails.
+                    if i == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    assert!(i != 1, "item 1 fails");
+                    i
+                },
+                |_, _| ControlFlow::<()>::Continue(()),
+            )
+        });
+        assert!(run.is_err());
     }
 
     #[test]
