@@ -1133,4 +1133,47 @@ mod tests {
             assert_eq!(km.xy, expected, "round {round}, n = {n}");
         }
     }
+
+    /// After some costs rise, re-solving from the old labels reaches the optimum a solve from
+    /// scratch reaches (the least total; the assignment may differ among equal ones), and a
+    /// cost that falls instead is caught.
+    #[test]
+    fn resolving_raised_costs_reaches_the_fresh_optimum() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let (mut warm, mut fresh) = (KuhnMunkres::default(), KuhnMunkres::default());
+        for round in 0..1000 {
+            let n = 1 + round % 16;
+            let spread = if round % 2 == 0 { 5 } else { 1_000_000 };
+            let mut costs: Vec<i64> = (0..n * n).map(|_| rng.random_range(0..spread)).collect();
+            warm.solve_min(n, &costs);
+            for step in 0..4 {
+                // Raise the cells the current assignment uses, as the lazy solve does, and
+                // some others; in the last step of odd rounds lower one.
+                for x in 0..n {
+                    if rng.random_bool(0.5) {
+                        costs[x * n + warm.xy[x]] += rng.random_range(0..spread);
+                    }
+                }
+                let k = rng.random_range(0..n * n);
+                costs[k] += rng.random_range(0..spread);
+                if step == 3 && round % 2 == 1 {
+                    costs[k] -= rng.random_range(0..=costs[k]);
+                }
+                warm.resolve_raised(n, &costs);
+                fresh.solve_min(n, &costs);
+                let mut columns = warm.xy.clone();
+                columns.sort_unstable();
+                assert_eq!(
+                    columns,
+                    (0..n).collect::<Vec<_>>(),
+                    "round {round}: a permutation"
+                );
+                assert_eq!(
+                    warm.least(n, &costs),
+                    fresh.least(n, &costs),
+                    "round {round}, step {step}, n = {n}"
+                );
+            }
+        }
+    }
 }
