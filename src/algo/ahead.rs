@@ -111,10 +111,8 @@ struct Abandon<'s, R>(&'s Shared<R>);
 
 impl<R> Drop for Abandon<'_, R> {
     fn drop(&mut self) {
-        let mut state = self.0.lock();
-        state.abandoned = true;
-        state.stop = true;
-        self.0.changed.notify_all();
+        self.0.lock().abandoned = true;
+        self.0.stop();
     }
 }
 

@@ -203,8 +203,8 @@ pub fn cluster(
 /// How many seeds per thread CreateCluster may run ahead of the one whose turn it is: more
 /// keeps the threads busy through uneven seeds, fewer builds fewer clusters that an earlier
 /// seed's cluster then spoils. On TPC-H SF 0.01 with 2 threads, 1, 2, 4, 8 and 16 per
-/// thread had 3%, 13%, 22%, 27% and 27-29% of CToff's clusters built again; 8 kept the
-/// process 163-184% busy where 2 kept it 140-150%.
+/// thread had 3%, 13%, 22%, 27-29% and 27-29% of CToff's clusters built again; 8 kept the
+/// process 163-180% busy where 2 kept it 140-150%.
 const AHEAD: usize = 8;
 
 /// The state of a run that every thread reads: the context, F, the blocking order and the
@@ -597,7 +597,7 @@ fn cheapest_pruned(
             let Some(open) = in_f_entries.find(|x| !x.exact && x.key <= limit) else {
                 return Some(first);
             };
-            // These entries hold bounds already: diversify them outright.
+            // The entry holds a bound already: diversify it outright.
             open.key = ctx.dv.cost(rep.get(), &ctx.trees[open.e as usize]);
             open.exact = true;
         } else {

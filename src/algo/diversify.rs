@@ -258,14 +258,19 @@ impl KuhnMunkres {
 /// (000 Alg. 3 lines 8-10: suppressing each element of the longer list) and solves it:
 /// each row's column, and the least total.
 fn solve_padded(n: usize, scaled: &mut Vec<i64>, dummy: &[i64]) -> (Vec<usize>, i64) {
-    while scaled.len() < n * n {
-        scaled.extend_from_slice(dummy);
-    }
+    pad(n, scaled, dummy);
     KM_SCRATCH.with(|cell| {
         let mut km = cell.borrow_mut();
         km.solve_min(n, scaled);
         (km.xy.clone(), km.least(n, scaled))
     })
+}
+
+/// Fills a FindMapping-LSAP matrix's missing rows (up to `n`) with the dummy row.
+fn pad(n: usize, scaled: &mut Vec<i64>, dummy: &[i64]) {
+    while scaled.len() < n * n {
+        scaled.extend_from_slice(dummy);
+    }
 }
 
 /// What diversify needs to know about the forest.
@@ -685,9 +690,8 @@ impl<'a> Diversifier<'a> {
         };
         let mut scaled: Vec<i64> = Vec::with_capacity(n * n);
         scaled.extend(values.iter().enumerate().map(|(k, &v)| lowered(k, v)));
-        while scaled.len() < n * n {
-            scaled.extend(up.iter().map(|p| (p.supp * SCALE).round() as i64));
-        }
+        let dummy: Vec<i64> = up.iter().map(|p| (p.supp * SCALE).round() as i64).collect();
+        pad(n, &mut scaled, &dummy);
         // Its own solver: the costs diversified between solves use the thread's.
         let mut km = KuhnMunkres::default();
         km.solve_min(n, &scaled);

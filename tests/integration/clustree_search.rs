@@ -99,16 +99,8 @@ fn running_ahead_finds_the_clusters_of_one_thread() {
     for ctoff in [false, true] {
         for candidates in [None, Some(5)] {
             let run = |threads| {
-                let search = Search::Pruned;
-                clusters(
-                    &forest,
-                    Mapping::Lsap,
-                    3,
-                    ctoff,
-                    search,
-                    candidates,
-                    threads,
-                )
+                let (mapping, search) = (Mapping::Lsap, Search::Pruned);
+                clusters(&forest, mapping, 3, ctoff, search, candidates, threads)
             };
             let one = run(1);
             assert!(one.0.len() * 3 >= 60, "too few ECs to compare");
