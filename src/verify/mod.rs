@@ -79,6 +79,15 @@ impl Check {
         }
     }
 
+    /// Appends what `later` found after what `self` found, as if one check had recorded both
+    /// in turn (`later` keeps its own first violations, so the kept ones are the same).
+    fn absorb(&mut self, later: Check) {
+        self.violation_count += later.violation_count;
+        let room = KEPT_VIOLATIONS.saturating_sub(self.violations.len());
+        self.violations
+            .extend(later.violations.into_iter().take(room));
+    }
+
     pub fn passed(&self) -> bool {
         self.violation_count == 0
     }

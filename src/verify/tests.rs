@@ -921,3 +921,19 @@ async fn null_qi_source_values_are_their_own_leaf() {
         &["students key 3", "enrolled = '2020'", "NULL"],
     );
 }
+
+#[test]
+fn a_check_absorbing_a_later_one_keeps_what_one_check_would() {
+    let (mut whole, mut first, mut later) = (Check::new("x"), Check::new("x"), Check::new("x"));
+    for i in 0..2 * KEPT_VIOLATIONS + 500 {
+        whole.record(i.to_string());
+        if i < 700 {
+            first.record(i.to_string());
+        } else {
+            later.record(i.to_string());
+        }
+    }
+    first.absorb(later);
+    assert_eq!(first.violation_count, whole.violation_count);
+    assert_eq!(first.violations, whole.violations);
+}

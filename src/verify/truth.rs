@@ -5,6 +5,8 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::data::{show_cell, show_key, Content, Rule, TableData};
 use super::hier::{Hier, ROOT};
 use super::matching::complete;
@@ -209,49 +211,77 @@ fn source_name(t: &TableData, s: usize) -> String {
     }
 }
 
-/// Structure and cell truth of every traced row of a keyed table.
+/// Released rows per task of [`check_pairs`].
+const ROWS_PER_TASK: usize = 4096;
+
+/// Structure and cell truth of every traced row of a keyed table. Runs on every thread, in
+/// blocks of rows whose findings are appended in row order, so the report is the same as one
+/// thread's.
 fn check_pairs(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, out: &mut Check) {
-    let t = &tables[ti];
-    for (r, s) in t.rel_to_src.iter().enumerate() {
-        let Some(s) = *s else { continue };
-        if let Some(p) = t.parent {
-            let parent = &tables[p];
-            // An unresolved FK or an untraced parent is already reported elsewhere.
-            if let Some(ps) = t.rel_parent[r].and_then(|pr| parent.rel_to_src[pr]) {
-                if t.src_parent[s] != Some(ps) {
-                    let actual = t.src_parent[s].map_or_else(
-                        || "no source parent".to_string(),
-                        |a| source_name(parent, a),
-                    );
-                    out.record(format!(
-                        "{}: released under a parent standing for source {}, but its source row belongs to {}",
-                        t.describe(tables, r),
-                        source_name(parent, ps),
-                        actual
-                    ));
-                }
+    let rows = tables[ti].rel_to_src.len();
+    let starts: Vec<usize> = (0..rows).step_by(ROWS_PER_TASK).collect();
+    let found: Vec<Check> = starts
+        .par_iter()
+        .map(|&start| {
+            let mut block = Check::new(out.name);
+            for r in start..(start + ROWS_PER_TASK).min(rows) {
+                check_pair(tables, ti, r, hiers, &mut block);
             }
-        }
-        for c in &t.content {
-            let rv = t.rel.cell(c.rel, r);
-            let sv = t.src.cell(c.src, s);
-            if !cell_ok(c, rv.as_deref(), sv.as_deref(), hiers) {
-                let what = match &c.rule {
-                    Rule::Qi(h) => format!(
-                        "is neither the source value {} nor an ancestor of it in hierarchy '{h}'",
-                        show_cell(sv.as_deref())
-                    ),
-                    Rule::Exact { .. } => {
-                        format!("differs from the source value {}", show_cell(sv.as_deref()))
-                    }
-                };
+            block
+        })
+        .collect();
+    for block in found {
+        out.absorb(block);
+    }
+}
+
+/// Structure and cell truth of released row `r` of table `ti`, if it was traced.
+fn check_pair(
+    tables: &[TableData],
+    ti: usize,
+    r: usize,
+    hiers: &HashMap<String, Hier>,
+    out: &mut Check,
+) {
+    let t = &tables[ti];
+    let Some(s) = t.rel_to_src[r] else { return };
+    if let Some(p) = t.parent {
+        let parent = &tables[p];
+        // An unresolved FK or an untraced parent is already reported elsewhere.
+        if let Some(ps) = t.rel_parent[r].and_then(|pr| parent.rel_to_src[pr]) {
+            if t.src_parent[s] != Some(ps) {
+                let actual = t.src_parent[s].map_or_else(
+                    || "no source parent".to_string(),
+                    |a| source_name(parent, a),
+                );
                 out.record(format!(
-                    "{}: {} = {} {what}",
+                    "{}: released under a parent standing for source {}, but its source row belongs to {}",
                     t.describe(tables, r),
-                    c.name,
-                    show_cell(rv.as_deref())
+                    source_name(parent, ps),
+                    actual
                 ));
             }
+        }
+    }
+    for c in &t.content {
+        let rv = t.rel.cell(c.rel, r);
+        let sv = t.src.cell(c.src, s);
+        if !cell_ok(c, rv.as_deref(), sv.as_deref(), hiers) {
+            let what = match &c.rule {
+                Rule::Qi(h) => format!(
+                    "is neither the source value {} nor an ancestor of it in hierarchy '{h}'",
+                    show_cell(sv.as_deref())
+                ),
+                Rule::Exact { .. } => {
+                    format!("differs from the source value {}", show_cell(sv.as_deref()))
+                }
+            };
+            out.record(format!(
+                "{}: {} = {} {what}",
+                t.describe(tables, r),
+                c.name,
+                show_cell(rv.as_deref())
+            ));
         }
     }
 }

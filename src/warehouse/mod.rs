@@ -237,9 +237,10 @@ pub struct Warehouse {
 }
 
 /// A context where quoted and unquoted identifiers keep their case, and strings stay Utf8
-/// whatever the source, so every module sees one string type.
+/// whatever the source, so every module sees one string type. Its plans run on as many
+/// partitions as relanon has threads (`RAYON_NUM_THREADS`).
 fn new_context() -> SessionContext {
-    let mut config = SessionConfig::new();
+    let mut config = SessionConfig::new().with_target_partitions(rayon::current_num_threads());
     let options = config.options_mut();
     options.sql_parser.enable_ident_normalization = false;
     options.sql_parser.map_string_types_to_utf8view = false;
