@@ -252,8 +252,8 @@ fn random_queries(plan: &Plan, forest: &Forest, n: usize, seed: u64) -> Vec<Quer
 }
 
 /// Runs every query on the source and the release; the mean accuracy overall and per depth.
-/// Each table's SELECT runs as its own task on each side, so that DataFusion's planning,
-/// which takes about half the time here, runs on every thread.
+/// Each table's SELECT runs as its own task on each side, so that DataFusion's planning of
+/// these wide SELECTs (most of this phase in a profile of W1) runs on every thread.
 async fn query_accuracy(
     plan: &Plan,
     forest: &Forest,
