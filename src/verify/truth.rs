@@ -130,6 +130,20 @@ fn translation(
     Ok(m)
 }
 
+/// How a released row's key resolved, found on every thread; what it means for the check
+/// is decided in row order afterwards ([`by_key`]).
+#[derive(Clone, Copy)]
+enum Lookup {
+    /// A NULL key: the key-atomicity check's to report; it names no source row.
+    NullKey,
+    /// The key map has no source key for it.
+    Untranslated,
+    /// Its source key is not in the source.
+    Missing,
+    /// The source row it stands for.
+    Found(usize),
+}
+
 fn by_key(
     ft: &FamilyTable,
     tables: &[TableData],
@@ -138,63 +152,94 @@ fn by_key(
     out: &mut Check,
 ) -> Result<Vec<Option<usize>>, VerifyError> {
     let t = &tables[ti];
-    let mut src_index: HashMap<Vec<String>, usize> = HashMap::with_capacity(t.src.rows());
-    for s in 0..t.src.rows() {
-        if let Some(k) = t.src.key(&t.src_pk, s) {
-            src_index.entry(k).or_insert(s);
+    let name = out.name;
+    let (src_index, translate) = rayon::join(
+        || {
+            let mut index: HashMap<Vec<String>, usize> = HashMap::with_capacity(t.src.rows());
+            for s in 0..t.src.rows() {
+                if let Some(k) = t.src.key(&t.src_pk, s) {
+                    index.entry(k).or_insert(s);
+                }
+            }
+            index
+        },
+        || -> Result<_, VerifyError> {
+            let mut found = Check::new(name);
+            let m = match keys {
+                Keys::Preserved => None,
+                Keys::Map(map) => Some(translation(ft, map, t.rel.rows(), &mut found)?),
+            };
+            Ok((m, found))
+        },
+    );
+    let (translate, found) = translate?;
+    out.absorb(found);
+    let source_key = |rk: &Vec<String>| -> Option<Vec<String>> {
+        match &translate {
+            None => Some(rk.clone()),
+            Some(m) => m.get(rk).cloned(),
         }
-    }
-    let translate = match keys {
-        Keys::Preserved => None,
-        Keys::Map(map) => Some(translation(ft, map, t.rel.rows(), out)?),
     };
+    let lookups: Vec<Lookup> = (0..t.rel.rows())
+        .into_par_iter()
+        .map(|r| {
+            let Some(rk) = t.rel.key(&t.rel_pk, r) else {
+                return Lookup::NullKey;
+            };
+            let sk = match &translate {
+                None => Some(&rk),
+                Some(m) => m.get(&rk),
+            };
+            match sk {
+                None => Lookup::Untranslated,
+                Some(sk) => src_index
+                    .get(sk)
+                    .map_or(Lookup::Missing, |&s| Lookup::Found(s)),
+            }
+        })
+        .collect();
+    // Findings are rare, so their keys are rendered again here rather than kept per row.
     let mut claimed: Vec<Option<usize>> = vec![None; t.src.rows()];
     let mut mapped = vec![None; t.rel.rows()];
-    for (r, slot) in mapped.iter_mut().enumerate() {
-        // A NULL key is the key-atomicity check's to report; it names no source row.
-        let Some(rk) = t.rel.key(&t.rel_pk, r) else {
-            continue;
-        };
-        let sk = match &translate {
-            None => &rk,
-            Some(m) => match m.get(&rk) {
-                Some(sk) => sk,
-                None => {
+    for (r, lookup) in lookups.into_iter().enumerate() {
+        let rk = || t.rel.key(&t.rel_pk, r);
+        match lookup {
+            Lookup::NullKey => {}
+            Lookup::Untranslated => out.record(format!(
+                "{} key {}: the key map has no source key for it",
+                t.name,
+                show_key(rk().as_deref())
+            )),
+            Lookup::Missing => {
+                let how = if translate.is_some() {
+                    "its source key"
+                } else {
+                    "the key"
+                };
+                let rk = rk();
+                let sk = rk.as_ref().and_then(source_key);
+                out.record(format!(
+                    "{} key {}: {how} {} is not in the source",
+                    t.name,
+                    show_key(rk.as_deref()),
+                    show_key(sk.as_deref())
+                ));
+            }
+            Lookup::Found(s) => {
+                if let Some(other) = claimed[s] {
                     out.record(format!(
-                        "{} key {}: the key map has no source key for it",
+                        "{} and {} both stand for source {} key {}; each released row must be a distinct source row",
+                        t.describe(tables, other),
+                        t.describe(tables, r),
                         t.name,
-                        show_key(Some(&rk))
+                        show_key(t.src.key(&t.src_pk, s).as_deref())
                     ));
                     continue;
                 }
-            },
-        };
-        let Some(&s) = src_index.get(sk) else {
-            let how = if translate.is_some() {
-                "its source key"
-            } else {
-                "the key"
-            };
-            out.record(format!(
-                "{} key {}: {how} {} is not in the source",
-                t.name,
-                show_key(Some(&rk)),
-                show_key(Some(sk))
-            ));
-            continue;
-        };
-        if let Some(other) = claimed[s] {
-            out.record(format!(
-                "{} and {} both stand for source {} key {}; each released row must be a distinct source row",
-                t.describe(tables, other),
-                t.describe(tables, r),
-                t.name,
-                show_key(Some(sk))
-            ));
-            continue;
+                claimed[s] = Some(r);
+                mapped[r] = Some(s);
+            }
         }
-        claimed[s] = Some(r);
-        *slot = Some(s);
     }
     Ok(mapped)
 }
