@@ -156,14 +156,12 @@ fn one_thread_releases_what_two_do() {
         assert!(!released.is_empty(), "{table}");
         assert_eq!(released, rows(&two, table), "{table}");
     }
-    for key in ["lm", "equivalence_classes", "suppressed_entities"] {
+    for key in [
+        "lm",
+        "equivalence_classes",
+        "suppressed_entities",
+        "utility",
+    ] {
         assert_eq!(reports[0][key], reports[1][key], "{key}");
     }
-    // SUMs over two partitions may round differently in the last bits.
-    let accuracy = |r: &serde_json::Value| {
-        r["utility"]["query_accuracy"]
-            .as_f64()
-            .expect("query accuracy")
-    };
-    assert!((accuracy(&reports[0]) - accuracy(&reports[1])).abs() < 1e-9);
 }
