@@ -203,7 +203,7 @@ enum Generated {
 fn main() -> ExitCode {
     let args = Args::parse();
     // One thread count for every phase: rayon's (RAYON_NUM_THREADS, else one per core)
-    // sizes the async runtime too, and DataFusion's partitions follow it.
+    // sizes the async runtime too, and the warehouse's DataFusion partitions follow it.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(rayon::current_num_threads())
         .enable_all()

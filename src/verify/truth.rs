@@ -144,6 +144,18 @@ enum Lookup {
     Found(usize),
 }
 
+/// The source key a released key stands for: itself when keys are preserved, else its entry
+/// in the key map's translation.
+fn source_key<'a>(
+    translate: Option<&'a HashMap<Vec<String>, Vec<String>>>,
+    released: &'a Vec<String>,
+) -> Option<&'a Vec<String>> {
+    match translate {
+        None => Some(released),
+        Some(m) => m.get(released),
+    }
+}
+
 fn by_key(
     ft: &FamilyTable,
     tables: &[TableData],
@@ -174,23 +186,13 @@ fn by_key(
     );
     let (translate, found) = translate?;
     out.absorb(found);
-    let source_key = |rk: &Vec<String>| -> Option<Vec<String>> {
-        match &translate {
-            None => Some(rk.clone()),
-            Some(m) => m.get(rk).cloned(),
-        }
-    };
     let lookups: Vec<Lookup> = (0..t.rel.rows())
         .into_par_iter()
         .map(|r| {
             let Some(rk) = t.rel.key(&t.rel_pk, r) else {
                 return Lookup::NullKey;
             };
-            let sk = match &translate {
-                None => Some(&rk),
-                Some(m) => m.get(&rk),
-            };
-            match sk {
+            match source_key(translate.as_ref(), &rk) {
                 None => Lookup::Untranslated,
                 Some(sk) => src_index
                     .get(sk)
@@ -217,12 +219,12 @@ fn by_key(
                     "the key"
                 };
                 let rk = rk();
-                let sk = rk.as_ref().and_then(source_key);
+                let sk = rk.as_ref().and_then(|k| source_key(translate.as_ref(), k));
                 out.record(format!(
                     "{} key {}: {how} {} is not in the source",
                     t.name,
                     show_key(rk.as_deref()),
-                    show_key(sk.as_deref())
+                    show_key(sk.map(Vec::as_slice))
                 ));
             }
             Lookup::Found(s) => {
@@ -264,12 +266,11 @@ const ROWS_PER_TASK: usize = 4096;
 /// thread's.
 fn check_pairs(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, out: &mut Check) {
     let rows = tables[ti].rel_to_src.len();
-    let starts: Vec<usize> = (0..rows).step_by(ROWS_PER_TASK).collect();
-    let found: Vec<Check> = starts
-        .par_iter()
-        .map(|&start| {
+    let found: Vec<Check> = (0..rows.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .map(|b| {
             let mut block = Check::new(out.name);
-            for r in start..(start + ROWS_PER_TASK).min(rows) {
+            for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
                 check_pair(tables, ti, r, hiers, &mut block);
             }
             block
