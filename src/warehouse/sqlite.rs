@@ -11,6 +11,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
+use rayon::prelude::*;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
@@ -26,47 +27,94 @@ const SEEN_REAL: u8 = 2;
 const SEEN_TEXT: u8 = 4;
 const SEEN_BLOB: u8 = 8;
 
+/// Rowids per piece: a larger table is read in pieces of this many rowids, on every thread.
+/// The pieces do not depend on the thread count, so neither do the batches.
+const PIECE_ROWIDS: i64 = 1 << 16;
+
+/// At most this many pieces per table (sparse rowids widen the pieces instead).
+pub(super) const MAX_PIECES: i64 = 256;
+
 /// Loads every table (not views, not sqlite_* internals). Returns the tables and warnings
 /// about catalog entries that could not be used.
+///
+/// Tables, and pieces of large tables by rowid range, are read on every thread, each on its
+/// own connection. They all read one snapshot: the first read on the main connection takes
+/// a shared lock that it holds until its COMMIT, and while any reader holds one, no writer
+/// of a rollback-journal database can commit. A WAL database lets writers commit beside
+/// readers, so it is read on the main connection alone.
 pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), WarehouseError> {
     let err = |e: rusqlite::Error| WarehouseError::Sqlite {
         path: show(path),
         msg: one_line(e),
     };
-    // Read-only: the source is never modified, not even by a journal.
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(err)?;
-    // One snapshot for the type scan and the row scan, so they agree.
-    conn.execute_batch("BEGIN").map_err(err)?;
+    let read_err = |e: ReadError| match e {
+        ReadError::Sqlite(e) => err(e),
+        ReadError::Other(msg) => WarehouseError::Sqlite {
+            path: show(path),
+            msg,
+        },
+    };
+    let conn = open_reader(path).map_err(err)?;
     let names = table_names(&conn).map_err(err)?;
-    let mut tables = Vec::with_capacity(names.len());
-    let mut raw_fks = Vec::with_capacity(names.len());
-    for name in &names {
-        let columns = table_columns(&conn, name).map_err(err)?;
-        let (schema, batches) = read_rows(&conn, name, &columns).map_err(|e| match e {
-            ReadError::Sqlite(e) => err(e),
-            ReadError::Other(msg) => WarehouseError::Sqlite {
-                path: show(path),
-                msg,
-            },
-        })?;
-        let mut pk: Vec<(i64, String)> = columns
+    let scans = names
+        .iter()
+        .map(|name| TableScan::new(&conn, name))
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(err)?;
+    let wal = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+        .map_err(err)?
+        .eq_ignore_ascii_case("wal");
+    let parallel = !wal && rayon::current_num_threads() > 1;
+    let jobs: Vec<(usize, Option<(i64, i64)>)> = scans
+        .iter()
+        .enumerate()
+        .flat_map(|(t, scan)| scan.pieces.iter().map(move |&piece| (t, piece)))
+        .collect();
+    let seen = on_readers(path, &conn, parallel, &jobs, |c, &(t, piece)| {
+        scans[t].storage_classes(c, piece)
+    })
+    .map_err(read_err)?;
+    let schemas: Vec<SchemaRef> = scans
+        .iter()
+        .enumerate()
+        .map(|(t, scan)| {
+            let mut classes = vec![0u8; scan.columns.len()];
+            for (_, piece) in jobs.iter().zip(&seen).filter(|((j, _), _)| *j == t) {
+                for (c, s) in classes.iter_mut().zip(piece) {
+                    *c |= s;
+                }
+            }
+            scan.schema(&classes)
+        })
+        .collect();
+    let pieces = on_readers(path, &conn, parallel, &jobs, |c, &(t, piece)| {
+        scans[t].read_rows(c, &schemas[t], piece)
+    })
+    .map_err(read_err)?;
+    let mut batches: Vec<Vec<RecordBatch>> = vec![Vec::new(); scans.len()];
+    for (&(t, _), piece) in jobs.iter().zip(pieces) {
+        batches[t].extend(piece);
+    }
+    conn.execute_batch("COMMIT").map_err(err)?;
+    let mut tables = Vec::with_capacity(scans.len());
+    let mut raw_fks = Vec::with_capacity(scans.len());
+    for ((scan, schema), batches) in scans.into_iter().zip(schemas).zip(batches) {
+        let mut pk: Vec<(i64, String)> = scan
+            .columns
             .iter()
             .filter(|c| c.pk > 0)
             .map(|c| (c.pk, c.name.clone()))
             .collect();
         pk.sort();
         let meta = TableMeta {
-            name: name.clone(),
+            name: scan.name,
             columns: ColumnMeta::of_schema(&schema),
             primary_key: pk.into_iter().map(|(_, c)| c).collect(),
             foreign_keys: Vec::new(),
         };
         let catalog_pk = !meta.primary_key.is_empty();
-        raw_fks.push(foreign_keys(&conn, name).map_err(err)?);
+        raw_fks.push(scan.foreign_keys);
         tables.push(LoadedTable {
             meta,
             schema,
@@ -74,9 +122,212 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
             catalog_pk,
         });
     }
-    conn.execute_batch("COMMIT").map_err(err)?;
     let warnings = resolve_foreign_keys(&mut tables, raw_fks);
     Ok((tables, warnings))
+}
+
+/// A read-only connection inside a read transaction (which takes its snapshot at its first
+/// read). Read-only: the source is never modified, not even by a journal.
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.execute_batch("BEGIN")?;
+    Ok(conn)
+}
+
+/// `f` on every job, in job order: on `main` alone, or on every thread with a connection of
+/// its own (see [`load`]). The first error in job order wins.
+fn on_readers<J: Sync, T: Send>(
+    path: &Path,
+    main: &Connection,
+    parallel: bool,
+    jobs: &[J],
+    f: impl Fn(&Connection, &J) -> Result<T, ReadError> + Sync,
+) -> Result<Vec<T>, ReadError> {
+    if !parallel || jobs.len() < 2 {
+        return jobs.iter().map(|j| f(main, j)).collect();
+    }
+    jobs.par_iter()
+        .map_init(
+            || open_reader(path).map_err(one_line),
+            |conn, j| match conn {
+                Ok(conn) => f(conn, j),
+                Err(msg) => Err(ReadError::Other(msg.clone())),
+            },
+        )
+        .collect()
+}
+
+/// What reading one table needs from the catalog.
+struct TableScan {
+    name: String,
+    columns: Vec<SqliteColumn>,
+    foreign_keys: Vec<RawForeignKey>,
+    /// A name of the rowid that no column shadows, for a table with rowids.
+    rowid: Option<&'static str>,
+    /// Inclusive rowid ranges in rowid order (`None`: the whole table in one read).
+    pieces: Vec<Option<(i64, i64)>>,
+}
+
+impl TableScan {
+    fn new(conn: &Connection, name: &str) -> rusqlite::Result<TableScan> {
+        let columns = table_columns(conn, name)?;
+        let foreign_keys = foreign_keys(conn, name)?;
+        // Only an ordinary table with rowids can be read by ranges of them; WITHOUT ROWID
+        // and virtual tables are read whole.
+        let with_rowid: bool = conn
+            .query_row(
+                "SELECT type = 'table' AND wr = 0 FROM pragma_table_list(?1) WHERE schema = 'main'",
+                [name],
+                |r| r.get(0),
+            )
+            .unwrap_or(false);
+        let rowid = ["rowid", "_rowid_", "oid"].into_iter().find(|alias| {
+            with_rowid && !columns.iter().any(|c| c.name.eq_ignore_ascii_case(alias))
+        });
+        let mut pieces = vec![None];
+        if let (Some(alias), false) = (rowid, columns.is_empty()) {
+            let alias = quote_ident(alias);
+            let (lo, hi): (Option<i64>, Option<i64>) = conn.query_row(
+                &format!(
+                    "SELECT min({alias}), max({alias}) FROM {}",
+                    quote_ident(name)
+                ),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                pieces = rowid_pieces(lo, hi);
+            }
+        }
+        Ok(TableScan {
+            name: name.to_string(),
+            columns,
+            foreign_keys,
+            rowid,
+            pieces,
+        })
+    }
+
+    /// `FROM` clause of one piece, with its range as parameters 1 and 2.
+    fn from(&self, piece: Option<(i64, i64)>) -> String {
+        let table = quote_ident(&self.name);
+        match (piece, self.rowid) {
+            (Some(_), Some(alias)) => {
+                format!("{table} WHERE {} BETWEEN ?1 AND ?2", quote_ident(alias))
+            }
+            _ => table,
+        }
+    }
+
+    /// Per column, the storage classes it holds in the piece (a bit set of SEEN_*).
+    fn storage_classes(
+        &self,
+        conn: &Connection,
+        piece: Option<(i64, i64)>,
+    ) -> Result<Vec<u8>, ReadError> {
+        if self.columns.is_empty() {
+            return Ok(Vec::new());
+        }
+        // SUM(DISTINCT) of one bit per storage class is their bitwise OR, one pass for all
+        // columns.
+        let probes = self
+            .columns
+            .iter()
+            .map(|c| {
+                format!(
+                    "COALESCE(SUM(DISTINCT CASE typeof({}) WHEN 'integer' THEN {SEEN_INTEGER} WHEN 'real' THEN {SEEN_REAL} WHEN 'text' THEN {SEEN_TEXT} WHEN 'blob' THEN {SEEN_BLOB} ELSE 0 END), 0)",
+                    quote_ident(&c.name)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut stmt = conn.prepare(&format!("SELECT {probes} FROM {}", self.from(piece)))?;
+        let row = |r: &rusqlite::Row| {
+            (0..self.columns.len())
+                .map(|i| r.get::<_, i64>(i).map(|v| v as u8))
+                .collect()
+        };
+        Ok(match piece {
+            Some((lo, hi)) => stmt.query_row([lo, hi], row)?,
+            None => stmt.query_row([], row)?,
+        })
+    }
+
+    /// The table's schema, from the storage classes of its columns.
+    fn schema(&self, seen: &[u8]) -> SchemaRef {
+        let fields: Vec<Field> = self
+            .columns
+            .iter()
+            .zip(seen)
+            .map(|(c, &s)| Field::new(c.name.clone(), column_type(s, &c.declared), true))
+            .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The piece's rows, in rowid order, as batches of `schema`.
+    fn read_rows(
+        &self,
+        conn: &Connection,
+        schema: &SchemaRef,
+        piece: Option<(i64, i64)>,
+    ) -> Result<Vec<RecordBatch>, ReadError> {
+        let mut batches = Vec::new();
+        if self.columns.is_empty() {
+            return Ok(batches);
+        }
+        let list = self
+            .columns
+            .iter()
+            .map(|c| quote_ident(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut stmt = conn.prepare(&format!("SELECT {list} FROM {}", self.from(piece)))?;
+        let mut builders: Vec<ColumnBuilder> = schema
+            .fields()
+            .iter()
+            .map(|f| ColumnBuilder::new(f.data_type()))
+            .collect();
+        let mut rows = match piece {
+            Some((lo, hi)) => stmt.query([lo, hi])?,
+            None => stmt.query([])?,
+        };
+        while let Some(row) = rows.next()? {
+            for (i, b) in builders.iter_mut().enumerate() {
+                b.append(row.get_ref(i)?).ok_or_else(|| {
+                    ReadError::Other(format!(
+                        "column '{}' of table '{}' changed type while being read",
+                        self.columns[i].name, self.name
+                    ))
+                })?;
+            }
+            if builders[0].len() >= BATCH_ROWS {
+                batches.push(finish_batch(schema, &mut builders)?);
+            }
+        }
+        if builders[0].len() > 0 {
+            batches.push(finish_batch(schema, &mut builders)?);
+        }
+        Ok(batches)
+    }
+}
+
+/// Inclusive ranges of [`PIECE_ROWIDS`] rowids (wider where that would make more than
+/// [`MAX_PIECES`]) covering `lo..=hi`.
+pub(super) fn rowid_pieces(lo: i64, hi: i64) -> Vec<Option<(i64, i64)>> {
+    let span = hi as i128 - lo as i128 + 1;
+    let width = (span / MAX_PIECES as i128 + 1).max(PIECE_ROWIDS as i128);
+    let mut pieces = Vec::new();
+    let mut start = lo as i128;
+    while start <= hi as i128 {
+        let end = (start + width - 1).min(hi as i128);
+        // Both ends lie in lo..=hi, so they fit an i64.
+        pieces.push(Some((start as i64, end as i64)));
+        start = end + 1;
+    }
+    pieces
 }
 
 fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
@@ -207,74 +458,6 @@ impl ColumnBuilder {
             ColumnBuilder::Blob(b) => Arc::new(b.finish()),
         }
     }
-}
-
-fn read_rows(
-    conn: &Connection,
-    table: &str,
-    columns: &[SqliteColumn],
-) -> Result<(SchemaRef, Vec<RecordBatch>), ReadError> {
-    let from = quote_ident(table);
-    let seen: Vec<u8> = if columns.is_empty() {
-        Vec::new()
-    } else {
-        // SUM(DISTINCT) of one bit per storage class is their bitwise OR, one pass for all
-        // columns.
-        let probes = columns
-            .iter()
-            .map(|c| {
-                format!(
-                    "COALESCE(SUM(DISTINCT CASE typeof({}) WHEN 'integer' THEN {SEEN_INTEGER} WHEN 'real' THEN {SEEN_REAL} WHEN 'text' THEN {SEEN_TEXT} WHEN 'blob' THEN {SEEN_BLOB} ELSE 0 END), 0)",
-                    quote_ident(&c.name)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        conn.query_row(&format!("SELECT {probes} FROM {from}"), [], |r| {
-            (0..columns.len())
-                .map(|i| r.get::<_, i64>(i).map(|v| v as u8))
-                .collect()
-        })?
-    };
-    let fields: Vec<Field> = columns
-        .iter()
-        .zip(&seen)
-        .map(|(c, &s)| Field::new(c.name.clone(), column_type(s, &c.declared), true))
-        .collect();
-    let schema = Arc::new(Schema::new(fields));
-    let mut batches = Vec::new();
-    if columns.is_empty() {
-        return Ok((schema, batches));
-    }
-    let list = columns
-        .iter()
-        .map(|c| quote_ident(&c.name))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut stmt = conn.prepare(&format!("SELECT {list} FROM {from}"))?;
-    let mut builders: Vec<ColumnBuilder> = schema
-        .fields()
-        .iter()
-        .map(|f| ColumnBuilder::new(f.data_type()))
-        .collect();
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        for (i, b) in builders.iter_mut().enumerate() {
-            b.append(row.get_ref(i)?).ok_or_else(|| {
-                ReadError::Other(format!(
-                    "column '{}' of table '{}' changed type while being read",
-                    columns[i].name, table
-                ))
-            })?;
-        }
-        if builders[0].len() >= BATCH_ROWS {
-            batches.push(finish_batch(&schema, &mut builders)?);
-        }
-    }
-    if builders[0].len() > 0 {
-        batches.push(finish_batch(&schema, &mut builders)?);
-    }
-    Ok((schema, batches))
 }
 
 fn finish_batch(

@@ -901,3 +901,131 @@ async fn one_parquet_file_is_a_source_and_a_delimiter_without_csv_is_reported() 
         "{err}"
     );
 }
+
+/// Every value of column `name` over all of a loaded table's batches, as rendered.
+fn loaded_texts(table: &LoadedTable, name: &str) -> Vec<Option<String>> {
+    table
+        .batches
+        .iter()
+        .flat_map(|b| column_texts(b, name))
+        .collect()
+}
+
+#[test]
+fn large_tables_are_read_in_rowid_pieces_on_every_thread_in_rowid_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pieces.sqlite");
+    let conn = Connection::open(&path).expect("create db");
+    // Rowids spread over five pieces, inserted out of order; the third piece holds the only
+    // text of column v, so the whole column is text.
+    conn.execute_batch(
+        "CREATE TABLE big (id INTEGER PRIMARY KEY, v);
+         INSERT INTO big VALUES (300000, 5), (2, 2.5), (140001, 'x'), (1, 1), (70000, NULL);
+         CREATE TABLE shadow (rowid TEXT, _rowid_ TEXT, v INTEGER);
+         INSERT INTO shadow (oid, rowid, _rowid_, v) VALUES (100000, 'a', 'b', 2), (5, 'c', 'd', 1);
+         CREATE TABLE norowid (k INTEGER PRIMARY KEY, v TEXT) WITHOUT ROWID;
+         INSERT INTO norowid VALUES (3, 'c'), (1, 'a');
+         CREATE TABLE empty (a INTEGER);",
+    )
+    .expect("fill test db");
+    drop(conn);
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("thread pool")
+            .install(|| sqlite::load(&path))
+            .expect("load")
+            .0
+    };
+    let (one, two) = (on(1), on(2));
+    for tables in [&one, &two] {
+        let names: Vec<&str> = tables.iter().map(|t| t.meta.name.as_str()).collect();
+        assert_eq!(names, ["big", "shadow", "norowid", "empty"]);
+        let big = &tables[0];
+        assert_eq!(big.schema.field(1).data_type(), &DataType::Utf8);
+        assert_eq!(
+            loaded_texts(big, "id"),
+            texts(&[
+                Some("1"),
+                Some("2"),
+                Some("70000"),
+                Some("140001"),
+                Some("300000")
+            ])
+        );
+        assert_eq!(
+            loaded_texts(big, "v"),
+            texts(&[Some("1"), Some("2.5"), None, Some("x"), Some("5")])
+        );
+        // Columns named rowid and _rowid_ are read as columns, the rows in rowid order.
+        let shadow = &tables[1];
+        assert_eq!(
+            loaded_texts(shadow, "rowid"),
+            texts(&[Some("c"), Some("a")])
+        );
+        assert_eq!(loaded_texts(shadow, "v"), texts(&[Some("1"), Some("2")]));
+        assert_eq!(
+            loaded_texts(&tables[2], "v"),
+            texts(&[Some("a"), Some("c")])
+        );
+        assert!(loaded_texts(&tables[3], "a").is_empty());
+        assert_eq!(tables[3].schema.field(0).data_type(), &DataType::Int64);
+    }
+    // The pieces do not depend on the thread count, so neither do the batches.
+    for (a, b) in one.iter().zip(&two) {
+        assert_eq!(a.batches, b.batches, "{}", a.meta.name);
+    }
+}
+
+#[test]
+fn rowid_pieces_cover_the_range_in_order() {
+    for (lo, hi) in [
+        (1, 1),
+        (1, 65536),
+        (1, 65537),
+        (-5, 300_000),
+        (i64::MIN, i64::MAX),
+        (i64::MAX - 3, i64::MAX),
+    ] {
+        let pieces: Vec<(i64, i64)> = sqlite::rowid_pieces(lo, hi)
+            .into_iter()
+            .map(|p| p.expect("a range"))
+            .collect();
+        assert!(pieces.len() as i64 <= sqlite::MAX_PIECES, "{lo}..={hi}");
+        assert_eq!(pieces[0].0, lo);
+        assert_eq!(pieces[pieces.len() - 1].1, hi);
+        for w in pieces.windows(2) {
+            assert!(w[0].0 <= w[0].1 && w[0].1 + 1 == w[1].0, "{w:?}");
+        }
+    }
+    assert_eq!(sqlite::rowid_pieces(1, 65537).len(), 2);
+}
+
+#[test]
+fn a_wal_database_loads_with_the_commits_in_its_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal.sqlite");
+    let conn = Connection::open(&path).expect("create db");
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE a (x INTEGER PRIMARY KEY, y TEXT);
+         INSERT INTO a VALUES (200000, 'b'), (1, 'a');
+         CREATE TABLE b (z INTEGER);
+         INSERT INTO b VALUES (7);",
+    )
+    .expect("fill test db");
+    // A writer holds the database open: its last commit sits in the WAL file.
+    let tables = sqlite::load(&path).expect("load").0;
+    assert_eq!(
+        loaded_texts(&tables[0], "y"),
+        texts(&[Some("a"), Some("b")])
+    );
+    assert_eq!(loaded_texts(&tables[1], "z"), texts(&[Some("7")]));
+    drop(conn);
+    let tables = sqlite::load(&path).expect("load after the writer closed").0;
+    assert_eq!(
+        loaded_texts(&tables[0], "x"),
+        texts(&[Some("1"), Some("200000")])
+    );
+}
