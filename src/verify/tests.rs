@@ -779,6 +779,35 @@ async fn pseudonymized_keys_are_traced_through_the_key_map() {
         &["students key 7013: the key map has no source key for it"],
     );
 
+    // A released key listed twice with two source keys: the first pair counts.
+    let mut twice = map.clone();
+    let mut doubled = None;
+    if let Some(students) = twice.tables.get_mut("students") {
+        let mut again = students.pairs[0].clone();
+        again.source = students.pairs[1].source.clone();
+        doubled = Some((again.released.clone(), students.pairs[0].source.clone()));
+        students.pairs.push(again);
+    }
+    let (released, kept) = doubled.expect("the map has students");
+    let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&twice), None)
+        .await
+        .expect("verify runs");
+    let show = |k: &[KeyValue]| match &k[0] {
+        KeyValue::Int(i) => i.to_string(),
+        KeyValue::Text(t) => t.clone(),
+    };
+    assert_caught(
+        &v,
+        "truthfulness",
+        &[&format!(
+            "the key map sends students key {} to two source keys ({} and",
+            show(&released),
+            show(&kept)
+        )],
+    );
+    let found = v.check("truthfulness").map(|c| c.violation_count);
+    assert_eq!(found, Some(1), "{}", v.summary());
+
     let mut no_table = map.clone();
     no_table.tables.remove("courses");
     let err = run_with(&plan(2), &source_db(), &rel, Keys::Map(&no_table), None)
