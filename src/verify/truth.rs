@@ -134,17 +134,19 @@ fn translation<'m>(
             }
         }
     }
-    let mut m = Translation {
+    let released_key = |i: usize| Some(render_key(&tk.pairs[i].released, &perm));
+    let index = KeyIndex::new(tk.pairs.len(), released_key, key_hash);
+    let m = Translation {
         pairs: &tk.pairs,
         perm,
-        index: KeyIndex::default(),
+        index,
     };
-    let released_key = |i: usize| Some(render_key(&tk.pairs[i].released, &m.perm));
-    m.index = KeyIndex::new(tk.pairs.len(), released_key, key_hash);
-    for i in 0..tk.pairs.len() {
-        let released = render_key(&tk.pairs[i].released, &m.perm);
-        let released_key = |i: usize| m.released(i);
-        let first = m.index.find(&released, released_key, key_hash);
+    // Only a pair that shares its hash with an earlier one can repeat a released key.
+    for i in m.index.later_rows() {
+        let Some(released) = m.released(i) else {
+            continue;
+        };
+        let first = m.index.find(&released, |j| m.released(j), key_hash);
         let Some(first) = first.filter(|&f| f != i) else {
             continue;
         };
@@ -273,7 +275,6 @@ fn by_key(
 /// its candidates' keys again to compare them, so it finds what a map of the rendered keys
 /// would, the first row with the key, in a few bytes a row instead of the key's strings (at
 /// TPC-H SF 1 the index holds six million line items).
-#[derive(Default)]
 struct KeyIndex {
     first: HashMap<u64, usize>,
     later: HashMap<u64, Vec<usize>>,
@@ -298,6 +299,13 @@ impl KeyIndex {
             }
         }
         KeyIndex { first, later }
+    }
+
+    /// The rows that share their hash with an earlier row, ascending.
+    fn later_rows(&self) -> Vec<usize> {
+        let mut rows: Vec<usize> = self.later.values().flatten().copied().collect();
+        rows.sort_unstable();
+        rows
     }
 
     /// The first row whose key is `wanted`; `key` and `hash` are the ones it was built with.

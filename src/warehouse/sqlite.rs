@@ -176,7 +176,8 @@ impl TableScan {
         let columns = table_columns(conn, name)?;
         let foreign_keys = foreign_keys(conn, name)?;
         // Only an ordinary table with rowids can be read by ranges of them; WITHOUT ROWID
-        // and virtual tables are read whole.
+        // and virtual tables are read whole, and so is any table this query cannot place
+        // (reading whole is always correct, only slower).
         let with_rowid: bool = conn
             .query_row(
                 "SELECT type = 'table' AND wr = 0 FROM pragma_table_list(?1) WHERE schema = 'main'",
