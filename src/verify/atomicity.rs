@@ -2,9 +2,10 @@
 //! released parent FK names exactly one released parent row, so each row has one true join
 //! path.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::data::{show_key, FkIssue, TableData};
+use super::keys::{key_hash, KeyIndex};
 use super::Check;
 use crate::plan::Plan;
 
@@ -15,37 +16,26 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
         };
         if !t.rel_pk.is_empty() {
             let cols = ft.primary_key.join(", ");
-            let mut seen: HashMap<Vec<String>, (usize, usize)> =
-                HashMap::with_capacity(t.rel.rows());
-            let mut keys: Vec<Option<Vec<String>>> = Vec::with_capacity(t.rel.rows());
-            for r in 0..t.rel.rows() {
-                let k = t.rel.key(&t.rel_pk, r);
-                match &k {
-                    None => out.record(format!(
-                        "{} row {}: primary key ({cols}) is NULL",
-                        t.name,
-                        r + 1
-                    )),
-                    Some(k) => {
-                        seen.entry(k.clone())
-                            .and_modify(|e| e.1 += 1)
-                            .or_insert((r, 1));
-                    }
-                }
-                keys.push(k);
+            let key = |r: usize| t.rel.key(&t.rel_pk, r);
+            let index = KeyIndex::new(t.rel.rows(), key, key_hash);
+            for r in index.nulls() {
+                out.record(format!(
+                    "{} row {}: primary key ({cols}) is NULL",
+                    t.name,
+                    r + 1
+                ));
             }
             // Reported once per key, at its first row, so the order follows the table.
-            for (r, k) in keys.iter().enumerate() {
-                let Some(k) = k else { continue };
-                if let Some(&(first, n)) = seen.get(k) {
-                    if first == r && n > 1 {
-                        out.record(format!(
-                            "{}: primary key {} appears {n} times",
-                            t.name,
-                            show_key(Some(k))
-                        ));
-                    }
-                }
+            let mut copies: BTreeMap<usize, usize> = BTreeMap::new();
+            for (_, first) in index.repeats(key, key_hash) {
+                *copies.entry(first).or_insert(1) += 1;
+            }
+            for (first, n) in copies {
+                out.record(format!(
+                    "{}: primary key {} appears {n} times",
+                    t.name,
+                    show_key(key(first).as_deref())
+                ));
             }
         }
         let Some(p) = t.parent else { continue };

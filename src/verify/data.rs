@@ -1,10 +1,10 @@
 //! Both sides of every family table, read once, with their parent links resolved.
 
-use std::collections::HashMap;
-
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
+use rayon::prelude::*;
 
+use super::keys::{key_hash, KeyIndex};
 use super::VerifyError;
 use crate::plan::{ColumnRole, Plan};
 use crate::warehouse::{render_value, Warehouse};
@@ -268,6 +268,9 @@ pub(super) async fn load(
     Ok(tables)
 }
 
+/// Child rows whose FKs are resolved together on every thread, then appended in row order.
+const ROWS_PER_STEP: usize = 1 << 16;
+
 /// Resolves each child row's FK against the parent's referenced columns. An ambiguous FK is
 /// linked to the first match so the tree can still be built; it is reported all the same.
 fn link(
@@ -276,30 +279,30 @@ fn link(
     parent: &Side,
     key: &[usize],
 ) -> (Vec<Option<usize>>, Vec<(usize, FkIssue)>) {
-    let mut index: HashMap<Vec<String>, (usize, usize)> = HashMap::with_capacity(parent.rows());
-    for row in 0..parent.rows() {
-        if let Some(k) = parent.key(key, row) {
-            index.entry(k).and_modify(|e| e.1 += 1).or_insert((row, 1));
-        }
-    }
-    let mut parents = Vec::with_capacity(child.rows());
-    let mut issues = Vec::new();
-    for row in 0..child.rows() {
+    let parent_key = |row: usize| parent.key(key, row);
+    let index = KeyIndex::new(parent.rows(), parent_key, key_hash);
+    let resolve = |row: usize| -> (Option<usize>, Option<FkIssue>) {
         let Some(k) = child.key(fk, row) else {
-            parents.push(None);
-            issues.push((row, FkIssue::Null));
-            continue;
+            return (None, Some(FkIssue::Null));
         };
-        match index.get(&k) {
-            None => {
-                parents.push(None);
-                issues.push((row, FkIssue::Dangling(k)));
-            }
-            Some(&(first, n)) => {
-                parents.push(Some(first));
-                if n > 1 {
-                    issues.push((row, FkIssue::Ambiguous(k, n)));
-                }
+        let mut matches = index.matches(&k, parent_key, key_hash);
+        let first = matches.next();
+        let n = first.map_or(0, |_| 1 + matches.count());
+        match first {
+            None => (None, Some(FkIssue::Dangling(k))),
+            Some(first) => (Some(first), (n > 1).then_some(FkIssue::Ambiguous(k, n))),
+        }
+    };
+    let rows = child.rows();
+    let mut parents = Vec::with_capacity(rows);
+    let mut issues = Vec::new();
+    for start in (0..rows).step_by(ROWS_PER_STEP) {
+        let end = (start + ROWS_PER_STEP).min(rows);
+        let resolved: Vec<_> = (start..end).into_par_iter().map(resolve).collect();
+        for (row, (p, issue)) in (start..end).zip(resolved) {
+            parents.push(p);
+            if let Some(issue) = issue {
+                issues.push((row, issue));
             }
         }
     }

@@ -14,6 +14,7 @@ mod counts;
 mod data;
 mod hier;
 mod kanon;
+mod keys;
 mod ldiv;
 mod matching;
 mod schema;

@@ -579,6 +579,49 @@ async fn duplicated_primary_key_is_caught() {
         "truthfulness",
         &["students key 4 and students key 4 both stand for source students key 4"],
     );
+
+    // Three rows with one key are one finding, and a child under that key has three parents.
+    let copy = table(&mut rel, "students").rows[3].clone();
+    table(&mut rel, "students").rows.push(copy);
+    let v = run(&source_db(), &rel, None).await;
+    let atomicity = v.check("key atomicity").expect("the check ran");
+    let duplicates: Vec<&String> = atomicity
+        .violations
+        .iter()
+        .filter(|m| m.contains("appears"))
+        .collect();
+    assert_eq!(
+        duplicates,
+        ["students: primary key 4 appears 3 times"],
+        "{}",
+        v.summary()
+    );
+    assert_caught(
+        &v,
+        "key atomicity",
+        &[
+            "courses key 40",
+            "(sid) = 4 matches 3 released students rows",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn null_primary_key_is_caught() {
+    let mut rel = release_db();
+    set(&mut rel, "courses", i(21), "cid", Sql::Null);
+    let v = run(&source_db(), &rel, None).await;
+    assert_caught(
+        &v,
+        "key atomicity",
+        &["courses row 4: primary key (cid) is NULL"],
+    );
+    // Its book names a course that no released row has any more.
+    assert_caught(
+        &v,
+        "key atomicity",
+        &["books row", "(cid) = 21 matches no released courses row"],
+    );
 }
 
 #[tokio::test]

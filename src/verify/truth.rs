@@ -2,14 +2,14 @@
 //! table, under the source row's parent, with QI cells that are the value or an ancestor of
 //! it and SA / insensitive cells that are the value.
 
-use std::collections::hash_map::{DefaultHasher, Entry};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 
 use rayon::prelude::*;
 
 use super::data::{show_cell, show_key, Content, Rule, TableData};
 use super::hier::{Hier, ROOT};
+use super::keys::{key_hash, KeyIndex};
 use super::matching::complete;
 use super::{Check, Keys, VerifyError};
 use crate::keymap::{KeyMap, KeyPair, KeyValue};
@@ -141,21 +141,14 @@ fn translation<'m>(
         perm,
         index,
     };
-    // Only a pair that shares its hash with an earlier one can repeat a released key.
-    for i in m.index.later_rows() {
-        let Some(released) = m.released(i) else {
-            continue;
-        };
-        let first = m.index.find(&released, |j| m.released(j), key_hash);
-        let Some(first) = first.filter(|&f| f != i) else {
-            continue;
-        };
+    let repeats = m.index.repeats(|j| m.released(j), key_hash);
+    for (i, first) in repeats {
         let (kept, other) = (m.source(first), m.source(i));
         if kept != other {
             out.record(format!(
                 "the key map sends {} key {} to two source keys ({} and {})",
                 ft.name,
-                show_key(Some(&released)),
+                show_key(m.released(i).as_deref()),
                 show_key(Some(&kept)),
                 show_key(Some(&other))
             ));
@@ -268,66 +261,6 @@ fn by_key(
         }
     }
     Ok(mapped)
-}
-
-/// Rows by key, keeping a hash of each key rather than the key: per hash the first row with
-/// it, and the later rows that share it (equal keys, or the rare collision). A lookup renders
-/// its candidates' keys again to compare them, so it finds what a map of the rendered keys
-/// would, the first row with the key, in a few bytes a row instead of the key's strings (at
-/// TPC-H SF 1 the index holds six million line items).
-struct KeyIndex {
-    first: HashMap<u64, usize>,
-    later: HashMap<u64, Vec<usize>>,
-}
-
-impl KeyIndex {
-    /// Rows `0..rows` by `key` (a row whose key has a NULL is left out), hashed by `hash`.
-    fn new(
-        rows: usize,
-        key: impl Fn(usize) -> Option<Vec<String>>,
-        hash: fn(&[String]) -> u64,
-    ) -> KeyIndex {
-        let mut first = HashMap::with_capacity(rows);
-        let mut later: HashMap<u64, Vec<usize>> = HashMap::new();
-        for r in 0..rows {
-            let Some(k) = key(r) else { continue };
-            match first.entry(hash(&k)) {
-                Entry::Vacant(e) => {
-                    e.insert(r);
-                }
-                Entry::Occupied(e) => later.entry(*e.key()).or_default().push(r),
-            }
-        }
-        KeyIndex { first, later }
-    }
-
-    /// The rows that share their hash with an earlier row, ascending.
-    fn later_rows(&self) -> Vec<usize> {
-        let mut rows: Vec<usize> = self.later.values().flatten().copied().collect();
-        rows.sort_unstable();
-        rows
-    }
-
-    /// The first row whose key is `wanted`; `key` and `hash` are the ones it was built with.
-    fn find(
-        &self,
-        wanted: &[String],
-        key: impl Fn(usize) -> Option<Vec<String>>,
-        hash: fn(&[String]) -> u64,
-    ) -> Option<usize> {
-        let h = hash(wanted);
-        let first = *self.first.get(&h)?;
-        std::iter::once(first)
-            .chain(self.later.get(&h).into_iter().flatten().copied())
-            .find(|&r| key(r).as_deref() == Some(wanted))
-    }
-}
-
-/// A fixed hash of a rendered key (the same in every run).
-fn key_hash(key: &[String]) -> u64 {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
 }
 
 fn source_name(t: &TableData, s: usize) -> String {
@@ -814,38 +747,6 @@ fn for_each_tuple(exact: u32, sets: &[&Admitted], mut f: impl FnMut(&[u32]) -> b
         for later in q + 1..sets.len() {
             at[later] = 0;
             key[later + 1] = sets[later].ids[0];
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{key_hash, KeyIndex};
-
-    fn keys() -> Vec<Option<Vec<String>>> {
-        [Some("a"), Some("b"), None, Some("a"), Some("c")]
-            .into_iter()
-            .map(|k| k.map(|k| vec![k.to_string(), "1".to_string()]))
-            .collect()
-    }
-
-    fn wanted(k: &str) -> Vec<String> {
-        vec![k.to_string(), "1".to_string()]
-    }
-
-    #[test]
-    fn a_key_index_finds_the_first_row_with_a_key_whatever_the_hashes_collide() {
-        let keys = keys();
-        let key = |r: usize| keys[r].clone();
-        // With every key on one hash, rows are told apart only by comparing keys.
-        let same: fn(&[String]) -> u64 = |_| 7;
-        for hash in [key_hash, same] {
-            let index = KeyIndex::new(keys.len(), key, hash);
-            assert_eq!(index.find(&wanted("a"), key, hash), Some(0));
-            assert_eq!(index.find(&wanted("b"), key, hash), Some(1));
-            assert_eq!(index.find(&wanted("c"), key, hash), Some(4));
-            assert_eq!(index.find(&wanted("d"), key, hash), None);
-            assert_eq!(index.find(&["a".to_string()], key, hash), None);
         }
     }
 }
