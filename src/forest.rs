@@ -12,8 +12,9 @@ use arrow::array::{Array, ArrayRef, UInt32Array};
 use arrow::compute::filter_record_batch;
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
+use rayon::prelude::*;
 
-use crate::hierarchy::{Hierarchy, HierarchyError};
+use crate::hierarchy::{Built, Hierarchy, HierarchyError};
 use crate::plan::{ColumnRole, FamilyTable, OrphanPolicy, Plan};
 use crate::sensitive::{self, SensitiveColumn, SensitiveError};
 use crate::warehouse::{numeric_value, render_value, Warehouse, WarehouseError};
@@ -305,54 +306,11 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
         if !ft.children.is_empty() {
             register_keys(wh, ti, &batch, &ft.primary_key)?;
         }
-        // QI interning.
-        let mut hierarchies = Vec::new();
-        let mut per_col: Vec<Vec<u32>> = Vec::new();
-        for (col, hname) in ft.qi_columns() {
-            let array = batch
-                .column_by_name(col)
-                .ok_or_else(|| ForestError::Internal(format!("column {col} missing")))?;
-            let texts: Vec<Option<String>> = (0..array.len())
-                .map(|r| render_value(array.as_ref(), r))
-                .collect();
-            let numbers: Vec<Option<f64>> = (0..array.len())
-                .map(|r| numeric_value(array.as_ref(), r))
-                .collect();
-            let def = plan
-                .hierarchies
-                .get(hname)
-                .ok_or_else(|| ForestError::Internal(format!("hierarchy {hname} not resolved")))?;
-            let built = Hierarchy::build(
-                hname,
-                def,
-                &format!("{}.{}", ft.name, col),
-                &texts,
-                &numbers,
-            )?;
-            hierarchies.push(built.hierarchy);
-            per_col.push(built.codes);
-        }
-        let mut sensitive = Vec::new();
-        for c in &ft.columns {
-            let crate::plan::ColumnRole::Sensitive { buckets } = &c.role else {
-                continue;
-            };
-            let array = batch
-                .column_by_name(&c.name)
-                .ok_or_else(|| ForestError::Internal(format!("column {} missing", c.name)))?;
-            let texts: Vec<Option<String>> = (0..array.len())
-                .map(|r| render_value(array.as_ref(), r))
-                .collect();
-            let numbers: Vec<Option<f64>> = (0..array.len())
-                .map(|r| numeric_value(array.as_ref(), r))
-                .collect();
-            sensitive.push(sensitive::intern(
-                &format!("{}.{}", ft.name, c.name),
-                buckets.as_deref(),
-                &texts,
-                &numbers,
-            )?);
-        }
+        let TableCodes {
+            hierarchies,
+            per_col,
+            sensitive,
+        } = intern_columns(plan, ft, &batch)?;
         let n = batch.num_rows();
         let nqi = per_col.len();
         let mut qi = vec![0u32; n * nqi];
@@ -382,6 +340,93 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     }
     cleanup(wh, plan);
     Ok(Forest { tables })
+}
+
+/// A column's cells as text and as numbers, rendered on every thread.
+fn rendered(array: &dyn Array) -> (Vec<Option<String>>, Vec<Option<f64>>) {
+    let texts = (0..array.len())
+        .into_par_iter()
+        .map(|r| render_value(array, r))
+        .collect();
+    let numbers = (0..array.len())
+        .into_par_iter()
+        .map(|r| numeric_value(array, r))
+        .collect();
+    (texts, numbers)
+}
+
+/// A column to intern: a QI with its hierarchy's name, or a sensitive column.
+enum Interned<'p> {
+    Qi(&'p str),
+    Sensitive(Option<&'p [f64]>),
+}
+
+/// What one column interns to.
+enum Codes {
+    Qi(Built),
+    Sensitive(SensitiveColumn),
+}
+
+/// A table's interned columns: per QI its hierarchy and its codes by row, and its sensitive
+/// columns.
+struct TableCodes {
+    hierarchies: Vec<Hierarchy>,
+    per_col: Vec<Vec<u32>>,
+    sensitive: Vec<SensitiveColumn>,
+}
+
+/// Interns a table's QI columns (hierarchy codes) and sensitive columns (value codes), one
+/// column a task; errors are reported in column order, QIs first, whatever thread found them.
+fn intern_columns(
+    plan: &Plan,
+    ft: &FamilyTable,
+    batch: &RecordBatch,
+) -> Result<TableCodes, ForestError> {
+    let mut columns: Vec<(&str, Interned)> = ft
+        .qi_columns()
+        .map(|(col, hname)| (col, Interned::Qi(hname)))
+        .collect();
+    for c in &ft.columns {
+        if let ColumnRole::Sensitive { buckets } = &c.role {
+            columns.push((&c.name, Interned::Sensitive(buckets.as_deref())));
+        }
+    }
+    let interned: Vec<Result<Codes, ForestError>> = columns
+        .par_iter()
+        .map(|(col, what)| {
+            let array = batch
+                .column_by_name(col)
+                .ok_or_else(|| ForestError::Internal(format!("column {col} missing")))?;
+            let (texts, numbers) = rendered(array.as_ref());
+            let column = format!("{}.{}", ft.name, col);
+            Ok(match what {
+                Interned::Qi(hname) => {
+                    let def = plan.hierarchies.get(*hname).ok_or_else(|| {
+                        ForestError::Internal(format!("hierarchy {hname} not resolved"))
+                    })?;
+                    Codes::Qi(Hierarchy::build(hname, def, &column, &texts, &numbers)?)
+                }
+                Interned::Sensitive(buckets) => {
+                    Codes::Sensitive(sensitive::intern(&column, *buckets, &texts, &numbers)?)
+                }
+            })
+        })
+        .collect();
+    let mut out = TableCodes {
+        hierarchies: Vec::new(),
+        per_col: Vec::new(),
+        sensitive: Vec::new(),
+    };
+    for codes in interned {
+        match codes? {
+            Codes::Qi(built) => {
+                out.hierarchies.push(built.hierarchy);
+                out.per_col.push(built.codes);
+            }
+            Codes::Sensitive(column) => out.sensitive.push(column),
+        }
+    }
+    Ok(out)
 }
 
 fn key_table(ti: usize) -> String {
