@@ -317,6 +317,8 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     }
     phases.spin("load", "loading the entity forest");
     let forest = forest::load(&plan, &wh).await?;
+    // Loading renders every QI cell on every thread; what it freed there goes back too.
+    return_free_heap();
     let k = plan.params.model.min_group();
     let letter = if plan.params.model.diversity().is_some() {
         "l"
