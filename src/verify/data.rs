@@ -2,9 +2,8 @@
 
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
-use rayon::prelude::*;
 
-use super::keys::{key_hash, KeyIndex};
+use super::keys::{in_row_order, key_hash, KeyIndex};
 use super::VerifyError;
 use crate::plan::{ColumnRole, Plan};
 use crate::warehouse::{render_value, Warehouse};
@@ -268,9 +267,6 @@ pub(super) async fn load(
     Ok(tables)
 }
 
-/// Child rows whose FKs are resolved together on every thread, then appended in row order.
-const ROWS_PER_STEP: usize = 1 << 16;
-
 /// Resolves each child row's FK against the parent's referenced columns. An ambiguous FK is
 /// linked to the first match so the tree can still be built; it is reported all the same.
 fn link(
@@ -293,18 +289,13 @@ fn link(
             Some(first) => (Some(first), (n > 1).then_some(FkIssue::Ambiguous(k, n))),
         }
     };
-    let rows = child.rows();
-    let mut parents = Vec::with_capacity(rows);
+    let mut parents = Vec::with_capacity(child.rows());
     let mut issues = Vec::new();
-    for start in (0..rows).step_by(ROWS_PER_STEP) {
-        let end = (start + ROWS_PER_STEP).min(rows);
-        let resolved: Vec<_> = (start..end).into_par_iter().map(resolve).collect();
-        for (row, (p, issue)) in (start..end).zip(resolved) {
-            parents.push(p);
-            if let Some(issue) = issue {
-                issues.push((row, issue));
-            }
+    in_row_order(child.rows(), resolve, |row, (p, issue)| {
+        parents.push(p);
+        if let Some(issue) = issue {
+            issues.push((row, issue));
         }
-    }
+    });
     (parents, issues)
 }

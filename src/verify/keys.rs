@@ -8,8 +8,7 @@ use std::hash::{Hash, Hasher};
 
 use rayon::prelude::*;
 
-/// Rows whose keys are rendered and hashed together on every thread, then entered in row
-/// order: a bound on what a build holds besides the index.
+/// Rows mapped together on every thread by [`in_row_order`]: a bound on what it holds.
 const ROWS_PER_STEP: usize = 1 << 16;
 
 /// Rows by key, keeping a hash of each key rather than the key: per hash the first row with
@@ -38,25 +37,19 @@ impl KeyIndex {
             later: HashMap::new(),
             nulls: Vec::new(),
         };
-        for start in (0..rows).step_by(ROWS_PER_STEP) {
-            let end = (start + ROWS_PER_STEP).min(rows);
-            let hashes: Vec<Option<u64>> = (start..end)
-                .into_par_iter()
-                .map(|r| key(r).map(|k| hash(&k)))
-                .collect();
-            for (r, h) in (start..end).zip(hashes) {
-                let Some(h) = h else {
-                    index.nulls.push(r);
-                    continue;
-                };
-                match index.first.entry(h) {
-                    Entry::Vacant(e) => {
-                        e.insert(r);
-                    }
-                    Entry::Occupied(e) => index.later.entry(*e.key()).or_default().push(r),
+        let hashed = |r: usize| key(r).map(|k| hash(&k));
+        in_row_order(rows, hashed, |r, h| {
+            let Some(h) = h else {
+                index.nulls.push(r);
+                return;
+            };
+            match index.first.entry(h) {
+                Entry::Vacant(e) => {
+                    e.insert(r);
                 }
+                Entry::Occupied(e) => index.later.entry(*e.key()).or_default().push(r),
             }
-        }
+        });
         index
     }
 
@@ -66,7 +59,7 @@ impl KeyIndex {
     }
 
     /// The rows that share their hash with an earlier row, ascending.
-    pub(super) fn later_rows(&self) -> Vec<usize> {
+    fn later_rows(&self) -> Vec<usize> {
         let mut rows: Vec<usize> = self.later.values().flatten().copied().collect();
         rows.sort_unstable();
         rows
@@ -118,6 +111,23 @@ impl KeyIndex {
                 (first != r).then_some((r, first))
             })
             .collect()
+    }
+}
+
+/// Maps rows `0..rows` on every thread and hands each result to `take` in row order,
+/// [`ROWS_PER_STEP`] rows at a time, so at most one step's results are held at once and what
+/// `take` builds does not depend on the number of threads.
+pub(super) fn in_row_order<T: Send>(
+    rows: usize,
+    map: impl Fn(usize) -> T + Sync,
+    mut take: impl FnMut(usize, T),
+) {
+    for start in (0..rows).step_by(ROWS_PER_STEP) {
+        let end = (start + ROWS_PER_STEP).min(rows);
+        let mapped: Vec<T> = (start..end).into_par_iter().map(&map).collect();
+        for (r, t) in (start..end).zip(mapped) {
+            take(r, t);
+        }
     }
 }
 

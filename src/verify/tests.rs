@@ -835,10 +835,7 @@ async fn pseudonymized_keys_are_traced_through_the_key_map() {
     let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&twice), None)
         .await
         .expect("verify runs");
-    let show = |k: &[KeyValue]| match &k[0] {
-        KeyValue::Int(i) => i.to_string(),
-        KeyValue::Text(t) => t.clone(),
-    };
+    let show = |k: &[KeyValue]| truth::render_key_value(&k[0]);
     assert_caught(
         &v,
         "truthfulness",
