@@ -296,7 +296,7 @@ fn run_from(t: &Table, start: Start, k: usize, progress: &Progress) -> Option<Ru
     Some(best)
 }
 
-/// One pool size's partition: its groups, the rows it suppresses and their LM'.
+/// One start's partition: its groups, the rows it suppresses and their LM'.
 struct Run {
     groups: Vec<Vec<u32>>,
     suppressed: Vec<u32>,

@@ -22,8 +22,8 @@ use crate::progress::Progress;
 
 /// The LM' bands boxes are listed in: the first is `[0, first)`, each next one ends `growth`
 /// times further. Measured on UCI Adult: doubling listed 8.0 M boxes in one band at k = 10 and
-/// peaked at 355 MB at k = 50; 1.25 peaks at 121 MB there, in about the same time (finer
-/// bands walk the cheap boxes again for every band).
+/// peaked at 347 MiB at k = 50; 1.25 peaks at 118 MiB there, in about the same time (finer
+/// bands walk the cheap boxes again for every band; 1.1 was slower).
 const BANDS: Bands = Bands {
     first: 0.25,
     growth: 1.25,
