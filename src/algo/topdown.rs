@@ -235,8 +235,8 @@ pub fn cluster(forest: &Forest, k: usize, progress: &Progress) -> Clustering {
     Clustering { ecs, suppressed }
 }
 
-/// Where a run starts: a top-down order with one of [`POOL_FACTORS`] (step 1), or the
-/// cheapest cover ([`cover::cover_order`]).
+/// Where a run starts: the top-down order of one of [`POOL_FACTORS`] (by index; step 1), or
+/// the cheapest cover ([`cover::cover_order`]).
 #[derive(Clone, Copy)]
 enum Start {
     TopDown(usize),
@@ -247,18 +247,28 @@ enum Start {
 /// partition of least LM', the first start on a tie (in that order), so the result does not
 /// depend on scheduling. The top-down starts are kept beside the cover, so no result is worse
 /// than theirs alone (on a generated table of 90 people at k = 5 the second pool size won).
-/// The cover comes first: it takes longest, and rayon's split then gives it a thread while
-/// the other runs the top-down starts. Progress: "ordering rows top-down" counts the rows the
-/// top-down orders place.
+/// The first pool size's order also sequences the cover's cells, so it is made once, before
+/// the runs. The cover comes first: it takes longest, and rayon's split then gives it a
+/// thread while the other runs the top-down starts. Progress: "ordering rows top-down" counts
+/// the rows the top-down orders place.
 fn best_run(t: &Table, k: usize, progress: &Progress) -> Run {
     progress.stage("ordering rows top-down", t.n * POOL_FACTORS.len());
+    let all = || (0..t.n as u32).collect::<Vec<u32>>();
+    let first = top_down_order(t, all(), POOL_FACTORS[0] * k, progress);
     let starts: Vec<Start> = [Start::Cover]
         .into_iter()
-        .chain(POOL_FACTORS.map(Start::TopDown))
+        .chain((0..POOL_FACTORS.len()).map(Start::TopDown))
         .collect();
     let runs: Vec<Run> = starts
         .par_iter()
-        .filter_map(|&start| run_from(t, start, k, progress))
+        .filter_map(|&start| {
+            let order = match start {
+                Start::Cover => cover::cover_order(t, k, &first)?,
+                Start::TopDown(0) => first.clone(),
+                Start::TopDown(i) => top_down_order(t, all(), POOL_FACTORS[i] * k, progress),
+            };
+            Some(run_from(t, &order, k))
+        })
         .collect();
     let mut best = 0;
     for (i, run) in runs.iter().enumerate() {
@@ -271,14 +281,10 @@ fn best_run(t: &Table, k: usize, progress: &Progress) -> Run {
         .expect("every top-down start gives a run, and POOL_FACTORS is not empty")
 }
 
-/// Steps 1-3 from one start; `None` when the cover cannot be built.
-fn run_from(t: &Table, start: Start, k: usize, progress: &Progress) -> Option<Run> {
-    let order = match start {
-        Start::TopDown(f) => top_down_order(t, (0..t.n as u32).collect(), f * k, progress),
-        Start::Cover => cover::cover_order(t, k)?,
-    };
+/// Steps 2-3 from one start's `order`.
+fn run_from(t: &Table, order: &[u32], k: usize) -> Run {
     let mut best = Run::new(t, |suppressed| {
-        refine(t, &order, segment(t, &order, k), k, suppressed)
+        refine(t, order, segment(t, order, k), k, suppressed)
     });
     let mut tried = HashSet::new();
     for _ in 0..ROUNDS {
@@ -286,14 +292,14 @@ fn run_from(t: &Table, start: Start, k: usize, progress: &Progress) -> Option<Ru
             suppressed.extend_from_slice(&best.suppressed);
             let groups = reorder_windows(t, best.groups.clone(), k);
             let groups = pair_windows(t, groups, k, &mut tried);
-            refine(t, &order, groups, k, suppressed)
+            refine(t, order, groups, k, suppressed)
         });
         if next.cost >= best.cost {
             break;
         }
         best = next;
     }
-    Some(best)
+    best
 }
 
 /// One start's partition: its groups, the rows it suppresses and their LM'.

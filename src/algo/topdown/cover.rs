@@ -17,8 +17,7 @@
 //! start. A band that would list more than [`BUDGET_PER_ROW`] boxes per row (many attributes
 //! with deep hierarchies) drops this start; TopDown keeps its others.
 
-use super::{top_down_order, Table, POOL_FACTORS};
-use crate::progress::Progress;
+use super::Table;
 
 /// The LM' bands boxes are listed in: the first is `[0, first)`, each next one ends `growth`
 /// times further. Measured on UCI Adult: doubling listed 8.0 M boxes in one band at k = 10 and
@@ -40,13 +39,11 @@ struct Bands {
 }
 
 /// The table's rows in the cover's order: its cells sequenced by the median position of their
-/// rows in the top-down order of the first pool size, then the rows no cell took, in that
+/// rows in `top_down` (a top-down order of all rows), then the rows no cell took, in that
 /// order. `None` when a band would list too many boxes or the boxes cannot be numbered in 64
 /// bits.
-pub(super) fn cover_order(t: &Table, k: usize) -> Option<Vec<u32>> {
+pub(super) fn cover_order(t: &Table, k: usize, top_down: &[u32]) -> Option<Vec<u32>> {
     let cover = cells(t, k, BANDS, BUDGET_PER_ROW.saturating_mul(t.n).max(1 << 16))?;
-    let pool = POOL_FACTORS[0] * k;
-    let top_down = top_down_order(t, (0..t.n as u32).collect(), pool, &Progress::new());
     let mut position = vec![0u32; t.n];
     for (i, &r) in top_down.iter().enumerate() {
         position[r as usize] = i as u32;
@@ -105,7 +102,12 @@ fn cells(t: &Table, k: usize, bands: Bands, budget: usize) -> Option<Cover> {
     }
     let cells = opened
         .into_iter()
-        .map(|members| members.iter().flat_map(|&d| distinct[d].clone()).collect())
+        .map(|members| {
+            members
+                .iter()
+                .flat_map(|&d| distinct[d].iter().copied())
+                .collect()
+        })
         .collect();
     let rest = distinct
         .iter()
@@ -249,7 +251,9 @@ impl<'t, 'a> Lattice<'t, 'a> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{forest, rows};
+    use super::super::top_down_order;
     use super::*;
+    use crate::progress::Progress;
 
     /// Cells as sets of rows (sorted), in the order they opened, and the rest sorted.
     fn opened(c: &Cover) -> (Vec<Vec<u32>>, Vec<u32>) {
@@ -281,7 +285,8 @@ mod tests {
         let c = cells(&t, 3, BANDS, usize::MAX).expect("two attributes number in 64 bits");
         assert_eq!(opened(&c), (vec![vec![0, 1, 2], vec![3, 4, 5]], vec![6]));
         // The order: cells along the top-down order, the lone row last.
-        let order = cover_order(&t, 3).expect("within budget");
+        let top_down = top_down_order(&t, (0..7).collect(), 3, &Progress::new());
+        let order = cover_order(&t, 3, &top_down).expect("within budget");
         assert_eq!(order.len(), 7);
         assert_eq!(order[6], 6);
         let mut sorted = order.clone();
