@@ -214,7 +214,11 @@ pub async fn run(
 
     let candidates = candidates(&family, &evidence);
     let entity_table = &plan.tables[0];
-    let keys = key_columns(&released[0], &entity_table.name, &entity_table.primary_key)?;
+    let keys = key_columns(
+        &released[0],
+        &entity_table.name,
+        &entity_table.released_pk(),
+    )?;
     // A key-less entity table (a single table) has no released key to name candidates by.
     let named = !keys.is_empty() && candidates.len() <= KEYS_LISTED;
     let candidate_keys = named.then(|| {
@@ -329,8 +333,8 @@ fn link(plan: &Plan, released: &[RecordBatch]) -> Result<Vec<Vec<Vec<u32>>>, Att
             .parent
             .expect("every family table but the entity table has a parent");
         let (child, parent) = (&released[ti], &released[p]);
-        let fk = key_columns(child, &t.name, &t.parent_fk)?;
-        let referenced = key_columns(parent, &plan.tables[p].name, &t.parent_key)?;
+        let fk = key_columns(child, &t.name, &t.released_fk)?;
+        let referenced = key_columns(parent, &plan.tables[p].name, &t.released_parent_key)?;
         let mut index: HashMap<Vec<String>, (u32, usize)> = HashMap::new();
         for r in 0..parent.num_rows() {
             if let Some(k) = key_of(parent, &referenced, r) {
@@ -352,10 +356,10 @@ fn link(plan: &Plan, released: &[RecordBatch]) -> Result<Vec<Vec<Vec<u32>>>, Att
         if let Some(example) = broken.first() {
             return Err(AttackError::BrokenLink {
                 table: t.name.clone(),
-                fk: t.parent_fk.join(", "),
+                fk: t.released_fk.join(", "),
                 parent: plan.tables[p].name.clone(),
                 count: broken.len(),
-                example: format!("{} = {example}", t.parent_fk.join(", ")),
+                example: format!("{} = {example}", t.released_fk.join(", ")),
             });
         }
         entity_of.push(owners);

@@ -23,12 +23,15 @@ pub enum HierarchyError {
         pos: String,
         detail: String,
     },
-    #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; add them to the hierarchy (or fix the data)")]
+    #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; add them to the hierarchy (or fix the data){whitespace}")]
     NotALeaf {
         column: String,
         hierarchy: String,
         count: usize,
         examples: String,
+        /// Empty, or a sentence naming a value that misses a leaf only by surrounding
+        /// whitespace, with both spellings (values are matched byte for byte).
+        whitespace: String,
     },
 }
 
@@ -228,7 +231,9 @@ impl Builder {
     fn add_rows(&mut self, rows: &[Vec<String>], pos: &str) -> Result<(), HierarchyError> {
         for (i, row) in rows.iter().enumerate() {
             let mut path: Vec<&str> = Vec::with_capacity(row.len());
-            for cell in row.iter().map(|c| c.trim()) {
+            // Cells are matched byte for byte: a data value `'Edinburgh '` is a different
+            // leaf from `'Edinburgh'` (see `whitespace_hint` for the error that says so).
+            for cell in row.iter().map(String::as_str) {
                 if cell.is_empty() || path.last() == Some(&cell) {
                     continue;
                 }
@@ -306,7 +311,7 @@ impl Builder {
             }
             self.link(child, 0, 0, pos)?;
         }
-        not_leaves(column, name, bad)
+        not_leaves(column, name, bad, &[])
     }
 
     fn add_dates(
@@ -336,7 +341,7 @@ impl Builder {
             }
             self.link(child, 0, 0, "")?;
         }
-        not_leaves(column, name, bad)
+        not_leaves(column, name, bad, &[])
     }
 
     /// Freezes the arrays, checks for cycles and maps every value to its leaf.
@@ -429,7 +434,11 @@ impl Builder {
                 },
             }
         }
-        not_leaves(column, &self.name, bad)?;
+        let leaf_labels: Vec<&str> = (1..n)
+            .filter(|&i| !has_child[i])
+            .filter_map(|i| self.labels[i].as_deref())
+            .collect();
+        not_leaves(column, &self.name, bad, &leaf_labels)?;
         let total_leaves = leaves[0];
         Ok(Built {
             hierarchy: Hierarchy {
@@ -446,10 +455,16 @@ impl Builder {
     }
 }
 
-fn not_leaves(column: &str, hierarchy: &str, mut bad: Vec<String>) -> Result<(), HierarchyError> {
+fn not_leaves(
+    column: &str,
+    hierarchy: &str,
+    mut bad: Vec<String>,
+    leaves: &[&str],
+) -> Result<(), HierarchyError> {
     if bad.is_empty() {
         return Ok(());
     }
+    let whitespace = whitespace_hint(&bad, leaves);
     let count = bad.len();
     bad.sort();
     bad.dedup();
@@ -464,7 +479,23 @@ fn not_leaves(column: &str, hierarchy: &str, mut bad: Vec<String>) -> Result<(),
         hierarchy: hierarchy.to_string(),
         count,
         examples,
+        whitespace,
     })
+}
+
+/// The first value of `bad` that equals a leaf once surrounding whitespace is removed from
+/// both, told with both spellings: the data owner sees two identical-looking words otherwise.
+fn whitespace_hint(bad: &[String], leaves: &[&str]) -> String {
+    let by_trimmed: HashMap<&str, &str> = leaves.iter().map(|l| (l.trim(), *l)).collect();
+    bad.iter()
+        .find_map(|v| {
+            by_trimmed.get(v.trim()).map(|leaf| {
+                format!(
+                    ". The value {v:?} differs from the leaf {leaf:?} only by surrounding whitespace; values are matched byte for byte, so spell the hierarchy cell exactly as the data holds it"
+                )
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// `YYYY-MM-DD` (optionally followed by a time) to (year, month).

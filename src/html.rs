@@ -589,6 +589,10 @@ fn summary(r: &Report) -> String {
             "smallest equivalence class".to_string(),
             r.smallest_ec.map_or("-".to_string(), |n| n.to_string()),
         ],
+        vec![
+            "rows suppressed (every family table)".to_string(),
+            format!("{:.1}%", 100.0 * r.rows_suppressed_share),
+        ],
         vec!["LM (001 Def. 8)".to_string(), fixed(r.lm, 4)],
         vec![
             "LM with suppression (000 Def. 11)".to_string(),
@@ -655,13 +659,19 @@ fn tables_section(r: &Report) -> String {
                 t.rows_in.to_string(),
                 t.released.to_string(),
                 t.suppressed.to_string(),
+                format!("{:.1}%", 100.0 * t.suppressed_share()),
                 t.orphans_dropped.to_string(),
                 t.qi_columns.to_string(),
                 fixed(t.lm, 4),
+                if t.unchanged_columns.is_empty() {
+                    "-".to_string()
+                } else {
+                    t.unchanged_columns.join(", ")
+                },
             ]
         })
         .collect();
-    format!(
+    let mut s = format!(
         "<h2>Tables</h2>\n{}",
         table(
             &[
@@ -669,13 +679,41 @@ fn tables_section(r: &Report) -> String {
                 "rows in",
                 "released",
                 "suppressed",
+                "suppressed share",
                 "orphans dropped",
                 "QI columns",
                 "LM",
+                "published unchanged",
             ],
             &rows,
         )
-    )
+    );
+    if !r.dimensions.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .dimensions
+            .iter()
+            .map(|d| {
+                vec![
+                    d.name.clone(),
+                    d.columns.join(", "),
+                    if d.left_out_columns.is_empty() {
+                        "-".to_string()
+                    } else {
+                        d.left_out_columns.join(", ")
+                    },
+                ]
+            })
+            .collect();
+        s += "<h3>Released beside the family</h3>\n<p class=\"note\">Dimension tables are \
+              published as the source holds them, without their IDENTIFIER columns.</p>\n";
+        s += &table(&["table", "columns", "left out"], &rows);
+    }
+    if !r.left_out.is_empty() {
+        let rows: Vec<Vec<String>> = r.left_out.iter().map(|t| vec![t.clone()]).collect();
+        s += "<h3>Not released</h3>\n";
+        s += &table(&["table"], &rows);
+    }
+    s
 }
 
 fn ec_section(r: &Report) -> Result<String, HtmlError> {

@@ -34,6 +34,12 @@ pub struct KeyMap {
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TableKeys {
+    /// The source's primary-key columns (the order of `KeyPair::source`).
     pub columns: Vec<String>,
+    /// The released key's columns (the order of `KeyPair::released`): the same columns, one
+    /// surrogate column, or the parent's (a shared primary key). Empty in maps that predate
+    /// it: the same as `columns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub released_columns: Vec<String>,
     pub pairs: Vec<KeyPair>,
 }

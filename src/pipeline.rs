@@ -295,6 +295,13 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let mut phases = Phases::new(req.progress);
     let (plan, wh) = prepare(req, &mut phases).await?;
+    if !plan.left_out.is_empty() {
+        phases.warn(&format!(
+            "left out of the release (outside the {} family and not declared dimensions): {}; add LABEL TABLE <table> AS DIMENSION to release one",
+            plan.entity,
+            plan.left_out.join(", ")
+        ));
+    }
     let target = target_of(&plan, &req.origin)?;
     let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(&target));
     if src_abs == tgt_abs || tgt_abs.starts_with(&src_abs) {
@@ -363,16 +370,24 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     phases.spin("assemble", "dimension tables and views");
     let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
     for d in &plan.dimensions {
-        let meta = wh
-            .table(d)
-            .ok_or_else(|| anyhow!("dimension table {d} vanished"))?
-            .clone();
-        let batch = wh.read_table(&meta.name, None, &meta.primary_key).await?;
+        let columns = d.released_columns();
+        let kept_pk = d.primary_key.iter().all(|c| columns.contains(c));
+        // Rows by key, or by every column when the key is left out: never in source order.
+        let order = if kept_pk && !d.primary_key.is_empty() {
+            d.primary_key.clone()
+        } else {
+            columns.clone()
+        };
+        let batch = wh.read_table(&d.name, Some(&columns), &order).await?;
         tables.push(ReleaseTable {
-            name: meta.name.clone(),
+            name: d.name.clone(),
             batch,
-            primary_key: meta.primary_key.clone(),
-            foreign_keys: meta.foreign_keys.clone(),
+            primary_key: if kept_pk {
+                d.primary_key.clone()
+            } else {
+                Vec::new()
+            },
+            foreign_keys: d.links.clone(),
         });
     }
     let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();

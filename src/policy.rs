@@ -33,7 +33,11 @@ pub struct Policy {
     pub entity: Option<EntityDecl>,
     pub primary_keys: Vec<KeyDecl>,
     pub foreign_keys: Vec<ForeignKeyDecl>,
+    /// `ALTER TABLE t DROP FOREIGN KEY (columns)`: catalog keys set aside.
+    pub dropped_foreign_keys: Vec<KeyDecl>,
     pub labels: Vec<LabelDecl>,
+    /// `LABEL TABLE t AS DIMENSION`: tables outside the family released beside it.
+    pub dimensions: Vec<TableDecl>,
     pub anonymize: Option<AnonymizeDecl>,
     pub views: Vec<ViewDecl>,
 }
@@ -110,6 +114,13 @@ pub struct KeyDecl {
 }
 
 /// `ALTER TABLE t ADD FOREIGN KEY (c) REFERENCES p (k)`.
+/// A statement about a whole table (`LABEL TABLE t AS DIMENSION`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableDecl {
+    pub table: String,
+    pub pos: Pos,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForeignKeyDecl {
     pub table: String,

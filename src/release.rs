@@ -4,7 +4,6 @@
 //! released key. Produces Arrow tables for the writer and the key map for the verifier; does
 //! no I/O itself.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, Int64Array, StringArray, UInt32Array};
@@ -19,7 +18,7 @@ use crate::algo::generalization::NO_GROUP;
 use crate::algo::Generalization;
 use crate::forest::Forest;
 use crate::keymap::{KeyMap, KeyPair, KeyValue, TableKeys};
-use crate::plan::{ColumnRole, KeyPolicy, Plan};
+use crate::plan::{ColumnRole, KeyPolicy, Plan, ReleasedKey};
 use crate::warehouse::{render_value, ForeignKey, ReleaseTable};
 
 #[derive(Debug, thiserror::Error)]
@@ -63,8 +62,9 @@ pub fn materialize(
     generalization: &Generalization,
 ) -> Result<Materialized, ReleaseError> {
     let Generalization { kept, codes, .. } = generalization;
-    // surrogate[t][row]: the released single-column key of a kept row.
-    let mut surrogate: Vec<Vec<Option<i64>>> = Vec::with_capacity(forest.tables.len());
+    // surrogate[t][row]: the released one-column integer key of a kept row, for tables whose
+    // released key is one (see `released_ints`).
+    let mut surrogate: Vec<Option<Vec<Option<i64>>>> = Vec::with_capacity(forest.tables.len());
     let mut tables = Vec::new();
     let mut stats = Vec::new();
     let mut keys = KeyMap::default();
@@ -73,21 +73,7 @@ pub fn materialize(
             .filter(|&r| kept[ti][r as usize])
             .collect();
         let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
-        // A random permutation of 1..=n: consistent per key, and says nothing about source order.
-        let mut own = vec![None; nodes.rows()];
-        if pseudonymize && ft.primary_key.len() == 1 {
-            let mut ids: Vec<i64> = (1..=rows.len() as i64).collect();
-            let mut rng = match plan.params.seed {
-                Some(seed) => ChaCha8Rng::seed_from_u64(
-                    seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1),
-                ),
-                None => ChaCha8Rng::from_rng(&mut rand::rng()),
-            };
-            ids.shuffle(&mut rng);
-            for (&r, id) in rows.iter().zip(ids) {
-                own[r as usize] = Some(id);
-            }
-        }
+        let own = released_ints(plan, ti, &rows, nodes, &surrogate);
         let take = UInt32Array::from(rows.clone());
         let source = take_record_batch(&nodes.batch, &take).map_err(internal)?;
         let mut fields = Vec::new();
@@ -96,36 +82,75 @@ pub fn materialize(
         let nqi = nodes.nqi();
         let mut lm_sum = 0.0;
         let mut lm_sum_by_column = Vec::with_capacity(nqi);
+        let parent_ints = ft.parent.and_then(|p| surrogate[p].as_ref());
+        let int_column = |name: &str, values: Vec<Option<i64>>| {
+            (
+                Field::new(name, DataType::Int64, false),
+                Arc::new(Int64Array::from(values)) as ArrayRef,
+            )
+        };
+        if let ReleasedKey::Surrogate(name) = &ft.key {
+            let own = own.as_ref().ok_or_else(|| {
+                internal(format!(
+                    "table {} has a surrogate key but no values",
+                    ft.name
+                ))
+            })?;
+            let (f, c) = int_column(name, rows.iter().map(|&r| own[r as usize]).collect());
+            fields.push(f);
+            columns.push(c);
+        }
+        let mut fk_done = false;
         for (ci, col) in ft.columns.iter().enumerate() {
             let original = source.column(ci);
             let field = source.schema().field(ci).clone();
+            let in_fk = ft.parent_fk.contains(&col.name);
             match &col.role {
                 ColumnRole::Identifier => continue,
-                ColumnRole::Key if pseudonymize => {
-                    let values: Option<Vec<Option<i64>>> = if ft.primary_key.len() == 1
-                        && ft.primary_key[0] == col.name
-                    {
-                        Some(rows.iter().map(|&r| own[r as usize]).collect())
-                    } else if let (Some(p), true) = (ft.parent, ft.parent_fk.contains(&col.name)) {
-                        let parent_rows = &nodes.parent;
-                        Some(
-                            rows.iter()
-                                .map(|&r| surrogate[p][parent_rows[r as usize] as usize])
-                                .collect(),
-                        )
-                    } else {
-                        None
-                    };
-                    match values {
-                        Some(v) => {
-                            fields.push(Field::new(&col.name, DataType::Int64, false));
-                            columns.push(Arc::new(Int64Array::from(v)));
-                        }
-                        None => {
-                            fields.push(field);
-                            columns.push(original.clone());
-                        }
+                // The reference to a parent keyed by a surrogate: one column in place of the
+                // FK's columns, holding the parent's surrogate.
+                ColumnRole::Key if in_fk && ft.fk_replaced() => {
+                    if fk_done {
+                        continue;
                     }
+                    fk_done = true;
+                    let ints = parent_ints.ok_or_else(|| {
+                        internal(format!(
+                            "the parent of {} has no released key values",
+                            ft.name
+                        ))
+                    })?;
+                    let parent_rows = &nodes.parent;
+                    let values = rows
+                        .iter()
+                        .map(|&r| ints[parent_rows[r as usize] as usize])
+                        .collect();
+                    let (f, c) = int_column(&ft.released_fk[0], values);
+                    fields.push(f);
+                    columns.push(c);
+                }
+                ColumnRole::Key if in_fk && parent_ints.is_some() => {
+                    let ints = parent_ints.expect("checked by the guard");
+                    let parent_rows = &nodes.parent;
+                    let values = rows
+                        .iter()
+                        .map(|&r| ints[parent_rows[r as usize] as usize])
+                        .collect();
+                    let (f, c) = int_column(&col.name, values);
+                    fields.push(f);
+                    columns.push(c);
+                }
+                ColumnRole::Key if !in_fk && pseudonymize => {
+                    let own = own.as_ref().ok_or_else(|| {
+                        internal(format!(
+                            "key {}.{} has no released values",
+                            ft.name, col.name
+                        ))
+                    })?;
+                    let (f, c) =
+                        int_column(&col.name, rows.iter().map(|&r| own[r as usize]).collect());
+                    fields.push(f);
+                    columns.push(c);
                 }
                 ColumnRole::QuasiIdentifier { .. } => {
                     let h = &nodes.hierarchies[qi_index];
@@ -153,11 +178,11 @@ pub fn materialize(
         }
         let schema = Arc::new(Schema::new(fields));
         let batch = RecordBatch::try_new(schema, columns).map_err(internal)?;
-        let released_pk: Vec<String> = ft.primary_key.clone();
+        let released_pk = ft.released_pk();
         let batch = sort_by_key(
             batch,
-            ft.primary_key.iter().chain(&ft.parent_fk),
-            ft.primary_key.is_empty(),
+            released_pk.iter().chain(&ft.released_fk),
+            released_pk.is_empty(),
         )?;
         surrogate.push(own);
         if !ft.primary_key.is_empty() {
@@ -169,7 +194,6 @@ pub fn materialize(
                     &nodes.batch,
                     &rows,
                     &surrogate,
-                    &nodes.parent,
                     &generalization.groups[ti],
                 )?,
             );
@@ -177,11 +201,12 @@ pub fn materialize(
         let mut foreign_keys = Vec::new();
         if let Some(p) = ft.parent {
             foreign_keys.push(ForeignKey {
-                columns: ft.parent_fk.clone(),
+                columns: ft.released_fk.clone(),
                 ref_table: plan.tables[p].name.clone(),
-                ref_columns: ft.parent_key.clone(),
+                ref_columns: ft.released_parent_key.clone(),
             });
         }
+        foreign_keys.extend(ft.links.iter().cloned());
         stats.push(TableStats {
             name: ft.name.clone(),
             rows_in: nodes.rows_in,
@@ -249,6 +274,53 @@ fn sort_by_key<'a>(
     take_record_batch(&batch, &idx).map_err(internal)
 }
 
+/// A random permutation of 1..=n over the kept rows: consistent per key, and says nothing
+/// about source order.
+fn permutation(plan: &Plan, ti: usize, n_rows: usize, rows: &[u32]) -> Vec<Option<i64>> {
+    let mut ids: Vec<i64> = (1..=rows.len() as i64).collect();
+    let mut rng = match plan.params.seed {
+        Some(seed) => {
+            ChaCha8Rng::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1))
+        }
+        None => ChaCha8Rng::from_rng(&mut rand::rng()),
+    };
+    ids.shuffle(&mut rng);
+    let mut own = vec![None; n_rows];
+    for (&r, id) in rows.iter().zip(ids) {
+        own[r as usize] = Some(id);
+    }
+    own
+}
+
+/// The released one-column integer key of each row of table `ti`, when it has one: its own
+/// pseudonym, its surrogate, or (shared primary key) its parent's. `None` when the released
+/// key is the source's (`keys = 'preserve'`) or there is none.
+fn released_ints(
+    plan: &Plan,
+    ti: usize,
+    rows: &[u32],
+    nodes: &crate::forest::TableNodes,
+    surrogate: &[Option<Vec<Option<i64>>>],
+) -> Option<Vec<Option<i64>>> {
+    let ft = &plan.tables[ti];
+    let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
+    match &ft.key {
+        ReleasedKey::None => None,
+        ReleasedKey::Own(_) if !pseudonymize => None,
+        ReleasedKey::Own(_) | ReleasedKey::Surrogate(_) => {
+            Some(permutation(plan, ti, nodes.rows(), rows))
+        }
+        ReleasedKey::Parent => {
+            let ints = surrogate[ft.parent?].as_ref()?;
+            let mut own = vec![None; nodes.rows()];
+            for &r in rows {
+                own[r as usize] = ints[nodes.parent[r as usize] as usize];
+            }
+            Some(own)
+        }
+    }
+}
+
 fn key_value(array: &dyn Array, row: usize) -> KeyValue {
     let integral = array.data_type().is_integer() && *array.data_type() != DataType::UInt64;
     if integral {
@@ -259,46 +331,47 @@ fn key_value(array: &dyn Array, row: usize) -> KeyValue {
     KeyValue::Text(render_value(array, row).unwrap_or_default())
 }
 
-/// The key map entries of one table: source PK -> released PK for every released row.
+/// The key map entries of one table: source PK -> released PK for every released row (the
+/// released key in the plan's released column order: one integer, or the source's values).
 fn key_pairs(
     plan: &Plan,
     ti: usize,
     batch: &RecordBatch,
     rows: &[u32],
-    surrogate: &[Vec<Option<i64>>],
-    parent: &[u32],
+    surrogate: &[Option<Vec<Option<i64>>>],
     groups: &[u32],
 ) -> Result<TableKeys, ReleaseError> {
-    // `surrogate[ti]` is this table's own released key per row.
-    let own = &surrogate[ti];
     let ft = &plan.tables[ti];
-    let mut idx = HashMap::new();
-    for c in &ft.primary_key {
-        idx.insert(c.clone(), batch.schema().index_of(c).map_err(internal)?);
-    }
-    let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
+    let index = |c: &String| batch.schema().index_of(c).map_err(internal);
+    let source_cols: Vec<usize> = ft.primary_key.iter().map(index).collect::<Result<_, _>>()?;
+    let ints = surrogate[ti].as_ref();
+    // Without integers the released key is the source's own columns, in released order.
+    let released_cols: Vec<usize> = match ints {
+        Some(_) => Vec::new(),
+        None => ft
+            .released_pk()
+            .iter()
+            .map(index)
+            .collect::<Result<_, _>>()?,
+    };
     let mut pairs = Vec::with_capacity(rows.len());
     for &r in rows {
-        let mut source = Vec::new();
-        let mut released = Vec::new();
-        for c in &ft.primary_key {
-            let v = key_value(batch.column(idx[c]).as_ref(), r as usize);
-            let rel = if !pseudonymize {
-                v.clone()
-            } else if ft.primary_key.len() == 1 {
-                own[r as usize]
-                    .map(KeyValue::Int)
-                    .unwrap_or_else(|| v.clone())
-            } else if let (Some(p), true) = (ft.parent, ft.parent_fk.contains(c)) {
-                surrogate[p][parent[r as usize] as usize]
-                    .map(KeyValue::Int)
-                    .unwrap_or_else(|| v.clone())
-            } else {
-                v.clone()
-            };
-            source.push(v);
-            released.push(rel);
-        }
+        let source: Vec<KeyValue> = source_cols
+            .iter()
+            .map(|&c| key_value(batch.column(c).as_ref(), r as usize))
+            .collect();
+        let released = match ints {
+            Some(ints) => {
+                let id = ints[r as usize].ok_or_else(|| {
+                    internal(format!("a kept row of {} has no released key", ft.name))
+                })?;
+                vec![KeyValue::Int(id)]
+            }
+            None => released_cols
+                .iter()
+                .map(|&c| key_value(batch.column(c).as_ref(), r as usize))
+                .collect(),
+        };
         let group = groups[r as usize];
         pairs.push(KeyPair {
             source,
@@ -308,6 +381,7 @@ fn key_pairs(
     }
     Ok(TableKeys {
         columns: ft.primary_key.clone(),
+        released_columns: ft.released_pk(),
         pairs,
     })
 }

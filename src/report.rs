@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::plan::{Params, Plan};
+use crate::plan::{ColumnRole, Params, Plan};
 use crate::release::Materialized;
 use crate::utility::Utility;
 
@@ -23,6 +23,31 @@ pub struct TableReport {
     /// (Absent from reports of earlier versions.)
     #[serde(default)]
     pub lm_by_column: BTreeMap<String, f64>,
+    /// Columns published with the source's values (SENSITIVE and INSENSITIVE): what the
+    /// release keeps verbatim. (Absent from reports of earlier versions.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged_columns: Vec<String>,
+}
+
+impl TableReport {
+    /// The share of the table's rows the release left out (0 for an empty table).
+    pub fn suppressed_share(&self) -> f64 {
+        ratio(
+            self.suppressed as f64,
+            (self.released + self.suppressed) as f64,
+        )
+    }
+}
+
+/// A table released beside the family (`LABEL TABLE t AS DIMENSION`): published as the
+/// source holds it, minus its IDENTIFIER columns.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct DimensionReport {
+    pub name: String,
+    /// Released columns, all with the source's values.
+    pub columns: Vec<String>,
+    /// IDENTIFIER columns left out.
+    pub left_out_columns: Vec<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -31,6 +56,16 @@ pub struct Report {
     pub entity: String,
     pub params: Params,
     pub tables: Vec<TableReport>,
+    /// Tables released beside the family. (Absent from reports of earlier versions.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dimensions: Vec<DimensionReport>,
+    /// Source tables not released: outside the family and not declared dimensions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    /// Rows of every family table the release left out, over the family's rows: the
+    /// headline loss, which counts tables without QIs too. (Absent from earlier reports.)
+    #[serde(default)]
+    pub rows_suppressed_share: f64,
     pub entities: usize,
     pub entities_released: usize,
     pub suppressed_entities: usize,
@@ -79,8 +114,41 @@ pub fn build(
                 .iter()
                 .map(|(column, sum)| (column.clone(), ratio(*sum, s.released as f64)))
                 .collect(),
+            unchanged_columns: plan
+                .tables
+                .iter()
+                .find(|t| t.name == s.name)
+                .map(|t| {
+                    t.columns
+                        .iter()
+                        .filter(|c| {
+                            matches!(
+                                c.role,
+                                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive
+                            )
+                        })
+                        .map(|c| c.name.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
         .collect();
+    let dimensions = plan
+        .dimensions
+        .iter()
+        .map(|d| DimensionReport {
+            name: d.name.clone(),
+            columns: d.released_columns(),
+            left_out_columns: d
+                .columns
+                .iter()
+                .filter(|c| c.role == ColumnRole::Identifier)
+                .map(|c| c.name.clone())
+                .collect(),
+        })
+        .collect();
+    let rows_suppressed: usize = m.stats.iter().map(|s| s.suppressed).sum();
+    let rows_released: usize = m.stats.iter().map(|s| s.released).sum();
     let lm_sum: f64 = m.stats.iter().map(|s| s.lm_sum).sum();
     let released_cells: usize = m.stats.iter().map(|s| s.released * s.qi_columns).sum();
     let suppressed_cells: usize = m.stats.iter().map(|s| s.suppressed * s.qi_columns).sum();
@@ -93,6 +161,12 @@ pub fn build(
         entity: plan.entity.clone(),
         params: plan.params.clone(),
         tables,
+        dimensions,
+        left_out: plan.left_out.clone(),
+        rows_suppressed_share: ratio(
+            rows_suppressed as f64,
+            (rows_suppressed + rows_released) as f64,
+        ),
         entities,
         entities_released,
         suppressed_entities: m.suppressed_entities,
@@ -173,11 +247,12 @@ impl Report {
         );
         for t in &self.tables {
             s += &format!(
-                "  {:<20} {:>9} rows in  {:>9} released  {:>7} suppressed  LM {:.3}{}\n",
+                "  {:<20} {:>9} rows in  {:>9} released  {:>7} suppressed ({:.1}%)  LM {:.3}{}\n",
                 t.name,
                 t.rows_in,
                 t.released,
                 t.suppressed,
+                100.0 * t.suppressed_share(),
                 t.lm,
                 if t.orphans_dropped > 0 {
                     format!("  ({} orphans dropped)", t.orphans_dropped)
@@ -186,9 +261,38 @@ impl Report {
                 }
             );
         }
+        for t in self
+            .tables
+            .iter()
+            .filter(|t| !t.unchanged_columns.is_empty())
+        {
+            s += &format!(
+                "  {} publishes unchanged: {}\n",
+                t.name,
+                t.unchanged_columns.join(", ")
+            );
+        }
+        for d in &self.dimensions {
+            s += &format!(
+                "  dimension {} released as the source holds it: {}{}\n",
+                d.name,
+                d.columns.join(", "),
+                if d.left_out_columns.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (left out: {})", d.left_out_columns.join(", "))
+                }
+            );
+        }
+        if !self.left_out.is_empty() {
+            s += &format!("  not released: {}\n", self.left_out.join(", "));
+        }
         s += &format!(
-            "LM {:.4} (with suppression {:.4}), DM {}\n",
-            self.lm, self.lm_with_suppression, self.dm
+            "rows suppressed {:.1}% of the family's rows; LM {:.4} (with suppression {:.4}), DM {}\n",
+            100.0 * self.rows_suppressed_share,
+            self.lm,
+            self.lm_with_suppression,
+            self.dm
         );
         let u = &self.utility;
         let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));

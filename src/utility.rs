@@ -288,18 +288,22 @@ async fn query_accuracy(
         if mine.is_empty() {
             continue;
         }
-        let (sql, weights) = counting_sql(plan, forest, table, &mine, &mut udfs);
+        let (source_sql, release_sql, weights) =
+            counting_sql(plan, forest, table, &mine, &mut udfs);
         for (name, w) in weights {
             let udf = under_udf(&name, w);
             source.register_udf(udf.clone());
             release.register_udf(udf);
         }
-        let sql = Arc::new(sql);
-        let side = |ctx: &SessionContext| {
-            let (ctx, sql) = (ctx.clone(), Arc::clone(&sql));
+        let side = |ctx: &SessionContext, sql: String| {
+            let ctx = ctx.clone();
             tokio::spawn(async move { sums(&ctx, &sql).await })
         };
-        runs.push((table, side(&source), side(&release)));
+        runs.push((
+            table,
+            side(&source, source_sql),
+            side(&release, release_sql),
+        ));
     }
     let mut scores: Vec<Vec<f64>> = vec![Vec::new(); max_depth + 1];
     for (table, x, y) in runs {
@@ -325,6 +329,9 @@ fn context() -> SessionContext {
 
 fn register(ctx: &SessionContext, name: &str, batch: RecordBatch) -> Result<(), UtilityError> {
     let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(fail)?;
+    // A bare reference: the name is the table's, not SQL to parse (`Order Details`,
+    // `Customers` keep their spaces and case; the queries quote them).
+    let name = datafusion::common::TableReference::bare(name.to_string());
     ctx.register_table(name, Arc::new(table)).map_err(fail)?;
     Ok(())
 }
@@ -430,25 +437,34 @@ fn counting_sql(
     table: usize,
     queries: &[&Query],
     udfs: &mut usize,
-) -> (String, Vec<(String, Vec<f64>)>) {
+) -> (String, String, Vec<(String, Vec<f64>)>) {
     let chain = chain(plan, table);
     let alias = |t: usize| format!("a{}", chain.iter().position(|&c| c == t).unwrap_or(0));
-    let mut from = format!("{} AS a0", quote_ident(&plan.tables[table].name));
-    for (i, w) in chain.windows(2).enumerate() {
-        let (child, parent) = (&plan.tables[w[0]], &plan.tables[w[1]]);
-        let on: Vec<String> = child
-            .parent_fk
-            .iter()
-            .zip(&child.parent_key)
-            .map(|(f, k)| format!("a{i}.{} = a{}.{}", quote_ident(f), i + 1, quote_ident(k)))
-            .collect();
-        from += &format!(
-            " JOIN {} AS a{} ON {}",
-            quote_ident(&parent.name),
-            i + 1,
-            on.join(" AND ")
-        );
-    }
+    // The source joins on its FKs, the release on its released ones (a parent keyed by a
+    // surrogate is referenced by one column there).
+    let from = |released: bool| {
+        let mut from = format!("{} AS a0", quote_ident(&plan.tables[table].name));
+        for (i, w) in chain.windows(2).enumerate() {
+            let (child, parent) = (&plan.tables[w[0]], &plan.tables[w[1]]);
+            let (fk, key) = if released {
+                (&child.released_fk, &child.released_parent_key)
+            } else {
+                (&child.parent_fk, &child.parent_key)
+            };
+            let on: Vec<String> = fk
+                .iter()
+                .zip(key)
+                .map(|(f, k)| format!("a{i}.{} = a{}.{}", quote_ident(f), i + 1, quote_ident(k)))
+                .collect();
+            from += &format!(
+                " JOIN {} AS a{} ON {}",
+                quote_ident(&parent.name),
+                i + 1,
+                on.join(" AND ")
+            );
+        }
+        from
+    };
     let mut functions = Vec::new();
     let sums: Vec<String> = queries
         .iter()
@@ -477,7 +493,8 @@ fn counting_sql(
             )
         })
         .collect();
-    (format!("SELECT {} FROM {from}", sums.join(", ")), functions)
+    let select = |released: bool| format!("SELECT {} FROM {}", sums.join(", "), from(released));
+    (select(false), select(true), functions)
 }
 
 /// The weight one row contributes to "sensitive column `sa` of `table` has code `code`", as

@@ -284,6 +284,10 @@ mod tests {
             parent,
             parent_fk: vec![],
             parent_key: vec![],
+            key: crate::plan::ReleasedKey::None,
+            released_fk: vec![],
+            released_parent_key: vec![],
+            links: vec![],
             children: vec![],
             columns,
         }

@@ -21,7 +21,8 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerE
 
 use crate::policy::{
     AnonymizeDecl, CsvDelimiter, DatePart, EntityDecl, ForeignKeyDecl, HierarchyDecl,
-    HierarchySource, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, Setting, Value, ViewDecl,
+    HierarchySource, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, Setting, TableDecl, Value,
+    ViewDecl,
 };
 use cursor::{lower_first, pos, Cursor, LineIndex, Lit, StatementTokens};
 
@@ -132,6 +133,10 @@ struct Builder<'t> {
     primary_keys: HashMap<String, Pos>,
     /// (table, column or None for the table default), lower-cased.
     labels: HashMap<(String, Option<String>), Pos>,
+    /// Tables declared dimensions, lower-cased.
+    dimensions: HashMap<String, Pos>,
+    /// (table, columns) of foreign keys set aside, lower-cased.
+    dropped_keys: HashMap<(String, Vec<String>), Pos>,
 }
 
 impl<'t> Builder<'t> {
@@ -144,6 +149,8 @@ impl<'t> Builder<'t> {
             views: HashMap::new(),
             primary_keys: HashMap::new(),
             labels: HashMap::new(),
+            dimensions: HashMap::new(),
+            dropped_keys: HashMap::new(),
         }
     }
 
@@ -340,9 +347,35 @@ impl<'t> Builder<'t> {
     fn alter(&mut self, c: &mut Cursor) -> Result<(), DeclError> {
         c.expect_kw("TABLE", "TABLE after ALTER (write ALTER TABLE t ADD PRIMARY KEY (...) or ADD FOREIGN KEY (...))")?;
         let (table, _) = c.ident("a table name after ALTER TABLE")?;
+        if c.eat_kw("DROP") {
+            c.expect_kw(
+                "FOREIGN",
+                &format!("FOREIGN KEY (columns) after DROP (write ALTER TABLE {table} DROP FOREIGN KEY (column, ...) to set a catalog foreign key aside)"),
+            )?;
+            c.expect_kw("KEY", "KEY after FOREIGN")?;
+            let (columns, _) = c.ident_list("the columns of the foreign key to set aside")?;
+            c.end("ALTER TABLE")?;
+            let key = (
+                table.to_lowercase(),
+                columns.iter().map(|c| c.to_lowercase()).collect::<Vec<_>>(),
+            );
+            if let Some(first) = self.dropped_keys.get(&key) {
+                return Err(DeclError::new(
+                    c.start,
+                    format!("this foreign key of '{table}' is already set aside at {first}; keep one DROP FOREIGN KEY"),
+                ));
+            }
+            self.dropped_keys.insert(key, c.start);
+            self.policy.dropped_foreign_keys.push(KeyDecl {
+                table,
+                columns,
+                pos: c.start,
+            });
+            return Ok(());
+        }
         c.expect_kw(
             "ADD",
-            "ADD after the table name (write ALTER TABLE t ADD PRIMARY KEY (...) or ADD FOREIGN KEY (...) REFERENCES p (...))",
+            "ADD or DROP after the table name (write ALTER TABLE t ADD PRIMARY KEY (...), ADD FOREIGN KEY (...) REFERENCES p (...) or DROP FOREIGN KEY (...))",
         )?;
         if c.eat_kw("CONSTRAINT") {
             // The name has no meaning here; it is accepted so standard DDL can be pasted in.
@@ -425,11 +458,31 @@ impl<'t> Builder<'t> {
             (table, Some(column), role)
         } else if c.eat_kw("TABLE") {
             let (table, _) = c.ident(
-                "a table name after LABEL TABLE (write LABEL TABLE t DEFAULT INSENSITIVE)",
+                "a table name after LABEL TABLE (write LABEL TABLE t DEFAULT INSENSITIVE or LABEL TABLE t AS DIMENSION)",
             )?;
+            if c.eat_kw("AS") {
+                c.expect_kw(
+                    "DIMENSION",
+                    &format!("DIMENSION after AS (write LABEL TABLE {table} AS DIMENSION to release it beside the family)"),
+                )?;
+                c.end("LABEL")?;
+                let key = table.to_lowercase();
+                if let Some(first) = self.dimensions.get(&key) {
+                    return Err(DeclError::new(
+                        c.start,
+                        format!("table '{table}' is already declared a dimension at {first}; keep one LABEL TABLE {table} AS DIMENSION"),
+                    ));
+                }
+                self.dimensions.insert(key, c.start);
+                self.policy.dimensions.push(TableDecl {
+                    table,
+                    pos: c.start,
+                });
+                return Ok(());
+            }
             c.expect_kw(
                 "DEFAULT",
-                &format!("DEFAULT INSENSITIVE after the table name (write LABEL TABLE {table} DEFAULT INSENSITIVE)"),
+                &format!("DEFAULT INSENSITIVE or AS DIMENSION after the table name (write LABEL TABLE {table} DEFAULT INSENSITIVE)"),
             )?;
             if !c.eat_kw("INSENSITIVE") {
                 return Err(DeclError::new(

@@ -708,7 +708,16 @@ fn key_and_entity_errors() {
         (1, 19),
         "PRIMARY KEY (...) or FOREIGN KEY",
     );
-    assert_err("ALTER TABLE t DROP x;", (1, 15), "ADD after the table name");
+    assert_err(
+        "ALTER TABLE t DROP x;",
+        (1, 20),
+        "FOREIGN KEY (columns) after DROP",
+    );
+    assert_err(
+        "ALTER TABLE t MODIFY x;",
+        (1, 15),
+        "ADD or DROP after the table name",
+    );
     assert_err(
         "ALTER TABLE t ADD FOREIGN KEY (a) p (x);",
         (1, 35),

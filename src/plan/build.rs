@@ -105,13 +105,23 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         wh.declare_primary_key(&root.name, &key)?;
     }
     let mut tables = discover_family(wh, &root.name)?;
-    let dimensions = discover_dimensions(wh, &tables);
-    assign_roles(policy, wh, &mut tables)?;
+    assign_keys(&mut tables);
+    let mut dimensions = declared_dimensions(policy, wh, &tables)?;
+    assign_roles(policy, wh, &mut tables, &mut dimensions)?;
+    assign_links(wh, &mut tables, &mut dimensions);
+    let left_out = wh
+        .tables
+        .iter()
+        .map(|t| t.name.clone())
+        .filter(|n| {
+            !tables.iter().any(|t| &t.name == n) && !dimensions.iter().any(|d| &d.name == n)
+        })
+        .collect();
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let params = params(policy, entity)?;
     check_single_table(&params, &tables, policy)?;
     check_sensitive(&params, &tables, entity)?;
-    check_views(policy, &tables)?;
+    check_views(policy, wh, &tables, &dimensions)?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
     let source = resolve(&policy.source).ok_or_else(|| {
         PlanError::Schema("no source; add SET source = '<file.sqlite or directory>'".into())
@@ -120,6 +130,8 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         entity: entity.name.clone(),
         tables,
         dimensions,
+        left_out,
+        labels: policy.labels.clone(),
         hierarchies,
         params,
         views: policy.views.clone(),
@@ -129,6 +141,11 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
 }
 
 fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
+    for fk in &policy.dropped_foreign_keys {
+        let name = table(wh, &fk.table, fk.pos)?.name.clone();
+        wh.drop_foreign_key(&name, &fk.columns)
+            .map_err(|e| at(fk.pos, format!("{e}; name the columns of one of them")))?;
+    }
     for pk in &policy.primary_keys {
         let t = table(wh, &pk.table, pk.pos)?;
         let (name, cols) = (t.name.clone(), columns(t, &pk.columns, pk.pos)?);
@@ -189,12 +206,20 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
     while let Some(pi) = queue.pop_front() {
         let parent = tables[pi].name.clone();
         for t in &wh.tables {
-            for fk in t.foreign_keys.iter().filter(|fk| fk.ref_table == parent) {
-                if t.name == parent || in_family.contains(&t.name) {
+            // A self-reference (employee -> manager) links two rows of one table, perhaps two
+            // individuals: its column is data that needs a role, not a family edge.
+            let into_parent = t
+                .foreign_keys
+                .iter()
+                .filter(|fk| fk.ref_table == parent && t.name != parent);
+            for fk in into_parent {
+                if in_family.contains(&t.name) {
                     return Err(PlanError::Schema(format!(
-                        "not a snowflake: table {} reaches the entity table {root} through two foreign-key paths (or a cycle, via {}); \
-                         keep one FK toward {root} per table (declare the other as a plain column)",
-                        t.name, parent
+                        "not a snowflake: table {t} reaches the entity table {root} through two foreign-key paths (one via {parent} on ({cols})); \
+                         keep one FK toward {root} per table: set the other aside with ALTER TABLE {qt} DROP FOREIGN KEY (<its columns>) and give its columns a role",
+                        t = t.name,
+                        cols = fk.columns.join(", "),
+                        qt = crate::warehouse::quote_ident(&t.name),
                     )));
                 }
                 let pk = wh
@@ -234,17 +259,26 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
         let meta = wh
             .table(&ft.name)
             .ok_or_else(|| PlanError::Schema(format!("table {} vanished", ft.name)))?;
-        let into_family = meta
+        let into_family: Vec<&ForeignKey> = meta
             .foreign_keys
             .iter()
-            .filter(|fk| in_family.contains(&fk.ref_table))
-            .count();
+            .filter(|fk| in_family.contains(&fk.ref_table) && fk.ref_table != ft.name)
+            .collect();
         let expected = usize::from(ft.parent.is_some());
-        if into_family != expected {
+        if into_family.len() != expected {
+            let listed: Vec<String> = into_family
+                .iter()
+                .map(|fk| format!("({}) -> {}", fk.columns.join(", "), fk.ref_table))
+                .collect();
             return Err(PlanError::Schema(format!(
-                "not a snowflake: table {} has {into_family} foreign keys into the {} family (expected {expected}); \
-                 each family table needs exactly one FK path to the entity table and the entity table none",
-                ft.name, tables[0].name
+                "not a snowflake: table {} has {} foreign keys into the {} family ({}; expected {expected}); \
+                 each family table needs exactly one FK path to the entity table and the entity table none: \
+                 set the others aside with ALTER TABLE {} DROP FOREIGN KEY (<columns>) and give their columns a role",
+                ft.name,
+                into_family.len(),
+                tables[0].name,
+                listed.join(", "),
+                crate::warehouse::quote_ident(&ft.name)
             )));
         }
     }
@@ -275,6 +309,10 @@ fn family_table(
         parent,
         parent_fk,
         parent_key,
+        key: ReleasedKey::None,
+        released_fk: Vec::new(),
+        released_parent_key: Vec::new(),
+        links: Vec::new(),
         children: Vec::new(),
         columns: meta
             .columns
@@ -287,42 +325,193 @@ fn family_table(
     })
 }
 
-/// Tables referenced from the family through other FKs (and what those reference in turn).
-fn discover_dimensions(wh: &Warehouse, family: &[FamilyTable]) -> Vec<String> {
-    let fam: BTreeSet<&str> = family.iter().map(|t| t.name.as_str()).collect();
-    let mut dims: Vec<String> = Vec::new();
-    let mut queue: VecDeque<&str> = family.iter().map(|t| t.name.as_str()).collect();
-    while let Some(name) = queue.pop_front() {
-        let Some(meta) = wh.table(name) else { continue };
-        for fk in &meta.foreign_keys {
-            if !fam.contains(fk.ref_table.as_str()) && !dims.contains(&fk.ref_table) {
-                dims.push(fk.ref_table.clone());
-                if let Some(d) = wh.table(&fk.ref_table) {
-                    queue.push_back(d.name.as_str());
+/// Decides how each family table is keyed in the release (parents first, so a child's
+/// released FK can name its parent's released key).
+fn assign_keys(tables: &mut [FamilyTable]) {
+    for ti in 0..tables.len() {
+        let ft = &tables[ti];
+        let same_set =
+            |a: &[String], b: &[String]| a.len() == b.len() && a.iter().all(|c| b.contains(c));
+        let key = if ft.primary_key.is_empty() {
+            ReleasedKey::None
+        } else if ft.parent.is_some() && same_set(&ft.primary_key, &ft.parent_fk) {
+            ReleasedKey::Parent
+        } else if ft.primary_key.len() == 1 && !ft.parent_fk.contains(&ft.primary_key[0]) {
+            ReleasedKey::Own(ft.primary_key[0].clone())
+        } else {
+            ReleasedKey::Surrogate(surrogate_name(tables, ti))
+        };
+        let (released_fk, released_parent_key) = match ft.parent {
+            None => (Vec::new(), Vec::new()),
+            Some(p) => {
+                let parent_pk = tables[p].released_pk();
+                if same_set(&parent_pk, &ft.parent_key) {
+                    (ft.parent_fk.clone(), ft.parent_key.clone())
+                } else {
+                    (parent_pk.clone(), parent_pk)
                 }
             }
-        }
+        };
+        let ft = &mut tables[ti];
+        ft.key = key;
+        ft.released_fk = released_fk;
+        ft.released_parent_key = released_parent_key;
     }
-    dims
+}
+
+/// `<table>_key`, lengthened with `_` until no column of the table or of its children has
+/// the name (children publish their reference to it under the same name).
+fn surrogate_name(tables: &[FamilyTable], ti: usize) -> String {
+    let ft = &tables[ti];
+    let taken = |name: &str| {
+        std::iter::once(ft)
+            .chain(ft.children.iter().map(|&c| &tables[c]))
+            .flat_map(|t| &t.columns)
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+    };
+    let mut name = format!("{}_key", ft.name);
+    while taken(&name) {
+        name.push('_');
+    }
+    name
+}
+
+/// The tables declared with `LABEL TABLE t AS DIMENSION`; each must lie outside the family.
+fn declared_dimensions(
+    policy: &Policy,
+    wh: &Warehouse,
+    family: &[FamilyTable],
+) -> Result<Vec<DimensionTable>, PlanError> {
+    let mut out: Vec<DimensionTable> = Vec::new();
+    for d in &policy.dimensions {
+        let meta = table(wh, &d.table, d.pos)?;
+        if family.iter().any(|t| t.name == meta.name) {
+            return Err(at(
+                d.pos,
+                format!(
+                    "table {} is in the {} family (it has a foreign-key chain to {}), so it is anonymized with the entity, not released as a dimension; remove LABEL TABLE {} AS DIMENSION (or set its FK aside with ALTER TABLE ... DROP FOREIGN KEY)",
+                    meta.name, family[0].name, family[0].name, d.table
+                ),
+            ));
+        }
+        out.push(DimensionTable {
+            name: meta.name.clone(),
+            primary_key: meta.primary_key.clone(),
+            columns: meta
+                .columns
+                .iter()
+                .map(|c| PlannedColumn {
+                    name: c.name.clone(),
+                    role: ColumnRole::Insensitive,
+                })
+                .collect(),
+            links: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// The foreign keys from released tables into released dimensions that still hold in the
+/// release: every FK column published unchanged (not a pseudonymized key, not generalized,
+/// not dropped) and every referenced column released.
+fn assign_links(wh: &Warehouse, tables: &mut [FamilyTable], dimensions: &mut [DimensionTable]) {
+    let unchanged = |cols: &[PlannedColumn], names: &[String], keys_ok: bool| {
+        names.iter().all(|n| {
+            cols.iter().any(|c| {
+                &c.name == n
+                    && match c.role {
+                        ColumnRole::Insensitive | ColumnRole::Sensitive { .. } => true,
+                        ColumnRole::Key => keys_ok,
+                        _ => false,
+                    }
+            })
+        })
+    };
+    let dims: Vec<(String, Vec<PlannedColumn>)> = dimensions
+        .iter()
+        .map(|d| (d.name.clone(), d.columns.clone()))
+        .collect();
+    let links = |name: &str, cols: &[PlannedColumn], keys_ok: bool| -> Vec<ForeignKey> {
+        let Some(meta) = wh.table(name) else {
+            return Vec::new();
+        };
+        meta.foreign_keys
+            .iter()
+            .filter(|fk| {
+                let target = dims.iter().find(|(d, _)| *d == fk.ref_table);
+                let ref_cols = if fk.ref_columns.is_empty() {
+                    wh.table(&fk.ref_table)
+                        .map(|t| t.primary_key.clone())
+                        .unwrap_or_default()
+                } else {
+                    fk.ref_columns.clone()
+                };
+                target.is_some_and(|(_, dcols)| {
+                    !ref_cols.is_empty()
+                        && unchanged(cols, &fk.columns, keys_ok)
+                        && unchanged(dcols, &ref_cols, true)
+                })
+            })
+            .cloned()
+            .collect()
+    };
+    for t in tables.iter_mut() {
+        t.links = links(&t.name, &t.columns, false);
+    }
+    for d in dimensions.iter_mut() {
+        d.links = links(&d.name, &d.columns, true);
+    }
+}
+
+/// Whether a family table's column is a join key: the FK to the parent, or a one-column
+/// primary key released in place. Other primary-key columns are data.
+fn is_join_key(ft: &FamilyTable, column: &str) -> bool {
+    ft.parent_fk.iter().any(|k| k == column)
+        || matches!(&ft.key, ReleasedKey::Own(c) if c == column)
+}
+
+/// A released table a label may name: family (index into the plan's tables) or dimension.
+#[derive(Clone, Copy)]
+enum Released {
+    Family(usize),
+    Dimension(usize),
 }
 
 fn assign_roles(
     policy: &Policy,
     wh: &Warehouse,
     tables: &mut [FamilyTable],
+    dimensions: &mut [DimensionTable],
 ) -> Result<(), PlanError> {
-    let mut assigned: Vec<Vec<Option<ColumnRole>>> =
+    let mut fam_assigned: Vec<Vec<Option<ColumnRole>>> =
         tables.iter().map(|t| vec![None; t.columns.len()]).collect();
-    let mut defaults: Vec<Option<ColumnRole>> = vec![None; tables.len()];
+    let mut dim_assigned: Vec<Vec<Option<ColumnRole>>> = dimensions
+        .iter()
+        .map(|t| vec![None; t.columns.len()])
+        .collect();
+    let mut fam_defaults: Vec<Option<ColumnRole>> = vec![None; tables.len()];
+    let mut dim_defaults: Vec<Option<ColumnRole>> = vec![None; dimensions.len()];
     let hierarchy_names: BTreeSet<&str> =
         policy.hierarchies.iter().map(|h| h.name.as_str()).collect();
     for label in &policy.labels {
         let meta = table(wh, &label.table, label.pos)?;
-        let Some(ti) = tables.iter().position(|t| t.name == meta.name) else {
-            return Err(at(
-                label.pos,
-                format!("table {} is not in the {} family (no foreign-key chain to {}); only family tables take labels — declare the FK or drop the label", meta.name, tables[0].name, tables[0].name),
-            ));
+        let released = match tables.iter().position(|t| t.name == meta.name) {
+            Some(ti) => Released::Family(ti),
+            None => match dimensions.iter().position(|d| d.name == meta.name) {
+                Some(di) => Released::Dimension(di),
+                None => {
+                    return Err(at(
+                        label.pos,
+                        format!(
+                            "table {t} is not released: it is outside the {f} family (no foreign-key chain leads from it to {f}) and not declared a dimension; \
+                             add LABEL TABLE {q} AS DIMENSION to release it beside the family, or drop the label to leave it out",
+                            t = meta.name,
+                            f = tables[0].name,
+                            q = crate::warehouse::quote_ident(&meta.name)
+                        ),
+                    ))
+                }
+            },
         };
         let role = match &label.role {
             Role::Identifier => ColumnRole::Identifier,
@@ -349,37 +538,86 @@ fn assign_roles(
             }
             Role::Insensitive => ColumnRole::Insensitive,
         };
+        if let Released::Dimension(_) = released {
+            if !matches!(role, ColumnRole::Identifier | ColumnRole::Insensitive) {
+                return Err(at(
+                    label.pos,
+                    format!(
+                        "{} is a dimension table, released as the source holds it (not about one individual, so not anonymized); its columns are IDENTIFIER (left out) or INSENSITIVE, not {} — to anonymize it, make it part of the family",
+                        meta.name,
+                        label.role.name()
+                    ),
+                ));
+            }
+        }
         let Some(col) = &label.column else {
-            defaults[ti] = Some(role);
+            match released {
+                Released::Family(ti) => fam_defaults[ti] = Some(role),
+                Released::Dimension(di) => dim_defaults[di] = Some(role),
+            }
             continue;
         };
         let name = column(meta, col, label.pos)?;
-        let ci = tables[ti]
-            .columns
-            .iter()
-            .position(|c| c.name == name)
-            .ok_or_else(|| at(label.pos, format!("unknown column {col}")))?;
-        let ft = &tables[ti];
-        let is_key =
-            ft.primary_key.iter().any(|k| k == name) || ft.parent_fk.iter().any(|k| k == name);
-        if is_key && role != ColumnRole::Insensitive {
-            return Err(at(
-                label.pos,
-                format!("{}.{name} is a join key, which is kept atomic (pseudonymized) and can never be {} (001 Sec. IV-A); remove this label", ft.name, label.role.name()),
-            ));
+        match released {
+            Released::Family(ti) => {
+                let ft = &tables[ti];
+                let ci = ft
+                    .columns
+                    .iter()
+                    .position(|c| c.name == name)
+                    .ok_or_else(|| at(label.pos, format!("unknown column {col}")))?;
+                if is_join_key(ft, name) && role != ColumnRole::Insensitive {
+                    return Err(at(
+                        label.pos,
+                        format!("{}.{name} is a join key, which is kept atomic (pseudonymized) and can never be {} (001 Sec. IV-A); remove this label", ft.name, label.role.name()),
+                    ));
+                }
+                fam_assigned[ti][ci] = Some(role);
+            }
+            Released::Dimension(di) => {
+                let d = &dimensions[di];
+                let ci = d
+                    .columns
+                    .iter()
+                    .position(|c| c.name == name)
+                    .ok_or_else(|| at(label.pos, format!("unknown column {col}")))?;
+                dim_assigned[di][ci] = Some(role);
+            }
         }
-        assigned[ti][ci] = Some(role);
     }
     let mut missing = Vec::new();
     for (ti, ft) in tables.iter_mut().enumerate() {
+        let keys: Vec<bool> = ft
+            .columns
+            .iter()
+            .map(|c| is_join_key(ft, &c.name))
+            .collect();
         for (ci, c) in ft.columns.iter_mut().enumerate() {
-            let is_key = ft.primary_key.contains(&c.name) || ft.parent_fk.contains(&c.name);
-            c.role = if is_key {
+            c.role = if keys[ci] {
                 ColumnRole::Key
-            } else if let Some(r) = assigned[ti][ci].take().or_else(|| defaults[ti].clone()) {
+            } else if let Some(r) = fam_assigned[ti][ci]
+                .take()
+                .or_else(|| fam_defaults[ti].clone())
+            {
                 r
             } else {
                 missing.push(format!("{}.{}", ft.name, c.name));
+                continue;
+            };
+        }
+    }
+    for (di, d) in dimensions.iter_mut().enumerate() {
+        for (ci, c) in d.columns.iter_mut().enumerate() {
+            // A label on a dimension's key wins (IDENTIFIER leaves it out); else it is the
+            // key FKs into the dimension point at.
+            c.role = if let Some(r) = dim_assigned[di][ci].take() {
+                r
+            } else if d.primary_key.contains(&c.name) {
+                ColumnRole::Key
+            } else if let Some(r) = dim_defaults[di].clone() {
+                r
+            } else {
+                missing.push(format!("{}.{}", d.name, c.name));
                 continue;
             };
         }
@@ -415,11 +653,12 @@ async fn resolve_hierarchies(
                 let full = base.join(path);
                 let text = std::fs::read_to_string(&full)
                     .map_err(|e| at(h.pos, format!("cannot read hierarchy file '{path}' ({e}); paths are relative to the declarations file")))?;
+                // A line loses its line ending (`\n` or `\r\n`) and nothing else: cells
+                // are matched against data values byte for byte.
                 let rows = text
                     .lines()
-                    .map(str::trim)
                     .filter(|l| !l.is_empty())
-                    .map(|l| l.split(';').map(|c| c.trim().to_string()).collect())
+                    .map(|l| l.split(';').map(str::to_string).collect())
                     .collect();
                 HierarchyDef::Rows { rows, pos: h.pos }
             }
@@ -728,40 +967,134 @@ fn name_of(a: Algorithm) -> &'static str {
     }
 }
 
-/// Views are written against the source; one that reads an IDENTIFIER column would publish it.
-fn check_views(policy: &Policy, tables: &[FamilyTable]) -> Result<(), PlanError> {
-    use sqlparser::ast::{Expr, Visit, Visitor};
+/// Views are written against the source; one that reads an IDENTIFIER column would publish
+/// it, and one that reads a table left out of the release cannot run on it. Each column
+/// reference is resolved to the table it names: `alias.column` through the query's aliases,
+/// a bare `column` to the tables of the query that have it.
+fn check_views(
+    policy: &Policy,
+    wh: &Warehouse,
+    tables: &[FamilyTable],
+    dimensions: &[DimensionTable],
+) -> Result<(), PlanError> {
+    use sqlparser::ast::{Expr, ObjectName, TableFactor, Visit, Visitor};
+    use std::collections::BTreeMap;
     use std::ops::ControlFlow;
-    let identifiers: BTreeSet<String> = tables
-        .iter()
-        .flat_map(|t| {
-            t.columns
-                .iter()
-                .filter(|c| c.role == ColumnRole::Identifier)
-                .map(|c| c.name.to_ascii_lowercase())
-        })
-        .collect();
-    struct Find<'a>(&'a BTreeSet<String>, Option<String>);
-    impl Visitor for Find<'_> {
+    // Released table name -> its columns and whether each is an IDENTIFIER.
+    let mut released: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
+    for t in tables {
+        let cols = t
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.role == ColumnRole::Identifier))
+            .collect();
+        released.insert(t.name.clone(), cols);
+    }
+    for d in dimensions {
+        let cols = d
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.role == ColumnRole::Identifier))
+            .collect();
+        released.insert(d.name.clone(), cols);
+    }
+    fn last(name: &ObjectName) -> String {
+        name.0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(|i| i.value.clone())
+            .unwrap_or_default()
+    }
+    /// The query's relations: (table as written, alias).
+    struct Relations(Vec<(String, Option<String>)>);
+    impl Visitor for Relations {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, alias, .. } = t {
+                self.0
+                    .push((last(name), alias.as_ref().map(|a| a.name.value.clone())));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    /// Column references: (qualifier, column).
+    struct Columns(Vec<(Option<String>, String)>);
+    impl Visitor for Columns {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            let name = match e {
-                Expr::Identifier(i) => Some(i.value.clone()),
-                Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
-                _ => None,
-            };
-            if let Some(n) = name.filter(|n| self.0.contains(&n.to_ascii_lowercase())) {
-                self.1 = Some(n);
-                return ControlFlow::Break(());
+            match e {
+                Expr::Identifier(i) => self.0.push((None, i.value.clone())),
+                Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                    let n = parts.len();
+                    self.0
+                        .push((Some(parts[n - 2].value.clone()), parts[n - 1].value.clone()));
+                }
+                _ => {}
             }
             ControlFlow::Continue(())
         }
     }
     for v in &policy.views {
-        let mut f = Find(&identifiers, None);
-        let _ = v.query.visit(&mut f);
-        if let Some(col) = f.1 {
-            return Err(at(v.pos, format!("view {} reads the IDENTIFIER column '{col}', which is not released; remove it from the view", v.name)));
+        let mut rels = Relations(Vec::new());
+        let _ = v.query.visit(&mut rels);
+        // Relations of the view that are source tables; CTE names and the like are not.
+        let mut in_view: Vec<(String, Option<String>)> = Vec::new();
+        for (written, alias) in rels.0 {
+            let Some(meta) = wh.table(&written) else {
+                continue;
+            };
+            if !released.contains_key(&meta.name) {
+                return Err(at(
+                    v.pos,
+                    format!(
+                        "view {} reads table {}, which is not released (neither in the family nor declared a dimension); declare it with LABEL TABLE {} AS DIMENSION or remove it from the view",
+                        v.name,
+                        meta.name,
+                        crate::warehouse::quote_ident(&meta.name)
+                    ),
+                ));
+            }
+            in_view.push((meta.name.clone(), alias));
+        }
+        let mut cols = Columns(Vec::new());
+        let _ = v.query.visit(&mut cols);
+        let role_in = |table: &str, col: &str| -> Option<bool> {
+            released.get(table).and_then(|cs| {
+                cs.iter()
+                    .find(|(c, _)| c == col)
+                    .or_else(|| cs.iter().find(|(c, _)| c.eq_ignore_ascii_case(col)))
+                    .map(|(_, identifier)| *identifier)
+            })
+        };
+        for (qualifier, col) in cols.0 {
+            let owners: Vec<&str> = match &qualifier {
+                Some(q) => in_view
+                    .iter()
+                    .filter(|(t, a)| match a {
+                        Some(a) => a.eq_ignore_ascii_case(q),
+                        None => t.eq_ignore_ascii_case(q),
+                    })
+                    .map(|(t, _)| t.as_str())
+                    .collect(),
+                None => in_view
+                    .iter()
+                    .filter(|(t, _)| role_in(t, &col).is_some())
+                    .map(|(t, _)| t.as_str())
+                    .collect(),
+            };
+            // A bare name several tables have is resolved by the SQL engine (or refused
+            // as ambiguous); it reads an IDENTIFIER only if every candidate is one.
+            let identifier =
+                !owners.is_empty() && owners.iter().all(|t| role_in(t, &col) == Some(true));
+            if identifier {
+                return Err(at(
+                    v.pos,
+                    format!(
+                        "view {} reads the IDENTIFIER column {}.{col}, which is not released; remove it from the view",
+                        v.name, owners[0]
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -19,8 +19,14 @@ pub struct Plan {
     pub entity: String,
     /// Family tables; index 0 is the entity table; parents come before children.
     pub tables: Vec<FamilyTable>,
-    /// Tables referenced by family tables through other FKs (copied unchanged).
-    pub dimensions: Vec<String>,
+    /// Tables outside the family that the declarations release (`LABEL TABLE t AS
+    /// DIMENSION`), each column with its role.
+    pub dimensions: Vec<DimensionTable>,
+    /// Tables of the source that are neither family nor declared dimensions: not released.
+    pub left_out: Vec<String>,
+    /// The declarations' labels as written, for `verify`'s own reading of which released
+    /// column has a declared fate (it shares no code with the planner's role logic).
+    pub labels: Vec<crate::policy::LabelDecl>,
     /// Every hierarchy a QI uses, resolved to its definition.
     pub hierarchies: BTreeMap<String, HierarchyDef>,
     pub params: Params,
@@ -45,9 +51,77 @@ pub struct FamilyTable {
     pub children: Vec<usize>,
     /// Every column of the table, in source order, with its role.
     pub columns: Vec<PlannedColumn>,
+    /// How the table's rows are keyed in the release.
+    pub key: ReleasedKey,
+    /// Released columns that hold the parent's released key: `parent_fk` in place, or the
+    /// one column named after the parent's surrogate key (empty for the entity table).
+    pub released_fk: Vec<String>,
+    /// The parent's released columns that `released_fk` references.
+    pub released_parent_key: Vec<String>,
+    /// Foreign keys into released dimension tables whose columns are published unchanged on
+    /// both sides: declared in a SQLite target's schema.
+    pub links: Vec<crate::warehouse::ForeignKey>,
+}
+
+/// How a family table's key is published. Join keys stay atomic (DESIGN.md, release
+/// contract); a primary-key column that is not the reference to the parent is data and
+/// takes a role like any other column, so such a table gets a surrogate key instead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReleasedKey {
+    /// No primary key: rows are released without one.
+    None,
+    /// A one-column primary key that is not the FK to the parent: released in place,
+    /// pseudonymized unless keys are preserved.
+    Own(String),
+    /// The primary key is the FK to the parent (a shared-primary-key 1:1 child): released as
+    /// the parent's released key.
+    Parent,
+    /// The primary key holds data columns: a new column of this name, a random permutation
+    /// of 1..=n whatever the key policy (the data columns are generalized, so the source key
+    /// cannot be kept).
+    Surrogate(String),
 }
 
 impl FamilyTable {
+    /// The released primary-key columns.
+    pub fn released_pk(&self) -> Vec<String> {
+        match &self.key {
+            ReleasedKey::None => Vec::new(),
+            ReleasedKey::Own(c) | ReleasedKey::Surrogate(c) => vec![c.clone()],
+            ReleasedKey::Parent => self.released_fk.clone(),
+        }
+    }
+
+    /// Whether the FK to the parent is released as one new column rather than in place.
+    pub fn fk_replaced(&self) -> bool {
+        self.released_fk != self.parent_fk
+    }
+
+    /// The released table's columns, in order: a surrogate key first, then the source
+    /// columns without identifiers, the FK to the parent in place or as one column where
+    /// its first column was.
+    pub fn released_columns(&self) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.columns.len() + 1);
+        if let ReleasedKey::Surrogate(name) = &self.key {
+            out.push(name.clone());
+        }
+        let mut fk_done = false;
+        for c in &self.columns {
+            if c.role == ColumnRole::Identifier {
+                continue;
+            }
+            if self.fk_replaced() && self.parent_fk.contains(&c.name) {
+                if !fk_done {
+                    out.extend(self.released_fk.iter().cloned());
+                    fk_done = true;
+                }
+                continue;
+            }
+            out.push(c.name.clone());
+        }
+        out
+    }
+
     /// Columns that are quasi-identifiers, in source order, with their hierarchy names.
     pub fn qi_columns(&self) -> impl Iterator<Item = (&str, &str)> {
         self.columns.iter().filter_map(|c| match &c.role {
@@ -59,14 +133,37 @@ impl FamilyTable {
     }
 }
 
+/// A table released beside the family (`LABEL TABLE t AS DIMENSION`): not about one
+/// individual, published as the source holds it minus its IDENTIFIER columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DimensionTable {
+    pub name: String,
+    pub primary_key: Vec<String>,
+    /// Every column in source order: `Key` (primary key), `Identifier` or `Insensitive`.
+    pub columns: Vec<PlannedColumn>,
+    /// Foreign keys into released dimension tables, both sides published unchanged.
+    pub links: Vec<crate::warehouse::ForeignKey>,
+}
+
+impl DimensionTable {
+    /// Released columns, in source order.
+    pub fn released_columns(&self) -> Vec<String> {
+        self.columns
+            .iter()
+            .filter(|c| c.role != ColumnRole::Identifier)
+            .map(|c| c.name.clone())
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedColumn {
     pub name: String,
     pub role: ColumnRole,
 }
 
-/// A column's role after planning. Join keys (the table's PK and its FK to its parent) are
-/// `Key`; they need no label and are never QIs.
+/// A column's role after planning. Join keys (a one-column PK and the FK to the parent; a
+/// dimension's PK) are `Key`; they need no label and are never QIs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ColumnRole {
     Key,

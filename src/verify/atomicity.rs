@@ -15,7 +15,7 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
             continue;
         };
         if !t.rel_pk.is_empty() {
-            let cols = ft.primary_key.join(", ");
+            let cols = ft.released_pk().join(", ");
             let key = |r: usize| t.rel.key(&t.rel_pk, r);
             let index = KeyIndex::new(t.rel.rows(), key, key_hash);
             for r in index.nulls() {
@@ -40,7 +40,7 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
         }
         let Some(p) = t.parent else { continue };
         let parent = tables.get(p).map_or("?", |pt| pt.name.as_str());
-        let fk = ft.parent_fk.join(", ");
+        let fk = ft.released_fk.join(", ");
         for (r, issue) in &t.rel_fk_issues {
             let what = match issue {
                 FkIssue::Null => format!("parent key ({fk}) is NULL"),

@@ -202,7 +202,7 @@ pub(super) async fn load(
         let src = read(source, "source", &t.name).await?;
         let rel = read(release, "release", &t.name).await?;
         let src_pk = key_cols(&src, "source", &t.name, &t.primary_key)?;
-        let rel_pk = key_cols(&rel, "release", &t.name, &t.primary_key)?;
+        let rel_pk = key_cols(&rel, "release", &t.name, &t.released_pk())?;
         let mut content = Vec::new();
         for c in &t.columns {
             let rule = match &c.role {
@@ -254,9 +254,9 @@ pub(super) async fn load(
         let child = &tables[ti];
         let parent = &tables[p];
         let src_fk = key_cols(&child.src, "source", &t.name, &t.parent_fk)?;
-        let rel_fk = key_cols(&child.rel, "release", &t.name, &t.parent_fk)?;
+        let rel_fk = key_cols(&child.rel, "release", &t.name, &t.released_fk)?;
         let src_ref = key_cols(&parent.src, "source", &parent.name, &t.parent_key)?;
-        let rel_ref = key_cols(&parent.rel, "release", &parent.name, &t.parent_key)?;
+        let rel_ref = key_cols(&parent.rel, "release", &parent.name, &t.released_parent_key)?;
         let (src_parent, _) = link(&child.src, &src_fk, &parent.src, &src_ref);
         let (rel_parent, issues) = link(&child.rel, &rel_fk, &parent.rel, &rel_ref);
         let child = &mut tables[ti];

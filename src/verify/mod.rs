@@ -12,6 +12,7 @@
 mod atomicity;
 mod counts;
 mod data;
+mod fates;
 mod hier;
 mod kanon;
 mod keys;
@@ -219,6 +220,9 @@ async fn verify_with_budget(
     let mut schema = Check::new("schema");
     schema::check(plan, source, release, &mut schema).await?;
 
+    let mut fates = Check::new("declared roles");
+    fates::check(plan, release, &mut fates);
+
     let mut tables = data::load(plan, source, release).await?;
 
     let mut atomic = Check::new("key atomicity");
@@ -233,7 +237,7 @@ async fn verify_with_budget(
     let mut counts = Check::new("counts");
     counts::check(&tables, report, &mut counts);
 
-    let mut checks = vec![schema, atomic, truth, kanon, counts];
+    let mut checks = vec![schema, fates, atomic, truth, kanon, counts];
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");
         let hint = match &keys {

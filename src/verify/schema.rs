@@ -1,6 +1,7 @@
-//! Check 1, "schema": the release has the family tables with the source columns minus
-//! identifiers, in source order; QI columns hold text; dimension tables are exact copies;
-//! nothing else is released.
+//! Check 1, "schema": the release has the family tables with the columns the plan says their
+//! release has (source order, identifiers left out, a surrogate key first where the source
+//! key holds data); QI columns hold text; declared dimension tables are exact copies of their
+//! released columns; nothing else is released.
 
 use std::collections::HashMap;
 
@@ -8,7 +9,7 @@ use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 
 use super::{Check, VerifyError};
-use crate::plan::{ColumnRole, Plan};
+use crate::plan::{ColumnRole, DimensionTable, Plan};
 use crate::warehouse::{render_value, Warehouse};
 
 pub(super) async fn check(
@@ -30,40 +31,44 @@ pub(super) async fn check(
                 t.name, meta.name
             ));
         }
-        // Released column -> index of the plan column it is (exact name, else case-folded).
-        let mut seen_plan: Vec<usize> = Vec::new();
+        let expected = t.released_columns();
+        // Released column -> index of the expected column it is (exact name, else case-folded).
+        let mut seen: Vec<usize> = Vec::new();
         for col in &meta.columns {
-            let hit = t
-                .columns
-                .iter()
-                .position(|c| c.name == col.name)
-                .or_else(|| {
-                    t.columns
-                        .iter()
-                        .position(|c| c.name.eq_ignore_ascii_case(&col.name))
+            let hit = expected.iter().position(|c| *c == col.name).or_else(|| {
+                expected
+                    .iter()
+                    .position(|c| c.eq_ignore_ascii_case(&col.name))
+            });
+            let Some(ei) = hit else {
+                let identifier = t.columns.iter().any(|c| {
+                    c.name.eq_ignore_ascii_case(&col.name) && c.role == ColumnRole::Identifier
                 });
-            let Some(pi) = hit else {
-                out.record(format!(
-                    "{}.{} is released but is not a column of the source table",
-                    t.name, col.name
-                ));
+                if identifier {
+                    out.record(format!(
+                        "{}.{} is an IDENTIFIER column and must not be released",
+                        t.name, col.name
+                    ));
+                } else {
+                    out.record(format!(
+                        "{}.{} is released but is not a column the release of this table has (expected {})",
+                        t.name,
+                        col.name,
+                        expected.join(", ")
+                    ));
+                }
                 continue;
             };
-            let planned = &t.columns[pi];
-            if planned.role == ColumnRole::Identifier {
-                out.record(format!(
-                    "{}.{} is an IDENTIFIER column and must not be released",
-                    t.name, col.name
-                ));
-                continue;
-            }
-            if planned.name != col.name {
+            if expected[ei] != col.name {
                 out.record(format!(
                     "{}.{} should be named {} as in the source",
-                    t.name, col.name, planned.name
+                    t.name, col.name, expected[ei]
                 ));
             }
-            if matches!(planned.role, ColumnRole::QuasiIdentifier { .. })
+            let qi = t.columns.iter().any(|c| {
+                c.name == expected[ei] && matches!(c.role, ColumnRole::QuasiIdentifier { .. })
+            });
+            if qi
                 && !matches!(
                     col.data_type,
                     DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
@@ -74,20 +79,14 @@ pub(super) async fn check(
                     t.name, col.name, col.data_type
                 ));
             }
-            seen_plan.push(pi);
+            seen.push(ei);
         }
-        for (pi, c) in t.columns.iter().enumerate() {
-            if c.role != ColumnRole::Identifier && !seen_plan.contains(&pi) {
-                out.record(format!("{}.{} is missing from the release", t.name, c.name));
+        for (ei, c) in expected.iter().enumerate() {
+            if !seen.contains(&ei) {
+                out.record(format!("{}.{c} is missing from the release", t.name));
             }
         }
-        if seen_plan.windows(2).any(|w| w[0] >= w[1]) {
-            let expected: Vec<&str> = t
-                .columns
-                .iter()
-                .filter(|c| c.role != ColumnRole::Identifier)
-                .map(|c| c.name.as_str())
-                .collect();
+        if seen.windows(2).any(|w| w[0] >= w[1]) {
             let found: Vec<&str> = meta.columns.iter().map(|c| c.name.as_str()).collect();
             out.record(format!(
                 "{}: columns are not in source order (expected {}; found {})",
@@ -106,7 +105,7 @@ pub(super) async fn check(
         plan.tables
             .iter()
             .map(|f| f.name.as_str())
-            .chain(plan.dimensions.iter().map(String::as_str))
+            .chain(plan.dimensions.iter().map(|d| d.name.as_str()))
             .any(|k| k.eq_ignore_ascii_case(name))
     };
     for t in &release.tables {
@@ -115,44 +114,46 @@ pub(super) async fn check(
             continue;
         }
         out.record(format!(
-            "release table '{}' is neither a family nor a dimension table of the plan: remove it",
+            "release table '{}' is neither a family table nor a declared dimension: remove it",
             t.name
         ));
     }
     Ok(())
 }
 
-/// A dimension table must be an exact copy: same columns, same multiset of rows.
+/// A dimension table must be an exact copy of its released columns (the source's minus its
+/// IDENTIFIER columns): same columns, same multiset of rows.
 async fn dimension(
-    name: &str,
+    d: &DimensionTable,
     source: &Warehouse,
     release: &Warehouse,
     out: &mut Check,
 ) -> Result<(), VerifyError> {
-    let Some(src_meta) = source.table(name) else {
+    let name = d.name.as_str();
+    if source.table(name).is_none() {
         return Err(VerifyError::MissingTable {
             side: "source",
             table: name.to_string(),
         });
-    };
+    }
     let Some(rel_meta) = release.table(name) else {
         out.record(format!(
-            "dimension table '{name}' is missing from the release; it is copied unchanged"
+            "dimension table '{name}' is missing from the release; it is released as declared"
         ));
         return Ok(());
     };
-    let src_cols: Vec<&str> = src_meta.columns.iter().map(|c| c.name.as_str()).collect();
+    let expected = d.released_columns();
     let rel_cols: Vec<&str> = rel_meta.columns.iter().map(|c| c.name.as_str()).collect();
-    if src_cols != rel_cols {
+    if expected != rel_cols {
         out.record(format!(
-            "dimension table '{name}' has columns ({}) but the source has ({})",
+            "dimension table '{name}' has columns ({}) but its declared release has ({})",
             rel_cols.join(", "),
-            src_cols.join(", ")
+            expected.join(", ")
         ));
         return Ok(());
     }
-    let src = read_all(source, "source", &src_meta.name).await?;
-    let rel = read_all(release, "release", &rel_meta.name).await?;
+    let src = read_all(source, "source", name, Some(&expected)).await?;
+    let rel = read_all(release, "release", &rel_meta.name, None).await?;
     // Signed multiset difference: +1 per source row, -1 per released row.
     let mut diff: HashMap<Vec<Option<String>>, i64> = HashMap::with_capacity(src.num_rows());
     let row_of = |b: &RecordBatch, r: usize| -> Vec<Option<String>> {
@@ -181,8 +182,9 @@ async fn read_all(
     wh: &Warehouse,
     side: &'static str,
     table: &str,
+    columns: Option<&[String]>,
 ) -> Result<RecordBatch, VerifyError> {
-    wh.read_table(table, None, &[])
+    wh.read_table(table, columns, &[])
         .await
         .map_err(|source| VerifyError::Read {
             side,

@@ -14,8 +14,12 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::keymap::{KeyPair, KeyValue, TableKeys};
-use crate::plan::{ColumnRole, FamilyTable, HierarchyDef, KeyPolicy, Model, Params, PlannedColumn};
+use crate::plan::{
+    ColumnRole, DimensionTable, FamilyTable, HierarchyDef, KeyPolicy, Model, Params, PlannedColumn,
+    ReleasedKey,
+};
 use crate::policy::{DatePart, Pos};
+use crate::policy::{LabelDecl, Role};
 
 mod ldiv;
 
@@ -224,6 +228,42 @@ fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The labels a declarations file would hold for `plan`'s roles: one per labelled family
+/// column, and a default for each dimension (what the "declared roles" check reads).
+fn labels_of(plan: &Plan) -> Vec<LabelDecl> {
+    let mut out = Vec::new();
+    for t in &plan.tables {
+        for c in &t.columns {
+            let role = match &c.role {
+                ColumnRole::Key => continue,
+                ColumnRole::Identifier => Role::Identifier,
+                ColumnRole::QuasiIdentifier { hierarchy } => Role::QuasiIdentifier {
+                    hierarchy: hierarchy.clone(),
+                },
+                ColumnRole::Sensitive { buckets } => Role::Sensitive {
+                    buckets: buckets.clone(),
+                },
+                ColumnRole::Insensitive => Role::Insensitive,
+            };
+            out.push(LabelDecl {
+                table: t.name.clone(),
+                column: Some(c.name.clone()),
+                role,
+                pos: Pos::default(),
+            });
+        }
+    }
+    for d in &plan.dimensions {
+        out.push(LabelDecl {
+            table: d.name.clone(),
+            column: None,
+            role: Role::Insensitive,
+            pos: Pos::default(),
+        });
+    }
+    out
+}
+
 fn plan(k: usize) -> Plan {
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut hierarchies = BTreeMap::new();
@@ -266,7 +306,7 @@ fn plan(k: usize) -> Plan {
             pos: Pos::default(),
         },
     );
-    Plan {
+    let mut plan = Plan {
         entity: "student".to_string(),
         tables: vec![
             FamilyTable {
@@ -275,6 +315,10 @@ fn plan(k: usize) -> Plan {
                 parent: None,
                 parent_fk: vec![],
                 parent_key: vec![],
+                key: ReleasedKey::Own("sid".to_string()),
+                released_fk: vec![],
+                released_parent_key: vec![],
+                links: vec![],
                 children: vec![1],
                 columns: vec![
                     col("sid", ColumnRole::Key),
@@ -290,6 +334,10 @@ fn plan(k: usize) -> Plan {
                 parent: Some(0),
                 parent_fk: names(&["sid"]),
                 parent_key: names(&["sid"]),
+                key: ReleasedKey::Own("cid".to_string()),
+                released_fk: names(&["sid"]),
+                released_parent_key: names(&["sid"]),
+                links: vec![],
                 children: vec![2],
                 columns: vec![
                     col("cid", ColumnRole::Key),
@@ -304,6 +352,10 @@ fn plan(k: usize) -> Plan {
                 parent: Some(1),
                 parent_fk: names(&["cid"]),
                 parent_key: names(&["cid"]),
+                key: ReleasedKey::None,
+                released_fk: names(&["cid"]),
+                released_parent_key: names(&["cid"]),
+                links: vec![],
                 children: vec![],
                 columns: vec![
                     col("cid", ColumnRole::Key),
@@ -312,7 +364,17 @@ fn plan(k: usize) -> Plan {
                 ],
             },
         ],
-        dimensions: vec!["catalog".to_string()],
+        dimensions: vec![DimensionTable {
+            name: "catalog".to_string(),
+            primary_key: vec![],
+            columns: vec![
+                col("course", ColumnRole::Insensitive),
+                col("dept", ColumnRole::Insensitive),
+            ],
+            links: vec![],
+        }],
+        left_out: vec![],
+        labels: vec![],
         hierarchies,
         params: Params {
             queries: 0,
@@ -323,7 +385,9 @@ fn plan(k: usize) -> Plan {
         views: vec![],
         source: PathBuf::from("source.sqlite"),
         target: None,
-    }
+    };
+    plan.labels = labels_of(&plan);
+    plan
 }
 
 fn write_sqlite(path: &Path, db: &[Table]) {
@@ -468,13 +532,13 @@ fn assert_passes(v: &Verdict, name: &str) {
 async fn correct_release_passes() {
     let v = run(&source_db(), &release_db(), Some(&report())).await;
     assert!(v.passed(), "{}", v.summary());
-    assert_eq!(v.checks.len(), 5);
+    assert_eq!(v.checks.len(), 6);
     assert_eq!(
         (v.entities_released, v.equivalence_classes, v.smallest_ec),
         (4, 2, Some(2))
     );
     assert!(v.summary().starts_with(
-        "PASS schema\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS counts\n"
+        "PASS schema\nPASS declared roles\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS counts\n"
     ));
 }
 
@@ -633,8 +697,19 @@ async fn identifier_column_left_in_is_caught() {
         row.insert(1, t(name));
     }
     let v = run(&source_db(), &rel, None).await;
-    assert_eq!(failing(&v), vec!["schema"], "{}", v.summary());
+    // Both the plan's schema and the declarations' own reading catch it.
+    assert_eq!(
+        failing(&v),
+        vec!["schema", "declared roles"],
+        "{}",
+        v.summary()
+    );
     assert_caught(&v, "schema", &["students.name is an IDENTIFIER column"]);
+    assert_caught(
+        &v,
+        "declared roles",
+        &["students.name is released but declared IDENTIFIER"],
+    );
 }
 
 #[tokio::test]
@@ -751,6 +826,7 @@ fn pseudonymized() -> (Vec<Table>, KeyMap) {
         "students".to_string(),
         TableKeys {
             columns: vec!["sid".to_string()],
+            released_columns: vec![],
             pairs: pairs(&[1, 2, 3, 4], &sid),
         },
     );
@@ -758,6 +834,7 @@ fn pseudonymized() -> (Vec<Table>, KeyMap) {
         "courses".to_string(),
         TableKeys {
             columns: vec!["cid".to_string()],
+            released_columns: vec![],
             pairs: pairs(&[10, 11, 20, 21, 30, 40], &cid),
         },
     );

@@ -25,7 +25,15 @@ pub(super) fn check(
     out: &mut Check,
 ) -> Result<(), VerifyError> {
     for ti in 0..tables.len() {
-        let keyed = !tables[ti].rel_pk.is_empty();
+        // Preserved keys name their source row only where the released key is the source's
+        // own columns; a surrogate key (the source key holds generalized data) is traced
+        // through the key map, or without one by content under the traced parents.
+        let same_key = plan.tables.get(ti).is_some_and(|ft| {
+            let released = ft.released_pk();
+            released.len() == ft.primary_key.len()
+                && released.iter().all(|c| ft.primary_key.contains(c))
+        });
+        let keyed = !tables[ti].rel_pk.is_empty() && (matches!(keys, Keys::Map(_)) || same_key);
         let mapped = if keyed {
             let ft = plan
                 .tables
@@ -54,14 +62,16 @@ pub(super) fn render_key_value(v: &KeyValue) -> String {
 /// pairs indexed by released key ([`KeyIndex`]), each key rendered when it is asked for.
 struct Translation<'m> {
     pairs: &'m [KeyPair],
-    /// Per PK column of the plan, its column in the key map.
+    /// Per PK column of the plan, its column in the key map's source keys.
     perm: Vec<usize>,
+    /// Per released key column of the plan, its column in the key map's released keys.
+    released_perm: Vec<usize>,
     index: KeyIndex,
 }
 
 impl Translation<'_> {
     fn released(&self, i: usize) -> Option<Vec<String>> {
-        Some(render_key(&self.pairs[i].released, &self.perm))
+        Some(render_key(&self.pairs[i].released, &self.released_perm))
     }
 
     fn source(&self, i: usize) -> Vec<String> {
@@ -122,23 +132,49 @@ fn translation<'m>(
             })
         }
     };
-    let n = perm.len();
+    // A map that names no released columns releases the source's key columns.
+    let released_pk = ft.released_pk();
+    let released_perm: Option<Vec<usize>> = if tk.released_columns.is_empty() {
+        (released_pk == ft.primary_key).then(|| perm.clone())
+    } else {
+        released_pk
+            .iter()
+            .map(|c| {
+                tk.released_columns
+                    .iter()
+                    .position(|m| m.eq_ignore_ascii_case(c))
+            })
+            .collect::<Option<Vec<usize>>>()
+            .filter(|p| p.len() == tk.released_columns.len())
+    };
+    let Some(released_perm) = released_perm else {
+        return Err(VerifyError::KeyMapColumns {
+            table: ft.name.clone(),
+            found: format!("released as {}", tk.released_columns.join(", ")),
+            expected: format!("released as {}", released_pk.join(", ")),
+        });
+    };
     for pair in &tk.pairs {
-        for found in [pair.released.len(), pair.source.len()] {
-            if found != n {
+        let sides = [
+            (pair.source.len(), perm.len()),
+            (pair.released.len(), released_perm.len()),
+        ];
+        for (found, expected) in sides {
+            if found != expected {
                 return Err(VerifyError::KeyMapArity {
                     table: ft.name.clone(),
-                    expected: n,
+                    expected,
                     found,
                 });
             }
         }
     }
-    let released_key = |i: usize| Some(render_key(&tk.pairs[i].released, &perm));
+    let released_key = |i: usize| Some(render_key(&tk.pairs[i].released, &released_perm));
     let index = KeyIndex::new(tk.pairs.len(), released_key, key_hash);
     let m = Translation {
         pairs: &tk.pairs,
         perm,
+        released_perm,
         index,
     };
     let repeats = m.index.repeats(|j| m.released(j), key_hash);

@@ -392,6 +392,42 @@ impl Warehouse {
         }
     }
 
+    /// Sets aside the foreign key of `table` on exactly `columns` (in any order), from the
+    /// catalog or an earlier declaration; its columns become plain columns.
+    pub fn drop_foreign_key(
+        &mut self,
+        table: &str,
+        columns: &[String],
+    ) -> Result<ForeignKey, WarehouseError> {
+        let ti = self.resolve_table(table)?;
+        let t = &self.tables[ti];
+        let mut wanted = t.resolve_columns(columns)?;
+        wanted.sort();
+        let hit = t.foreign_keys.iter().position(|fk| {
+            let mut have = fk.columns.clone();
+            have.sort();
+            have == wanted
+        });
+        let Some(i) = hit else {
+            let known: Vec<String> = t
+                .foreign_keys
+                .iter()
+                .map(|fk| format!("({}) -> {}", fk.columns.join(", "), fk.ref_table))
+                .collect();
+            return Err(WarehouseError::KeyConflict(format!(
+                "table '{}' has no foreign key on ({}); its foreign keys are: {}",
+                t.name,
+                columns.join(", "),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        };
+        Ok(self.tables[ti].foreign_keys.remove(i))
+    }
+
     /// Declares a table's primary key. Repeating the key already known (in any column
     /// order) is fine; a different key is refused, since SQLite's catalog or an earlier
     /// declaration already says otherwise.
