@@ -5,6 +5,7 @@
 //! Invariant: table 0 is the entity table; a row's parent is a row of `plan.tables[t].parent`;
 //! `children[c]` of a table lists, per row, its rows in child table `c` (CSR layout).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::BooleanArray;
@@ -47,8 +48,96 @@ pub enum ForestError {
         count: usize,
         examples: String,
     },
+    /// `detail` names the second path, the ancestor, the first example and the fix.
+    #[error("table {table}: {count} row(s) reach {detail}")]
+    PathsDisagree {
+        table: String,
+        count: usize,
+        detail: String,
+    },
     #[error("internal: {0}")]
     Internal(String),
+}
+
+/// Why a source row has no place in the forest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeftOut {
+    /// A NULL FK to the parent, or a parent left out for that reason.
+    NoParent,
+    /// An FK naming a missing parent row, or a parent left out for that reason.
+    Orphan,
+}
+
+/// Refuses a table whose second FK path (`r`, to an ancestor of its parent) names another
+/// ancestor row than the row's parent chain reaches. A NULL second FK claims nothing.
+fn check_second_path(
+    plan: &Plan,
+    tables: &[TableNodes],
+    ti: usize,
+    r: &crate::plan::RedundantFk,
+    batch: &RecordBatch,
+    parent: &[u32],
+) -> Result<(), ForestError> {
+    let render = |b: &RecordBatch, cols: &[String], row: usize| -> Option<Vec<String>> {
+        cols.iter()
+            .map(|c| {
+                b.column_by_name(c)
+                    .and_then(|a| render_value(a.as_ref(), row))
+            })
+            .collect()
+    };
+    let ancestor = &tables[r.ancestor];
+    let mut index: HashMap<Vec<String>, u32> = HashMap::with_capacity(ancestor.rows());
+    for row in 0..ancestor.rows() {
+        if let Some(k) = render(&ancestor.batch, &r.ancestor_key, row) {
+            index.insert(k, row as u32);
+        }
+    }
+    let ft = &plan.tables[ti];
+    let mut count = 0;
+    let mut example = String::new();
+    for (row, &up) in parent.iter().enumerate().take(batch.num_rows()) {
+        let Some(k) = render(batch, &r.columns, row) else {
+            continue;
+        };
+        // Up the tree from the parent to the ancestor's table.
+        let (mut t, mut at) = (ft.parent, up);
+        while let Some(cur) = t.filter(|&cur| cur != r.ancestor) {
+            at = tables[cur].parent[at as usize];
+            t = plan.tables[cur].parent;
+        }
+        if index.get(&k) == Some(&at) {
+            continue;
+        }
+        count += 1;
+        if example.is_empty() {
+            let own = render(batch, &ft.primary_key, row)
+                .map(|v| format!("{} = {}", ft.primary_key.join(", "), v.join(", ")))
+                .unwrap_or_else(|| format!("row {}", row + 1));
+            let via = render(&ancestor.batch, &r.ancestor_key, at as usize)
+                .map(|v| v.join(", "))
+                .unwrap_or_else(|| "?".to_string());
+            example = format!(
+                "{own}: ({}) = {} but its parent chain reaches {} {via}",
+                r.columns.join(", "),
+                k.join(", "),
+                ancestor.name
+            );
+        }
+    }
+    if count == 0 {
+        return Ok(());
+    }
+    let fk = r.columns.join(", ");
+    Err(ForestError::PathsDisagree {
+        table: ft.name.clone(),
+        count,
+        detail: format!(
+            "{a} through ({fk}) and through their parent chain to different {a} rows, e.g. {example}; fix the source, or set the second path aside with ALTER TABLE {} DROP FOREIGN KEY ({fk}) and give its columns a role",
+            crate::warehouse::quote_ident(&ft.name),
+            a = ancestor.name,
+        ),
+    })
 }
 
 /// Rows of one child table grouped by parent row.
@@ -88,6 +177,9 @@ pub struct TableNodes {
     pub children: Vec<Children>,
     /// Source rows left out as orphans (FK to a missing parent, with their descendants).
     pub orphans_dropped: usize,
+    /// Source rows left out for having no parent: a NULL FK (an optional relationship, so
+    /// the row is about no individual), with their descendants.
+    pub no_parent: usize,
     /// Source rows before orphans were dropped.
     pub rows_in: usize,
 }
@@ -179,6 +271,9 @@ fn without_identifiers(ft: &FamilyTable, batch: RecordBatch) -> Result<RecordBat
 /// (parent row, key) joined to its parent's key table, drops or refuses orphans, interns QIs.
 pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     let mut tables: Vec<TableNodes> = Vec::with_capacity(plan.tables.len());
+    // Per table, the rendered keys of the source rows left out and why: their children are
+    // left out for the same reason.
+    let mut left_out: Vec<HashMap<Vec<String>, LeftOut>> = vec![HashMap::new(); plan.tables.len()];
     for (ti, ft) in plan.tables.iter().enumerate() {
         check_key(wh, &ft.name, &ft.primary_key).await?;
         let t = quote(&ft.name);
@@ -246,6 +341,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
         let rows_in = batch.num_rows();
         let mut parent = vec![u32::MAX; batch.num_rows()];
         let mut orphans_dropped = 0;
+        let mut no_parent = 0;
         if let Some(p) = ft.parent {
             let idx = batch
                 .schema()
@@ -257,36 +353,79 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                 .as_any()
                 .downcast_ref::<UInt32Array>()
                 .ok_or_else(|| ForestError::Internal("parent column".into()))?;
-            let orphans = col.null_count();
-            if orphans > 0 {
-                if plan.params.orphans == OrphanPolicy::Refuse {
-                    let examples = (0..batch.num_rows())
-                        .filter(|&r| col.is_null(r))
-                        .take(3)
-                        .map(|r| {
-                            let vals: Vec<String> = ft
-                                .parent_fk
-                                .iter()
-                                .map(|c| {
-                                    let v = batch
-                                        .column_by_name(c)
-                                        .and_then(|a| render_value(a.as_ref(), r));
-                                    format!("{c} = {}", v.unwrap_or_else(|| "NULL".into()))
-                                })
-                                .collect();
-                            vals.join(", ")
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    return Err(ForestError::Orphans {
-                        table: ft.name.clone(),
-                        parent: plan.tables[p].name.clone(),
-                        fk: ft.parent_fk.join(", "),
-                        count: orphans,
-                        examples,
-                    });
+            // Rows without a parent row: a NULL FK (an optional relationship: the row is
+            // about no individual) or a parent left out for that reason are "no parent"; an
+            // FK naming a row the source lacks (or one dropped as such) is an orphan.
+            let fk_key = |r: usize| -> Option<Vec<String>> {
+                ft.parent_fk
+                    .iter()
+                    .map(|c| {
+                        batch
+                            .column_by_name(c)
+                            .and_then(|a| render_value(a.as_ref(), r))
+                    })
+                    .collect()
+            };
+            let mut reasons: Vec<(usize, LeftOut)> = Vec::new();
+            for r in (0..batch.num_rows()).filter(|&r| col.is_null(r)) {
+                let reason = match fk_key(r) {
+                    None => LeftOut::NoParent,
+                    Some(k) => left_out[p].get(&k).copied().unwrap_or(LeftOut::Orphan),
+                };
+                reasons.push((r, reason));
+            }
+            let dangling: Vec<usize> = reasons
+                .iter()
+                .filter(|(_, why)| *why == LeftOut::Orphan)
+                .map(|&(r, _)| r)
+                .collect();
+            if !dangling.is_empty() && plan.params.orphans == OrphanPolicy::Refuse {
+                let examples = dangling
+                    .iter()
+                    .take(3)
+                    .map(|&r| {
+                        let vals: Vec<String> = ft
+                            .parent_fk
+                            .iter()
+                            .map(|c| {
+                                let v = batch
+                                    .column_by_name(c)
+                                    .and_then(|a| render_value(a.as_ref(), r));
+                                format!("{c} = {}", v.unwrap_or_else(|| "NULL".into()))
+                            })
+                            .collect();
+                        vals.join(", ")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return Err(ForestError::Orphans {
+                    table: ft.name.clone(),
+                    parent: plan.tables[p].name.clone(),
+                    fk: ft.parent_fk.join(", "),
+                    count: dangling.len(),
+                    examples,
+                });
+            }
+            if !reasons.is_empty() {
+                orphans_dropped = dangling.len();
+                no_parent = reasons.len() - dangling.len();
+                if !ft.children.is_empty() {
+                    let pk_key = |r: usize| -> Option<Vec<String>> {
+                        ft.primary_key
+                            .iter()
+                            .map(|c| {
+                                batch
+                                    .column_by_name(c)
+                                    .and_then(|a| render_value(a.as_ref(), r))
+                            })
+                            .collect()
+                    };
+                    for &(r, why) in &reasons {
+                        if let Some(k) = pk_key(r) {
+                            left_out[ti].insert(k, why);
+                        }
+                    }
                 }
-                orphans_dropped = orphans;
                 let keep: BooleanArray = (0..batch.num_rows())
                     .map(|r| Some(col.is_valid(r)))
                     .collect();
@@ -305,6 +444,9 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
         }
         if !ft.children.is_empty() {
             register_keys(wh, ti, &batch, &ft.primary_key)?;
+        }
+        for r in &ft.redundant {
+            check_second_path(plan, &tables, ti, r, &batch, &parent)?;
         }
         let TableCodes {
             hierarchies,
@@ -328,6 +470,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             parent,
             children: Vec::new(),
             orphans_dropped,
+            no_parent,
             rows_in,
         });
     }

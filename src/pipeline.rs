@@ -295,13 +295,6 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let mut phases = Phases::new(req.progress);
     let (plan, wh) = prepare(req, &mut phases).await?;
-    if !plan.left_out.is_empty() {
-        phases.warn(&format!(
-            "left out of the release (outside the {} family and not declared dimensions): {}; add LABEL TABLE <table> AS DIMENSION to release one",
-            plan.entity,
-            plan.left_out.join(", ")
-        ));
-    }
     let target = target_of(&plan, &req.origin)?;
     let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(&target));
     if src_abs == tgt_abs || tgt_abs.starts_with(&src_abs) {
@@ -324,6 +317,30 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     }
     phases.spin("load", "loading the entity forest");
     let forest = forest::load(&plan, &wh).await?;
+    for (ft, nodes) in plan.tables.iter().zip(&forest.tables) {
+        if nodes.no_parent > 0 {
+            let second: Vec<String> = ft
+                .redundant
+                .iter()
+                .map(|r| format!("({})", r.columns.join(", ")))
+                .collect();
+            let caveat = if second.is_empty() {
+                format!(": they are about no {}", plan.entity)
+            } else {
+                format!(
+                    "; the second path {} may name their {}, but a row hangs on one path",
+                    second.join(", "),
+                    plan.tables[0].name
+                )
+            };
+            phases.warn(&format!(
+                "{}: {} row(s) have no parent (NULL in ({}), or under such a row) and are left out of the release{caveat}",
+                ft.name,
+                nodes.no_parent,
+                ft.parent_fk.join(", "),
+            ));
+        }
+    }
     // Loading renders every QI cell on every thread; what it freed there goes back too.
     return_free_heap();
     let k = plan.params.model.min_group();

@@ -37,6 +37,8 @@ pub struct TableStats {
     pub released: usize,
     pub suppressed: usize,
     pub orphans_dropped: usize,
+    /// Source rows left out for having no parent (a NULL FK), with their descendants.
+    pub no_parent: usize,
     /// 001 Def. 8 numerator over this table's released QI cells.
     pub lm_sum: f64,
     /// The same numerator per QI column (name, sum), in source column order: shows which
@@ -101,12 +103,57 @@ pub fn materialize(
             columns.push(c);
         }
         let mut fk_done = false;
+        let mut redundant_done: Vec<usize> = Vec::new();
         for (ci, col) in ft.columns.iter().enumerate() {
             let original = source.column(ci);
             let field = source.schema().field(ci).clone();
             let in_fk = ft.parent_fk.contains(&col.name);
+            let second = ft
+                .redundant
+                .iter()
+                .enumerate()
+                .find(|(_, r)| r.columns.contains(&col.name));
             match &col.role {
                 ColumnRole::Identifier => continue,
+                // A second path to an ancestor: the ancestor's released key, read up the
+                // tree (the forest checked that both paths agree).
+                ColumnRole::Key if second.is_some() => {
+                    let (i, r) = second.expect("checked by the guard");
+                    if r.replaced() && redundant_done.contains(&i) {
+                        continue;
+                    }
+                    redundant_done.push(i);
+                    match surrogate[r.ancestor].as_ref() {
+                        Some(ints) => {
+                            let up = ancestor_rows(plan, forest, ti, r.ancestor);
+                            // `original` holds the kept rows in order. A NULL second FK
+                            // stays NULL: it claimed nothing.
+                            let values: Vec<Option<i64>> = rows
+                                .iter()
+                                .enumerate()
+                                .map(|(i, &row)| {
+                                    let key = ints[up[row as usize] as usize];
+                                    if original.is_null(i) {
+                                        None
+                                    } else {
+                                        key
+                                    }
+                                })
+                                .collect();
+                            let name = if r.replaced() {
+                                &r.released_columns[0]
+                            } else {
+                                &col.name
+                            };
+                            fields.push(Field::new(name, DataType::Int64, true));
+                            columns.push(Arc::new(Int64Array::from(values)));
+                        }
+                        None => {
+                            fields.push(field);
+                            columns.push(original.clone());
+                        }
+                    }
+                }
                 // The reference to a parent keyed by a surrogate: one column in place of the
                 // FK's columns, holding the parent's surrogate.
                 ColumnRole::Key if in_fk && ft.fk_replaced() => {
@@ -213,6 +260,7 @@ pub fn materialize(
             released: rows.len(),
             suppressed: nodes.rows() - rows.len(),
             orphans_dropped: nodes.orphans_dropped,
+            no_parent: nodes.no_parent,
             lm_sum,
             lm_sum_by_column,
             qi_columns: nqi,
@@ -272,6 +320,23 @@ fn sort_by_key<'a>(
     }
     let idx = lexsort_to_indices(&sort, None).map_err(internal)?;
     take_record_batch(&batch, &idx).map_err(internal)
+}
+
+/// Per row of table `ti`, its ancestor row in table `ancestor` (up the forest's parent links).
+fn ancestor_rows(plan: &Plan, forest: &Forest, ti: usize, ancestor: usize) -> Vec<u32> {
+    let mut rows: Vec<u32> = (0..forest.tables[ti].rows() as u32).collect();
+    let mut t = ti;
+    while t != ancestor {
+        let parents = &forest.tables[t].parent;
+        for r in rows.iter_mut() {
+            *r = parents[*r as usize];
+        }
+        match plan.tables[t].parent {
+            Some(p) => t = p,
+            None => break,
+        }
+    }
+    rows
 }
 
 /// A random permutation of 1..=n over the kept rows: consistent per key, and says nothing

@@ -16,6 +16,10 @@ pub struct TableReport {
     pub released: usize,
     pub suppressed: usize,
     pub orphans_dropped: usize,
+    /// Rows left out for having no parent: a NULL FK (an optional relationship), so they
+    /// are about no individual; with their descendants. (Absent from earlier reports.)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub no_parent: usize,
     pub qi_columns: usize,
     /// LM (001 Def. 8) over this table's released QI cells; 0 without QIs.
     pub lm: f64,
@@ -107,6 +111,7 @@ pub fn build(
             released: s.released,
             suppressed: s.suppressed,
             orphans_dropped: s.orphans_dropped,
+            no_parent: s.no_parent,
             qi_columns: s.qi_columns,
             lm: ratio(s.lm_sum, (s.released * s.qi_columns) as f64),
             lm_by_column: s
@@ -185,6 +190,10 @@ pub fn build(
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// How many times each value occurs.
 fn histogram(sizes: &[usize]) -> BTreeMap<usize, usize> {
     let mut h = BTreeMap::new();
@@ -254,10 +263,11 @@ impl Report {
                 t.suppressed,
                 100.0 * t.suppressed_share(),
                 t.lm,
-                if t.orphans_dropped > 0 {
-                    format!("  ({} orphans dropped)", t.orphans_dropped)
-                } else {
-                    String::new()
+                match (t.orphans_dropped, t.no_parent) {
+                    (0, 0) => String::new(),
+                    (o, 0) => format!("  ({o} orphans dropped)"),
+                    (0, n) => format!("  ({n} without a parent left out)"),
+                    (o, n) => format!("  ({o} orphans dropped, {n} without a parent left out)"),
                 }
             );
         }
@@ -285,7 +295,10 @@ impl Report {
             );
         }
         if !self.left_out.is_empty() {
-            s += &format!("  not released: {}\n", self.left_out.join(", "));
+            s += &format!(
+                "  not released (outside the family, not declared dimensions): {}\n",
+                self.left_out.join(", ")
+            );
         }
         s += &format!(
             "rows suppressed {:.1}% of the family's rows; LM {:.4} (with suppression {:.4}), DM {}\n",

@@ -913,6 +913,7 @@ mod tests {
                 parent: vec![u32::MAX; n],
                 children: Vec::new(),
                 orphans_dropped: 0,
+                no_parent: 0,
                 rows_in: n,
             }],
         }

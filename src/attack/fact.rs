@@ -287,6 +287,7 @@ mod tests {
             key: crate::plan::ReleasedKey::None,
             released_fk: vec![],
             released_parent_key: vec![],
+            redundant: vec![],
             links: vec![],
             children: vec![],
             columns,

@@ -917,3 +917,55 @@ fn error_display_is_position_then_message() {
         "2:3: expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'"
     );
 }
+
+#[test]
+fn dimensions_and_foreign_keys_set_aside() {
+    let policy = ok("LABEL TABLE \"Employees\" AS DIMENSION;\n\
+         LABEL TABLE \"Employees\" DEFAULT INSENSITIVE;\n\
+         ALTER TABLE payment DROP FOREIGN KEY (rental_id);\n\
+         alter table \"Order Details\" drop foreign key (\"OrderID\", \"ProductID\");");
+    assert_eq!(
+        policy.dimensions,
+        vec![TableDecl {
+            table: "Employees".to_string(),
+            pos: p(1, 1),
+        }]
+    );
+    assert_eq!(policy.labels.len(), 1, "the default is a label of its own");
+    assert_eq!(
+        policy.dropped_foreign_keys,
+        vec![
+            KeyDecl {
+                table: "payment".to_string(),
+                columns: vec!["rental_id".to_string()],
+                pos: p(3, 1),
+            },
+            KeyDecl {
+                table: "Order Details".to_string(),
+                columns: vec!["OrderID".to_string(), "ProductID".to_string()],
+                pos: p(4, 1),
+            },
+        ]
+    );
+}
+
+#[test]
+fn dimension_and_set_aside_errors() {
+    assert_err("LABEL TABLE t AS FACT;", (1, 18), "DIMENSION after AS");
+    assert_err(
+        "LABEL TABLE t AS DIMENSION;\nlabel table T as dimension;",
+        (2, 1),
+        "already declared a dimension at 1:1",
+    );
+    assert_err(
+        "ALTER TABLE t DROP KEY (a);",
+        (1, 20),
+        "FOREIGN KEY (columns) after DROP",
+    );
+    assert_err("ALTER TABLE t DROP FOREIGN KEY a;", (1, 32), "'('");
+    assert_err(
+        "ALTER TABLE t DROP FOREIGN KEY (a);\nALTER TABLE T DROP FOREIGN KEY (A);",
+        (2, 1),
+        "already set aside at 1:1",
+    );
+}

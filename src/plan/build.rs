@@ -2,7 +2,7 @@
 
 use super::*;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::policy::{HierarchySource, Policy, Role, Value};
@@ -141,11 +141,6 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
 }
 
 fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
-    for fk in &policy.dropped_foreign_keys {
-        let name = table(wh, &fk.table, fk.pos)?.name.clone();
-        wh.drop_foreign_key(&name, &fk.columns)
-            .map_err(|e| at(fk.pos, format!("{e}; name the columns of one of them")))?;
-    }
     for pk in &policy.primary_keys {
         let t = table(wh, &pk.table, pk.pos)?;
         let (name, cols) = (t.name.clone(), columns(t, &pk.columns, pk.pos)?);
@@ -166,6 +161,13 @@ fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
             },
         )
         .map_err(|e| at(fk.pos, e.to_string()))?;
+    }
+    // Set aside after the declared ones are added, so a key declared for a Parquet copy can
+    // be set aside as the SQLite catalog's would be.
+    for fk in &policy.dropped_foreign_keys {
+        let name = table(wh, &fk.table, fk.pos)?.name.clone();
+        wh.drop_foreign_key(&name, &fk.columns)
+            .map_err(|e| at(fk.pos, format!("{e}; name the columns of one of them")))?;
     }
     Ok(())
 }
@@ -197,90 +199,177 @@ fn refuse_children_of_keyless(
     }
 }
 
-/// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each must
-/// have exactly one FK into the family (snowflake), and the chain must not loop.
+/// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each family
+/// table hangs under one parent; a second FK into the family is accepted only when it points
+/// at a proper ancestor of that parent (a shortcut such as payment -> customer beside
+/// payment -> rental -> customer), and is released as that ancestor's key. Any other second
+/// path, or a cycle, is not a snowflake.
 fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanError> {
-    let mut tables = vec![family_table(wh, root, None, Vec::new(), Vec::new())?];
-    let mut queue = VecDeque::from([0usize]);
+    let not_snowflake = |table: &str, why: String| {
+        PlanError::Schema(format!(
+            "not a snowflake: {why}; keep one FK path per table toward {root}: set the other aside with ALTER TABLE {} DROP FOREIGN KEY (<its columns>) and give its columns a role",
+            crate::warehouse::quote_ident(table)
+        ))
+    };
+    // Family membership: an FK (not a self-reference) into a member, to a fixpoint.
     let mut in_family: BTreeSet<String> = BTreeSet::from([root.to_string()]);
-    while let Some(pi) = queue.pop_front() {
-        let parent = tables[pi].name.clone();
+    loop {
+        let before = in_family.len();
         for t in &wh.tables {
-            // A self-reference (employee -> manager) links two rows of one table, perhaps two
-            // individuals: its column is data that needs a role, not a family edge.
-            let into_parent = t
+            let joins = t
                 .foreign_keys
                 .iter()
-                .filter(|fk| fk.ref_table == parent && t.name != parent);
-            for fk in into_parent {
-                if in_family.contains(&t.name) {
-                    return Err(PlanError::Schema(format!(
-                        "not a snowflake: table {t} reaches the entity table {root} through two foreign-key paths (one via {parent} on ({cols})); \
-                         keep one FK toward {root} per table: set the other aside with ALTER TABLE {qt} DROP FOREIGN KEY (<its columns>) and give its columns a role",
-                        t = t.name,
-                        cols = fk.columns.join(", "),
-                        qt = crate::warehouse::quote_ident(&t.name),
-                    )));
+                .any(|fk| fk.ref_table != t.name && in_family.contains(&fk.ref_table));
+            if joins {
+                in_family.insert(t.name.clone());
+            }
+        }
+        if in_family.len() == before {
+            break;
+        }
+    }
+    let into_family = |t: &TableMeta| -> Vec<ForeignKey> {
+        t.foreign_keys
+            .iter()
+            .filter(|fk| fk.ref_table != t.name && in_family.contains(&fk.ref_table))
+            .cloned()
+            .collect()
+    };
+    let root_meta = wh
+        .table(root)
+        .ok_or_else(|| PlanError::Schema(format!("table {root} vanished")))?;
+    if let Some(fk) = into_family(root_meta).first() {
+        return Err(not_snowflake(
+            root,
+            format!(
+                "the entity table {root} has a foreign key ({}) into its own family ({})",
+                fk.columns.join(", "),
+                fk.ref_table
+            ),
+        ));
+    }
+    let mut tables = vec![family_table(wh, root, None, Vec::new(), Vec::new())?];
+    // Placed in rounds: a table is placed once every family table it references is, under
+    // the deepest of them, so a plain snowflake is placed level by level (breadth first,
+    // each level grouped by parent in plan order, children in the source's table order).
+    let mut pending: Vec<&TableMeta> = wh
+        .tables
+        .iter()
+        .filter(|t| t.name != root && in_family.contains(&t.name))
+        .collect();
+    while !pending.is_empty() {
+        let placed = |name: &str| tables.iter().position(|t| t.name == name);
+        let ready: Vec<&TableMeta> = pending
+            .iter()
+            .copied()
+            .filter(|t| {
+                into_family(t)
+                    .iter()
+                    .all(|fk| placed(&fk.ref_table).is_some())
+            })
+            .collect();
+        if ready.is_empty() {
+            let names: Vec<&str> = pending.iter().map(|t| t.name.as_str()).collect();
+            return Err(not_snowflake(
+                names[0],
+                format!("the foreign keys among {} form a cycle", names.join(", ")),
+            ));
+        }
+        let mut round = Vec::new();
+        for t in ready {
+            let fks = into_family(t);
+            let depth = |i: usize| {
+                let mut d = 0;
+                let mut at = i;
+                while let Some(p) = tables[at].parent {
+                    d += 1;
+                    at = p;
                 }
-                let pk = wh
-                    .table(&parent)
-                    .map(|p| p.primary_key.clone())
-                    .unwrap_or_default();
-                let ref_cols = if fk.ref_columns.is_empty() {
+                d
+            };
+            let target = |fk: &ForeignKey| placed(&fk.ref_table).unwrap_or(0);
+            let parent_fk = fks
+                .iter()
+                .max_by_key(|fk| depth(target(fk)))
+                .expect("a family table has an FK into the family");
+            let parent = target(parent_fk);
+            let ancestors: Vec<usize> =
+                std::iter::successors(tables[parent].parent, |&a| tables[a].parent).collect();
+            let mut redundant = Vec::new();
+            for fk in fks.iter().filter(|fk| *fk != parent_fk) {
+                let a = target(fk);
+                if a == parent {
+                    return Err(not_snowflake(
+                        &t.name,
+                        format!(
+                            "table {} has two foreign keys into {}, ({}) and ({}), which may name two different rows",
+                            t.name,
+                            tables[parent].name,
+                            parent_fk.columns.join(", "),
+                            fk.columns.join(", ")
+                        ),
+                    ));
+                }
+                if !ancestors.contains(&a) {
+                    return Err(not_snowflake(
+                        &t.name,
+                        format!(
+                            "table {} reaches the entity table through {} ({}) and through {} ({}), which do not lie on one path",
+                            t.name,
+                            tables[parent].name,
+                            parent_fk.columns.join(", "),
+                            tables[a].name,
+                            fk.columns.join(", ")
+                        ),
+                    ));
+                }
+                redundant.push((fk.clone(), a));
+            }
+            round.push((parent, t, parent_fk.clone(), redundant));
+        }
+        round.sort_by_key(|(parent, t, _, _)| {
+            (
+                *parent,
+                wh.tables.iter().position(|m| m.name == t.name).unwrap_or(0),
+            )
+        });
+        for (pi, t, fk, redundant) in round {
+            let referenced = |fk: &ForeignKey, target: usize| -> Result<Vec<String>, PlanError> {
+                let pk = tables[target].primary_key.clone();
+                let cols = if fk.ref_columns.is_empty() {
                     pk.clone()
                 } else {
                     fk.ref_columns.clone()
                 };
-                if ref_cols != pk {
+                if cols != pk {
                     return Err(PlanError::Schema(format!(
-                        "{}({}) references {parent}({}), which is not its primary key ({}); reference the primary key",
+                        "{}({}) references {}({}), which is not its primary key ({}); reference the primary key",
                         t.name,
                         fk.columns.join(", "),
-                        ref_cols.join(", "),
+                        tables[target].name,
+                        cols.join(", "),
                         pk.join(", ")
                     )));
                 }
-                in_family.insert(t.name.clone());
-                let idx = tables.len();
-                tables.push(family_table(
-                    wh,
-                    &t.name,
-                    Some(pi),
-                    fk.columns.clone(),
-                    ref_cols,
-                )?);
-                tables[pi].children.push(idx);
-                queue.push_back(idx);
+                Ok(cols)
+            };
+            let ref_cols = referenced(&fk, pi)?;
+            let mut ft = family_table(wh, &t.name, Some(pi), fk.columns.clone(), ref_cols)?;
+            for (rfk, a) in redundant {
+                let ancestor_key = referenced(&rfk, a)?;
+                ft.redundant.push(RedundantFk {
+                    columns: rfk.columns.clone(),
+                    ancestor: a,
+                    ancestor_key,
+                    released_columns: Vec::new(),
+                    released_ancestor_key: Vec::new(),
+                });
             }
+            let idx = tables.len();
+            tables.push(ft);
+            tables[pi].children.push(idx);
         }
-    }
-    // A family table pointing back into the family through a second FK is a second path.
-    for ft in &tables {
-        let meta = wh
-            .table(&ft.name)
-            .ok_or_else(|| PlanError::Schema(format!("table {} vanished", ft.name)))?;
-        let into_family: Vec<&ForeignKey> = meta
-            .foreign_keys
-            .iter()
-            .filter(|fk| in_family.contains(&fk.ref_table) && fk.ref_table != ft.name)
-            .collect();
-        let expected = usize::from(ft.parent.is_some());
-        if into_family.len() != expected {
-            let listed: Vec<String> = into_family
-                .iter()
-                .map(|fk| format!("({}) -> {}", fk.columns.join(", "), fk.ref_table))
-                .collect();
-            return Err(PlanError::Schema(format!(
-                "not a snowflake: table {} has {} foreign keys into the {} family ({}; expected {expected}); \
-                 each family table needs exactly one FK path to the entity table and the entity table none: \
-                 set the others aside with ALTER TABLE {} DROP FOREIGN KEY (<columns>) and give their columns a role",
-                ft.name,
-                into_family.len(),
-                tables[0].name,
-                listed.join(", "),
-                crate::warehouse::quote_ident(&ft.name)
-            )));
-        }
+        pending.retain(|t| !tables.iter().any(|f| f.name == t.name));
     }
     for ft in &tables {
         if !ft.children.is_empty() && ft.primary_key.is_empty() {
@@ -312,6 +401,7 @@ fn family_table(
         key: ReleasedKey::None,
         released_fk: Vec::new(),
         released_parent_key: Vec::new(),
+        redundant: Vec::new(),
         links: Vec::new(),
         children: Vec::new(),
         columns: meta
@@ -352,10 +442,26 @@ fn assign_keys(tables: &mut [FamilyTable]) {
                 }
             }
         };
+        let redundant: Vec<(Vec<String>, Vec<String>)> = ft
+            .redundant
+            .iter()
+            .map(|r| {
+                let pk = tables[r.ancestor].released_pk();
+                if same_set(&pk, &r.ancestor_key) {
+                    (r.columns.clone(), r.ancestor_key.clone())
+                } else {
+                    (pk.clone(), pk)
+                }
+            })
+            .collect();
         let ft = &mut tables[ti];
         ft.key = key;
         ft.released_fk = released_fk;
         ft.released_parent_key = released_parent_key;
+        for (r, (columns, key)) in ft.redundant.iter_mut().zip(redundant) {
+            r.released_columns = columns;
+            r.released_ancestor_key = key;
+        }
     }
 }
 
@@ -467,6 +573,10 @@ fn assign_links(wh: &Warehouse, tables: &mut [FamilyTable], dimensions: &mut [Di
 /// primary key released in place. Other primary-key columns are data.
 fn is_join_key(ft: &FamilyTable, column: &str) -> bool {
     ft.parent_fk.iter().any(|k| k == column)
+        || ft
+            .redundant
+            .iter()
+            .any(|r| r.columns.iter().any(|k| k == column))
         || matches!(&ft.key, ReleasedKey::Own(c) if c == column)
 }
 

@@ -58,9 +58,37 @@ pub struct FamilyTable {
     pub released_fk: Vec<String>,
     /// The parent's released columns that `released_fk` references.
     pub released_parent_key: Vec<String>,
+    /// Second FK paths to the entity: FKs to a proper ancestor of the parent.
+    pub redundant: Vec<RedundantFk>,
     /// Foreign keys into released dimension tables whose columns are published unchanged on
     /// both sides: declared in a SQLite target's schema.
     pub links: Vec<crate::warehouse::ForeignKey>,
+}
+
+/// A second FK path to the entity: an FK of a family table to a proper ancestor of its parent
+/// (payment -> customer beside payment -> rental -> customer). It says nothing the tree does
+/// not, so it is released as the ancestor's released key; the forest refuses a source in
+/// which the two paths disagree, and verify checks that the released ones agree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedundantFk {
+    /// The FK's columns in the table.
+    pub columns: Vec<String>,
+    /// Plan index of the ancestor it references.
+    pub ancestor: usize,
+    /// The ancestor's primary-key columns it references.
+    pub ancestor_key: Vec<String>,
+    /// Its released columns: `columns` in place, or one column named after the ancestor's
+    /// surrogate key.
+    pub released_columns: Vec<String>,
+    /// The ancestor's released columns those reference.
+    pub released_ancestor_key: Vec<String>,
+}
+
+impl RedundantFk {
+    /// Whether it is released as one new column rather than in place.
+    pub fn replaced(&self) -> bool {
+        self.released_columns != self.columns
+    }
 }
 
 /// How a family table's key is published. Join keys stay atomic (DESIGN.md, release
@@ -106,6 +134,7 @@ impl FamilyTable {
             out.push(name.clone());
         }
         let mut fk_done = false;
+        let mut redundant_done: Vec<usize> = Vec::new();
         for c in &self.columns {
             if c.role == ColumnRole::Identifier {
                 continue;
@@ -114,6 +143,18 @@ impl FamilyTable {
                 if !fk_done {
                     out.extend(self.released_fk.iter().cloned());
                     fk_done = true;
+                }
+                continue;
+            }
+            if let Some((i, r)) = self
+                .redundant
+                .iter()
+                .enumerate()
+                .find(|(_, r)| r.replaced() && r.columns.contains(&c.name))
+            {
+                if !redundant_done.contains(&i) {
+                    out.extend(r.released_columns.iter().cloned());
+                    redundant_done.push(i);
                 }
                 continue;
             }

@@ -1,6 +1,6 @@
 //! Check 2, "key atomicity": released primary keys are unique and non-NULL, and every
 //! released parent FK names exactly one released parent row, so each row has one true join
-//! path.
+//! path; a second FK path to an ancestor names the row the parent chain reaches.
 
 use std::collections::BTreeMap;
 
@@ -57,6 +57,9 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
                     )
                 }
             };
+            out.record(format!("{}: {what}", t.describe(tables, *r)));
+        }
+        for (r, what) in &t.rel_second_path_issues {
             out.record(format!("{}: {what}", t.describe(tables, *r)));
         }
     }

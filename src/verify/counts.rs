@@ -1,5 +1,5 @@
 //! Check 5, "counts": no table grows, and report.json (when given) accounts for every
-//! source row: released + suppressed + orphans dropped = rows in.
+//! source row: released + suppressed + orphans dropped + rows without a parent = rows in.
 
 use serde_json::Value;
 
@@ -48,8 +48,9 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
             ));
             continue;
         };
-        // A run without orphans may leave the field out.
+        // A run without orphans (or rows without a parent) may leave the field out.
         let r_orph = count(entry, "orphans_dropped").unwrap_or(0);
+        let r_none = count(entry, "no_parent").unwrap_or(0);
         if r_rel != released {
             out.record(format!(
                 "report.json says {} released {r_rel} rows; the release has {released}",
@@ -62,10 +63,13 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
                 t.name
             ));
         }
-        let accounted = r_rel.saturating_add(r_sup).saturating_add(r_orph);
+        let accounted = r_rel
+            .saturating_add(r_sup)
+            .saturating_add(r_orph)
+            .saturating_add(r_none);
         if accounted != r_in {
             out.record(format!(
-                "report.json for {}: released {r_rel} + suppressed {r_sup} + orphans dropped {r_orph} = {accounted}, not rows in {r_in}",
+                "report.json for {}: released {r_rel} + suppressed {r_sup} + orphans dropped {r_orph} + without a parent {r_none} = {accounted}, not rows in {r_in}",
                 t.name
             ));
         }

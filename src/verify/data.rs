@@ -100,6 +100,9 @@ pub(super) struct TableData {
     pub rel_parent: Vec<Option<usize>>,
     /// Released rows whose FK does not name exactly one released parent row.
     pub rel_fk_issues: Vec<(usize, FkIssue)>,
+    /// Released rows whose second FK path (to an ancestor of the parent) names another
+    /// ancestor row than the parent chain reaches: (row, what it names, what it should).
+    pub rel_second_path_issues: Vec<(usize, String)>,
     /// The source row each released row stands for, once truthfulness has traced it.
     pub rel_to_src: Vec<Option<usize>>,
 }
@@ -245,6 +248,7 @@ pub(super) async fn load(
             src_parent: vec![None; n_src],
             rel_parent: vec![None; n_rel],
             rel_fk_issues: Vec::new(),
+            rel_second_path_issues: Vec::new(),
             rel_to_src: vec![None; n_rel],
         });
     }
@@ -263,8 +267,65 @@ pub(super) async fn load(
         child.src_parent = src_parent;
         child.rel_parent = rel_parent;
         child.rel_fk_issues = issues;
+        let second = second_paths(plan, &tables, ti)?;
+        tables[ti].rel_second_path_issues = second;
     }
     Ok(tables)
+}
+
+/// Each released row's second FK paths (to an ancestor of its parent) against the ancestor
+/// its released parent chain reaches; a NULL second FK names nothing and passes.
+fn second_paths(
+    plan: &Plan,
+    tables: &[TableData],
+    ti: usize,
+) -> Result<Vec<(usize, String)>, VerifyError> {
+    let t = &plan.tables[ti];
+    let child = &tables[ti];
+    let mut issues = Vec::new();
+    for r in &t.redundant {
+        let Some(ancestor) = tables.get(r.ancestor).filter(|_| r.ancestor < ti) else {
+            return Err(VerifyError::Plan(format!(
+                "the second path of '{}' names table #{}, which is not an earlier family table",
+                t.name, r.ancestor
+            )));
+        };
+        let fk = key_cols(&child.rel, "release", &t.name, &r.released_columns)?;
+        let key = key_cols(
+            &ancestor.rel,
+            "release",
+            &ancestor.name,
+            &r.released_ancestor_key,
+        )?;
+        let (named, _) = link(&child.rel, &fk, &ancestor.rel, &key);
+        for (row, named) in named.iter().enumerate() {
+            if child.rel.key(&fk, row).is_none() {
+                continue;
+            }
+            // Up the released tree to the ancestor's table.
+            let mut at = child.rel_parent[row];
+            let mut table = t.parent;
+            while let (Some(cur), Some(a)) = (table.filter(|&c| c != r.ancestor), at) {
+                at = tables[cur].rel_parent[a];
+                table = plan.tables[cur].parent;
+            }
+            if *named != at || at.is_none() {
+                let shown = show_key(child.rel.key(&fk, row).as_deref());
+                let reached = at
+                    .and_then(|a| ancestor.rel.key(&key, a))
+                    .map_or_else(|| "no row".to_string(), |k| show_key(Some(&k)));
+                issues.push((
+                    row,
+                    format!(
+                        "second path ({}) = {shown} names another {} row than its parent chain reaches ({reached})",
+                        r.released_columns.join(", "),
+                        ancestor.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(issues)
 }
 
 /// Resolves each child row's FK against the parent's referenced columns. An ambiguous FK is

@@ -6,7 +6,8 @@
 //! A released column passes when it is
 //! - labelled in the declarations with a role that publishes it (anything but IDENTIFIER),
 //!   by `LABEL COLUMN` or, failing one, by its table's `LABEL TABLE ... DEFAULT`;
-//! - a family table's reference to its parent (traced by key atomicity and truthfulness);
+//! - a family table's reference to its parent (traced by key atomicity and truthfulness), or
+//!   its second path to an ancestor (checked against the parent chain by key atomicity);
 //! - a family table's one-column released key (a pseudonym, a surrogate or a preserved
 //!   one-column key); the columns of a composite released key are data and need labels;
 //! - a declared dimension's primary-key column (what FKs into it name).
@@ -49,6 +50,9 @@ pub(super) fn check(plan: &Plan, release: &Warehouse, out: &mut Check) {
         let keys: Vec<String> = match (family, dimension) {
             (Some(t), _) => {
                 let mut keys = t.released_fk.clone();
+                for r in &t.redundant {
+                    keys.extend(r.released_columns.iter().cloned());
+                }
                 let pk = t.released_pk();
                 if pk.len() == 1 {
                     keys.extend(pk);

@@ -318,6 +318,7 @@ fn plan(k: usize) -> Plan {
                 key: ReleasedKey::Own("sid".to_string()),
                 released_fk: vec![],
                 released_parent_key: vec![],
+                redundant: vec![],
                 links: vec![],
                 children: vec![1],
                 columns: vec![
@@ -337,6 +338,7 @@ fn plan(k: usize) -> Plan {
                 key: ReleasedKey::Own("cid".to_string()),
                 released_fk: names(&["sid"]),
                 released_parent_key: names(&["sid"]),
+                redundant: vec![],
                 links: vec![],
                 children: vec![2],
                 columns: vec![
@@ -355,6 +357,7 @@ fn plan(k: usize) -> Plan {
                 key: ReleasedKey::None,
                 released_fk: names(&["cid"]),
                 released_parent_key: names(&["cid"]),
+                redundant: vec![],
                 links: vec![],
                 children: vec![],
                 columns: vec![
@@ -783,7 +786,7 @@ async fn wrong_report_counts_are_caught() {
     assert_caught(
         &v,
         "counts",
-        &["released 7 + suppressed 1 + orphans dropped 0 = 8, not rows in 7"],
+        &["released 7 + suppressed 1 + orphans dropped 0 + without a parent 0 = 8, not rows in 7"],
     );
 
     let mut r = report();
@@ -1082,4 +1085,23 @@ fn a_check_absorbing_a_later_one_keeps_what_one_check_would() {
     first.absorb(later);
     assert_eq!(first.violation_count, whole.violation_count);
     assert_eq!(first.violations, whole.violations);
+}
+
+/// The "declared roles" check reads the declarations, not the planner's roles: a column the
+/// plan publishes (as a planner that took a composite key's data column for a key would)
+/// but no declaration gives a role is caught, naming table and column.
+#[tokio::test]
+async fn a_released_column_without_a_declared_role_is_caught() {
+    let mut p = plan(2);
+    p.labels
+        .retain(|l| !(l.table == "books" && l.column.as_deref() == Some("price")));
+    let v = run_with(&p, &source_db(), &release_db(), Keys::Preserved, None)
+        .await
+        .expect("verify runs");
+    assert_eq!(failing(&v), vec!["declared roles"], "{}", v.summary());
+    assert_caught(
+        &v,
+        "declared roles",
+        &["books.price is released but has no declared role"],
+    );
 }

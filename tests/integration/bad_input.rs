@@ -135,13 +135,15 @@ fn hierarchy_that_is_not_a_tree() {
 }
 
 #[test]
-fn non_snowflake_schema() {
-    // books gets a second path to students (books.sid -> students.sid).
+fn a_second_path_that_disagrees() {
+    // books gets a second path to students (books.scid -> students.sid), which names no
+    // student at all: every row disagrees with its parent chain.
     let text =
         table2_text() + "\nALTER TABLE books ADD FOREIGN KEY (scid) REFERENCES students (sid);\n";
     let err = fails(&text, no_edit);
     assert!(
-        err.contains("not a snowflake") && err.contains("books"),
+        err.contains("table books: 12 row(s) reach students through (scid) and through their parent chain to different students rows, e.g. bid = B1")
+            && err.contains("DROP FOREIGN KEY (scid)"),
         "{err}"
     );
 }
@@ -351,4 +353,146 @@ fn l_diversity_needs_sensitive_columns_and_a_diversity_algorithm() {
         err.contains("l-diversity needs l") || err.contains("k belongs"),
         "{err}"
     );
+}
+
+/// Adds `teachers.csv` (tid, name) to the Table II workspace: a table outside the family.
+fn add_teachers(dir: &Path) {
+    std::fs::write(dir.join("teachers.csv"), "tid,name\nT1,Ada\nT2,Bob\n").expect("write");
+}
+
+#[test]
+fn a_label_on_a_table_that_is_not_released() {
+    let err = fails(
+        &(table2_text() + "\nLABEL COLUMN teachers.name AS INSENSITIVE;\n"),
+        add_teachers,
+    );
+    assert!(
+        err.contains("table teachers is not released")
+            && err.contains("LABEL TABLE \"teachers\" AS DIMENSION"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dimension_column_cannot_be_a_quasi_identifier() {
+    let err = fails(
+        &(table2_text()
+            + "\nLABEL TABLE teachers AS DIMENSION;\nLABEL COLUMN teachers.name AS QUASI IDENTIFIER USING course_h;\n"),
+        add_teachers,
+    );
+    assert!(
+        err.contains("teachers is a dimension table") && err.contains("not QUASI IDENTIFIER"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dimension_column_without_a_role() {
+    let err = fails(
+        &(table2_text() + "\nLABEL TABLE teachers AS DIMENSION;\n"),
+        add_teachers,
+    );
+    assert!(
+        err.contains("have no role: teachers.tid, teachers.name"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_family_table_declared_a_dimension() {
+    let err = fails(
+        &(table2_text() + "\nLABEL TABLE books AS DIMENSION;\n"),
+        no_edit,
+    );
+    assert!(
+        err.contains("table books is in the students family"),
+        "{err}"
+    );
+}
+
+#[test]
+fn setting_aside_a_foreign_key_that_does_not_exist() {
+    let err = fails(
+        &(table2_text() + "\nALTER TABLE books DROP FOREIGN KEY (price);\n"),
+        no_edit,
+    );
+    assert!(
+        err.contains(
+            "table 'books' has no foreign key on (price); its foreign keys are: (scid) -> courses"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_set_aside_foreign_key_leaves_a_column_without_a_role() {
+    // The books are no longer family: their table is left out, so its labels name a table
+    // that is not released.
+    let err = fails(
+        &(table2_text() + "\nALTER TABLE books DROP FOREIGN KEY (scid);\n"),
+        no_edit,
+    );
+    assert!(err.contains("table books is not released"), "{err}");
+}
+
+#[test]
+fn two_foreign_keys_into_one_parent() {
+    let text =
+        table2_text() + "\nALTER TABLE books ADD FOREIGN KEY (bid) REFERENCES courses (scid);\n";
+    let err = fails(&text, no_edit);
+    assert!(
+        err.contains("not a snowflake: table books has two foreign keys into courses")
+            && err.contains("DROP FOREIGN KEY"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cycle_of_foreign_keys() {
+    let text =
+        table2_text() + "\nALTER TABLE students ADD FOREIGN KEY (gpa) REFERENCES books (bid);\n";
+    let err = fails(&text, no_edit);
+    assert!(
+        err.contains("not a snowflake: the entity table students has a foreign key (gpa) into its own family (books)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_paths_that_do_not_nest() {
+    // A second child of students, and books referencing it beside their course.
+    let text = table2_text()
+        + "\nALTER TABLE teachers ADD PRIMARY KEY (tid);\nALTER TABLE teachers ADD FOREIGN KEY (name) REFERENCES students (sid);\nALTER TABLE books ADD FOREIGN KEY (price) REFERENCES teachers (tid);\nLABEL TABLE teachers DEFAULT INSENSITIVE;\n";
+    let err = fails(&text, add_teachers);
+    assert!(
+        err.contains("not a snowflake: table books reaches the entity table through")
+            && err.contains("courses (scid)")
+            && err.contains("teachers (price)")
+            && err.contains("which do not lie on one path"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_view_reading_a_table_that_is_not_released() {
+    let err = fails(
+        &(table2_text() + "\nCREATE VIEW staff AS SELECT t.name FROM teachers t;\n"),
+        add_teachers,
+    );
+    assert!(
+        err.contains("view staff reads table teachers, which is not released"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_composite_key_column_needs_a_role() {
+    // Books keyed by (scid, book): the title is data, not a join key, and is labelled here
+    // as a QI already, so the key's other part must be the FK; price keeps its label.
+    let text = table2_text().replace(
+        "ALTER TABLE books ADD PRIMARY KEY (bid);",
+        "ALTER TABLE books ADD PRIMARY KEY (scid, bid);",
+    );
+    let err = fails(&text, no_edit);
+    assert!(err.contains("have no role: books.bid"), "{err}");
 }

@@ -13,6 +13,7 @@ mod html;
 mod ldiversity;
 mod progress;
 mod properties;
+mod realworld;
 mod table2;
 mod tpch;
 mod university;

@@ -1,8 +1,10 @@
-//! Property: any random snowflake warehouse (1-4 tables in a random tree, random fan-out,
-//! random QI and sensitive values), anonymized by any algorithm (MiRaCle, MiRaCleX or a
-//! bitmap baseline for a random k; ClusTree or CToff with either mapping, or dMiRaCle, for a
-//! random l), passes the independent verifier — both the self-check inside `anonymize` and a
-//! standalone `verify`.
+//! Property: any random snowflake warehouse (1-4 tables in a random tree, several children per
+//! table, random fan-out, random QI and sensitive values; tables named with spaces, mixed case,
+//! a reserved word, a quote and a non-ASCII letter; child tables keyed by their own id, by a
+//! composite key whose data part is a QI, or by their parent's key (a 1:1 child); rows whose
+//! FK is NULL), anonymized by any algorithm (MiRaCle, MiRaCleX or a bitmap baseline for a
+//! random k; ClusTree or CToff with either mapping, or dMiRaCle, for a random l), passes the
+//! independent verifier — both the self-check inside `anonymize` and a standalone `verify`.
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
@@ -14,6 +16,11 @@ struct Warehouse {
     parents: Vec<usize>,
     /// Children per parent row, per table (cycled through as rows are made).
     fanout: Vec<u8>,
+    /// How each table is keyed: 0 its own id, 1 (FK to the parent, a sequence number), 2 the
+    /// FK to the parent (a shared primary key: at most one row per parent). Table 0: its id.
+    keys: Vec<u8>,
+    /// Whether a table keyed by its own id also holds a row whose FK is NULL.
+    null_fk: Vec<bool>,
     entities: usize,
     /// k, or l for the l-diversity algorithms.
     k: usize,
@@ -37,11 +44,15 @@ fn warehouse() -> impl Strategy<Value = Warehouse> {
             (
                 parents,
                 prop::collection::vec(0u8..=3, tables),
+                prop::collection::vec(0u8..=2, tables),
+                prop::collection::vec(prop::bool::ANY, tables),
                 1..=entities.min(5),
             )
-                .prop_map(move |(parents, fanout, k)| Warehouse {
+                .prop_map(move |(parents, fanout, keys, null_fk, k)| Warehouse {
                     parents,
                     fanout,
+                    keys,
+                    null_fk,
                     entities,
                     k,
                     algorithm,
@@ -70,6 +81,14 @@ fn diverse(algorithm: &str) -> bool {
 
 const LETTERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 
+/// Table names a real schema may have: mixed case, a space, a reserved word, a quote and a
+/// non-ASCII letter (distinct ignoring case).
+const NAMES: [&str; 4] = ["Person", "Order Lines", "select", "Tëst \"q\""];
+
+fn q(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
 /// Writes the warehouse as SQLite (with PK/FK constraints) and returns its declarations.
 fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     let db = rusqlite::Connection::open(dir.join("w.sqlite")).expect("create sqlite");
@@ -82,66 +101,136 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
         state
     };
     let tables = w.parents.len() + 1;
-    let mut rows: Vec<Vec<i64>> = vec![Vec::new(); tables];
+    // Per table: its key columns, and each row's key values (None: the row's FK is NULL).
+    let mut key_cols: Vec<Vec<String>> = Vec::with_capacity(tables);
+    let mut rows: Vec<Vec<Option<Vec<i64>>>> = vec![Vec::new(); tables];
     let mut id = 1000;
     for t in 0..tables {
-        let fk = if t == 0 {
-            String::new()
+        let name = q(NAMES[t]);
+        let kind = if t == 0 { 0 } else { w.keys[t] };
+        let (refs, mut cols) = if t == 0 {
+            (Vec::new(), vec!["\"Id\" INTEGER".to_string()])
         } else {
-            format!(", pid INTEGER REFERENCES t{}(id)", w.parents[t - 1])
+            let p = w.parents[t - 1];
+            let refs: Vec<String> = (0..key_cols[p].len()).map(|j| format!("Ref {j}")).collect();
+            let cols = refs.iter().map(|r| format!("{} INTEGER", q(r))).collect();
+            (refs, cols)
         };
-        db.execute_batch(&format!(
-            "CREATE TABLE t{t} (id INTEGER PRIMARY KEY{fk}, q TEXT, age INTEGER, s INTEGER);"
-        ))
-        .expect("create");
-        let parents: Vec<Option<i64>> = if t == 0 {
-            (0..w.entities).map(|_| None).collect()
+        let own: Vec<String> = match kind {
+            0 => vec!["Id".to_string()],
+            1 => refs.iter().cloned().chain(["Seq".to_string()]).collect(),
+            _ => refs.clone(),
+        };
+        if kind == 0 && t > 0 {
+            cols.push("\"Id\" INTEGER".to_string());
+        }
+        if kind == 1 {
+            cols.push("\"Seq\" INTEGER".to_string());
+        }
+        cols.extend(["\"Q\" TEXT", "\"Age\" INTEGER", "\"S\" INTEGER"].map(String::from));
+        let list = |c: &[String]| c.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ");
+        let mut ddl = format!(
+            "CREATE TABLE {name} ({}, PRIMARY KEY ({})",
+            cols.join(", "),
+            list(&own)
+        );
+        if t > 0 {
+            let p = w.parents[t - 1];
+            ddl += &format!(
+                ", FOREIGN KEY ({}) REFERENCES {} ({})",
+                list(&refs),
+                q(NAMES[p]),
+                list(&key_cols[p])
+            );
+        }
+        ddl += ");";
+        db.execute_batch(&ddl).expect("create");
+        let parents: Vec<Option<Vec<i64>>> = if t == 0 {
+            (0..w.entities).map(|_| Some(Vec::new())).collect()
         } else {
-            rows[w.parents[t - 1]].iter().map(|&p| Some(p)).collect()
+            let mut p = rows[w.parents[t - 1]].clone();
+            // A row whose FK is NULL belongs to nobody (only where the FK is not the key).
+            if kind == 0 && w.null_fk[t] {
+                p.push(None);
+            }
+            p
         };
         for (i, p) in parents.iter().enumerate() {
-            let n = if t == 0 {
+            let mut n = if t == 0 {
                 1
             } else {
                 (w.fanout[t] as usize + i) % (w.fanout[t] as usize + 1)
             };
-            for _ in 0..n {
+            if kind == 2 || (p.is_none() && t > 0) {
+                n = n.min(1);
+            }
+            for seq in 0..n {
                 id += 1;
-                let q = LETTERS[(next() % 8) as usize];
+                let letter = LETTERS[(next() % 8) as usize];
                 let age = 18 + (next() % 60) as i64;
                 let s = (next() % 5) as i64;
-                match p {
-                    None => db.execute(
-                        &format!("INSERT INTO t{t} (id, q, age, s) VALUES (?1, ?2, ?3, ?4)"),
-                        rusqlite::params![id, q, age, s],
-                    ),
-                    Some(p) => db.execute(
-                        &format!(
-                            "INSERT INTO t{t} (id, pid, q, age, s) VALUES (?1, ?2, ?3, ?4, ?5)"
-                        ),
-                        rusqlite::params![id, p, q, age, s],
-                    ),
+                let mut values: Vec<rusqlite::types::Value> = Vec::new();
+                let mut names: Vec<String> = Vec::new();
+                if let Some(p) = p.as_ref().filter(|_| t > 0) {
+                    for (j, v) in p.iter().enumerate() {
+                        names.push(format!("Ref {j}"));
+                        values.push((*v).into());
+                    }
                 }
+                let key: Option<Vec<i64>> = match (kind, p) {
+                    (0, _) => {
+                        names.push("Id".to_string());
+                        values.push(id.into());
+                        // A row under a NULL FK still has its own key (children may hang
+                        // under it, and are left out with it).
+                        Some(vec![id])
+                    }
+                    (1, Some(p)) => {
+                        names.push("Seq".to_string());
+                        values.push((seq as i64 + 1).into());
+                        Some(p.iter().copied().chain([seq as i64 + 1]).collect())
+                    }
+                    (_, p) => p.clone(),
+                };
+                names.extend(["Q", "Age", "S"].map(String::from));
+                values.push(letter.to_string().into());
+                values.push(age.into());
+                values.push(s.into());
+                let marks = (1..=values.len())
+                    .map(|i| format!("?{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                db.execute(
+                    &format!("INSERT INTO {name} ({}) VALUES ({marks})", list(&names)),
+                    rusqlite::params_from_iter(values),
+                )
                 .expect("insert");
-                rows[t].push(id);
+                rows[t].push(key);
             }
         }
+        key_cols.push(own);
     }
     let mut text = String::from(
         "SET source = 'w.sqlite';\nSET target = 'r.sqlite';\n\
          CREATE HIERARCHY letters AS VALUES ('a','ab','abcd'), ('b','ab','abcd'), ('c','cd','abcd'), ('d','cd','abcd'), \
          ('e','ef','efgh'), ('f','ef','efgh'), ('g','gh','efgh'), ('h','gh','efgh');\n\
-         CREATE HIERARCHY age AS BANDS (5, 10, 20);\nCREATE ENTITY person ON t0 (id);\n",
+         CREATE HIERARCHY age AS BANDS (5, 10, 20);\nCREATE HIERARCHY seq AS BANDS (2, 4);\n",
     );
-    for t in 0..tables {
+    text += &format!("CREATE ENTITY person ON {} (\"Id\");\n", q(NAMES[0]));
+    for (t, name) in NAMES.iter().enumerate().take(tables) {
+        let n = q(name);
         // One table's sensitive column is continuous: buckets merge its values in pairs.
         let buckets = if t == 1 { " BUCKETS (0, 2, 4, 6)" } else { "" };
-        text += &format!("LABEL COLUMN t{t}.q AS QUASI IDENTIFIER USING letters;\nLABEL COLUMN t{t}.s AS SENSITIVE{buckets};\n");
+        text += &format!("LABEL COLUMN {n}.\"Q\" AS QUASI IDENTIFIER USING letters;\nLABEL COLUMN {n}.\"S\" AS SENSITIVE{buckets};\n");
         text += &if t == 0 {
-            format!("LABEL COLUMN t{t}.age AS QUASI IDENTIFIER USING age;\n")
+            format!("LABEL COLUMN {n}.\"Age\" AS QUASI IDENTIFIER USING age;\n")
         } else {
-            format!("LABEL COLUMN t{t}.age AS INSENSITIVE;\n")
+            format!("LABEL COLUMN {n}.\"Age\" AS INSENSITIVE;\n")
         };
+        if t > 0 && w.keys[t] == 1 {
+            // The data part of a composite key: a QI like any other.
+            text += &format!("LABEL COLUMN {n}.\"Seq\" AS QUASI IDENTIFIER USING seq;\n");
+        }
     }
     let model = if diverse(w.algorithm) {
         format!(

@@ -55,6 +55,7 @@ impl FlatTable {
                 parent: vec![u32::MAX; self.rows],
                 children: Vec::new(),
                 orphans_dropped: 0,
+                no_parent: 0,
                 rows_in: self.rows,
             }],
         }

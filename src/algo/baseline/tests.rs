@@ -62,6 +62,7 @@ fn nodes(name: &str, hierarchies: Vec<Hierarchy>, qi: Vec<u32>, parent: Vec<u32>
         parent,
         children: Vec::new(),
         orphans_dropped: 0,
+        no_parent: 0,
         rows_in: n,
     }
 }

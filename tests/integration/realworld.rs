@@ -1,0 +1,425 @@
+//! Warehouses shaped like the public sample databases people really have (fixtures/realworld):
+//! a sales database with PascalCase and spaced names, composite order lines and an employees
+//! dimension; a rental database with two agreeing FK paths, a disagreeing variant and NULL
+//! FKs; a university with composite enrolments, a shared-key 1:1 child and a
+//! self-referencing FK; values with leading and trailing spaces. Each runs anonymize ->
+//! verify -> attack as written, from SQLite and from a Parquet copy whose keys are declared.
+
+use std::path::{Path, PathBuf};
+
+use relanon::warehouse::{write_staged, ReleaseSet, ReleaseTable, Warehouse};
+
+use crate::common::*;
+
+const K: u64 = 5;
+
+/// Builds `<name>.sqlite` in `dir` from the fixture script (and `extra` scripts after it),
+/// and copies the fixture's declarations beside it; returns the declarations' path.
+/// A source built before is reused.
+fn workspace(dir: &Path, name: &str, decl: &str, extra: &[&str]) -> PathBuf {
+    let source = dir.join(format!("{name}.sqlite"));
+    if !source.exists() {
+        let db = rusqlite::Connection::open(&source).expect("create");
+        let scripts = std::iter::once(name).chain(extra.iter().copied());
+        for script in scripts {
+            let text = std::fs::read_to_string(fixture(&format!("realworld/{script}.sql")))
+                .expect("read fixture script");
+            db.execute_batch(&text).expect("run fixture script");
+        }
+    }
+    let decl_text = std::fs::read_to_string(fixture(&format!("realworld/{decl}.decl.sql")))
+        .expect("read declarations");
+    let path = dir.join(format!("{decl}.decl.sql"));
+    std::fs::write(&path, decl_text).expect("write declarations");
+    path
+}
+
+/// A Parquet copy of `dir/<name>.sqlite` in `dir/<name>-parquet/`, and declarations that read
+/// it: the SQLite ones with source and target pointed at Parquet and every catalog key
+/// declared with ALTER TABLE (Parquet carries none), before the file's own statements.
+fn parquet_twin(dir: &Path, name: &str, decl: &Path) -> PathBuf {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let keys = rt.block_on(async {
+        let wh = Warehouse::open(&dir.join(format!("{name}.sqlite")))
+            .await
+            .expect("open SQLite fixture");
+        let mut tables = Vec::new();
+        let mut keys = String::new();
+        let q = relanon::warehouse::quote_ident;
+        let list = |cols: &[String]| cols.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ");
+        for t in &wh.tables {
+            let batch = wh.read_table(&t.name, None, &[]).await.expect("read");
+            tables.push(ReleaseTable {
+                name: t.name.clone(),
+                batch,
+                primary_key: Vec::new(),
+                foreign_keys: Vec::new(),
+            });
+            if !t.primary_key.is_empty() {
+                keys += &format!(
+                    "ALTER TABLE {} ADD PRIMARY KEY ({});\n",
+                    q(&t.name),
+                    list(&t.primary_key)
+                );
+            }
+        }
+        for t in &wh.tables {
+            for fk in &t.foreign_keys {
+                keys += &format!(
+                    "ALTER TABLE {} ADD FOREIGN KEY ({}) REFERENCES {} ({});\n",
+                    q(&t.name),
+                    list(&fk.columns),
+                    q(&fk.ref_table),
+                    list(&fk.ref_columns)
+                );
+            }
+        }
+        let set = ReleaseSet {
+            tables,
+            views: Vec::new(),
+        };
+        write_staged(&dir.join(format!("{name}-parquet")), &set, true)
+            .expect("stage Parquet copy")
+            .commit()
+            .expect("commit Parquet copy");
+        keys
+    });
+    let text = std::fs::read_to_string(decl).expect("read declarations");
+    let mut out = keys;
+    for line in text.lines() {
+        let l = line.trim_start().to_ascii_lowercase();
+        if l.starts_with("set source") {
+            out += &format!("SET source = '{name}-parquet';\n");
+        } else if l.starts_with("set target") {
+            out += &format!("SET target = '{name}-parquet-release';\n");
+        } else {
+            out += line;
+            out.push('\n');
+        }
+    }
+    let path = dir.join(format!("{name}-parquet.decl.sql"));
+    std::fs::write(&path, out).expect("write Parquet declarations");
+    path
+}
+
+/// anonymize (with a key map) and a standalone verify; returns report.json.
+fn release(dir: &Path, decl: &Path) -> serde_json::Value {
+    let decl = decl.to_str().expect("UTF-8 path");
+    let o = relanon(
+        dir,
+        &[
+            "anonymize",
+            decl,
+            "--json",
+            "--key-map",
+            "keys.json",
+            "--overwrite",
+        ],
+    );
+    assert!(o.status.success(), "anonymize {decl}: {}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json report");
+    assert_eq!(report["verified"], true, "{report}");
+    assert!(report["smallest_ec"].as_u64().expect("smallest_ec") >= K);
+    let v = relanon(dir, &["verify", decl, "--key-map", "keys.json"]);
+    assert!(
+        v.status.success(),
+        "standalone verify of {decl}: {}{}",
+        stdout(&v),
+        stderr(&v)
+    );
+    report
+}
+
+/// How many released entities fit `facts`, by `relanon attack --json`.
+fn candidates(dir: &Path, decl: &Path, facts: &[String]) -> u64 {
+    let mut args = vec![
+        "attack".to_string(),
+        decl.to_str().expect("UTF-8 path").to_string(),
+        "--json".to_string(),
+    ];
+    for f in facts {
+        args.push("--fact".to_string());
+        args.push(f.clone());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = relanon(dir, &args);
+    assert!(o.status.success(), "attack {facts:?}: {}", stderr(&o));
+    let found: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json findings");
+    found["candidates"].as_u64().expect("candidates")
+}
+
+fn table_report<'r>(report: &'r serde_json::Value, name: &str) -> &'r serde_json::Value {
+    report["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no table {name} in {report}"))
+}
+
+fn query(db: &Path, sql: &str) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).expect("open release");
+    let mut st = c.prepare(sql).expect("prepare");
+    st.query_map([], |r| r.get::<_, rusqlite::types::Value>(0))
+        .expect("query")
+        .map(|v| match v.expect("row") {
+            rusqlite::types::Value::Null => "NULL".to_string(),
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Real(f) => f.to_string(),
+            rusqlite::types::Value::Text(t) => t,
+            rusqlite::types::Value::Blob(_) => "<blob>".to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn sales_with_spaced_names_composite_lines_and_an_employees_dimension() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "sales", "sales", &[]);
+    let report = release(dir.path(), &decl);
+    let db = dir.path().join("sales-release.sqlite");
+    let tables = query(
+        &db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    );
+    assert_eq!(
+        tables,
+        [
+            "Categories",
+            "Customers",
+            "Employees",
+            "Order Details",
+            "Orders",
+            "Products"
+        ],
+        "Shippers is left out"
+    );
+    assert_eq!(report["left_out"], serde_json::json!(["Shippers"]));
+    // The lines are keyed by a surrogate; their product is a generalized QI, not a key.
+    let columns = query(
+        &db,
+        "SELECT name FROM pragma_table_info('Order Details') ORDER BY cid",
+    );
+    assert_eq!(
+        columns,
+        [
+            "Order Details_key",
+            "OrderID",
+            "ProductID",
+            "UnitPrice",
+            "Quantity",
+            "Discount"
+        ]
+    );
+    let products = query(&db, "SELECT DISTINCT \"ProductID\" FROM \"Order Details\"");
+    assert!(
+        products.iter().any(|p| p.parse::<u32>().is_err()),
+        "some product is generalized to its category: {products:?}"
+    );
+    // The employees dimension keeps no personal column; its FK from Orders is declared.
+    let employee_columns = query(&db, "SELECT name FROM pragma_table_info('Employees')");
+    assert_eq!(employee_columns, ["EmployeeID", "Title", "ReportsTo"]);
+    let fks = query(
+        &db,
+        "SELECT \"table\" FROM pragma_foreign_key_list('Orders') ORDER BY \"table\"",
+    );
+    assert_eq!(fks, ["Customers", "Employees"]);
+    // The rewritten view runs on the release.
+    let countries = query(&db, "SELECT COUNT(*) FROM \"sales by country\"");
+    assert_ne!(countries, ["0"]);
+    let lines = table_report(&report, "Order Details");
+    assert_eq!(
+        lines["unchanged_columns"],
+        serde_json::json!(["UnitPrice", "Quantity", "Discount"])
+    );
+
+    // An adversary who knows two products and the (spaced) city of a customer.
+    let facts = [
+        "\"Order Details\".\"ProductID\" = 5".to_string(),
+        "\"Order Details\".\"ProductID\" = 7".to_string(),
+        "\"Customers\".\"City\" = 'London '".to_string(),
+    ];
+    let n = candidates(dir.path(), &decl, &facts);
+    assert!(n == 0 || n >= K, "{n} candidates");
+
+    let parquet = parquet_twin(dir.path(), "sales", &decl);
+    let report = release(dir.path(), &parquet);
+    assert_eq!(
+        table_report(&report, "Order Details")["rows_in"],
+        serde_json::json!(750)
+    );
+}
+
+#[test]
+fn university_with_composite_enrolments_a_shared_key_child_and_a_self_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "university", "university", &[]);
+    release(dir.path(), &decl);
+    let db = dir.path().join("university-release.sqlite");
+    // The 1:1 advisor row is keyed by its student's pseudonym: every one joins.
+    let unjoined = query(
+        &db,
+        "SELECT COUNT(*) FROM advisor a LEFT JOIN student s ON s.\"ID\" = a.\"s_ID\" WHERE s.\"ID\" IS NULL",
+    );
+    assert_eq!(unjoined, ["0"]);
+    let columns = query(&db, "SELECT name FROM pragma_table_info('student')");
+    assert!(
+        !columns.iter().any(|c| c == "mentor ID" || c == "name"),
+        "{columns:?}"
+    );
+    assert_eq!(
+        query(&db, "SELECT name FROM pragma_table_info('takes') LIMIT 1"),
+        ["takes_key"]
+    );
+
+    // Facts on four sections the first student with four enrolments took: every column of
+    // each fact is part of the enrolments' composite key.
+    let src = rusqlite::Connection::open(dir.path().join("university.sqlite")).expect("open");
+    let mut st = src
+        .prepare(
+            "SELECT course_id, semester, year FROM takes WHERE \"ID\" = (SELECT \"ID\" FROM takes GROUP BY \"ID\" HAVING COUNT(*) >= 4 ORDER BY \"ID\" LIMIT 1) ORDER BY course_id LIMIT 4",
+        )
+        .expect("prepare");
+    let facts: Vec<String> = st
+        .query_map([], |r| {
+            Ok(format!(
+                "takes.course_id = '{}' AND takes.semester = '{}' AND takes.year = {}",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?
+            ))
+        })
+        .expect("query")
+        .map(|f| f.expect("row"))
+        .collect();
+    assert_eq!(facts.len(), 4);
+    let n = candidates(dir.path(), &decl, &facts);
+    assert!(n >= K, "{n} candidates for {facts:?}");
+
+    let parquet = parquet_twin(dir.path(), "university", &decl);
+    release(dir.path(), &parquet);
+}
+
+#[test]
+fn rental_with_a_path_set_aside() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "rental", "rental", &[]);
+    let report = release(dir.path(), &decl);
+    assert_eq!(report["left_out"], serde_json::json!(["address", "staff"]));
+    let facts = ["customer.create_date = '2006-02-14'".to_string()];
+    let n = candidates(dir.path(), &decl, &facts);
+    assert!(n == 0 || n >= K, "{n} candidates");
+    let parquet = parquet_twin(dir.path(), "rental", &decl);
+    release(dir.path(), &parquet);
+}
+
+/// The rental declarations without the DROP FOREIGN KEY: payment reaches the customer both
+/// directly and through its rental.
+fn two_paths(dir: &Path, extra: &[&str]) -> PathBuf {
+    let decl = workspace(dir, "rental", "rental", extra);
+    let text = std::fs::read_to_string(&decl).expect("read");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("DROP FOREIGN KEY") && !l.contains("payment.rental_id"))
+        .collect();
+    let path = dir.join("two-paths.decl.sql");
+    std::fs::write(&path, kept.join("\n")).expect("write");
+    path
+}
+
+#[test]
+fn rental_with_two_agreeing_paths_and_null_fks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = two_paths(dir.path(), &[]);
+    let report = release(dir.path(), &decl);
+    let payment = table_report(&report, "payment");
+    assert_eq!(
+        payment["no_parent"], 6,
+        "payments without a rental: {payment}"
+    );
+    let db = dir.path().join("rental-release.sqlite");
+    let disagree = query(
+        &db,
+        "SELECT COUNT(*) FROM payment p JOIN rental r ON r.rental_id = p.rental_id WHERE r.customer_id <> p.customer_id",
+    );
+    assert_eq!(
+        disagree,
+        ["0"],
+        "the second path is the same customer's pseudonym"
+    );
+
+    // A released second path moved to another customer is caught.
+    let c = rusqlite::Connection::open(&db).expect("open");
+    c.execute(
+        "UPDATE payment SET customer_id = (SELECT MAX(customer_id) FROM customer) WHERE payment_id = (SELECT MIN(payment_id) FROM payment p JOIN rental r ON r.rental_id = p.rental_id WHERE r.customer_id <> (SELECT MAX(customer_id) FROM customer))",
+        [],
+    )
+    .expect("tamper");
+    drop(c);
+    let v = relanon(
+        dir.path(),
+        &[
+            "verify",
+            decl.to_str().expect("UTF-8"),
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("second path (customer_id)"),
+        "{}",
+        stdout(&v)
+    );
+
+    let parquet = parquet_twin(dir.path(), "rental", &decl);
+    release(dir.path(), &parquet);
+}
+
+#[test]
+fn rental_with_disagreeing_paths_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = two_paths(dir.path(), &["rental_disagree"]);
+    let before = fingerprint(&dir.path().join("rental.sqlite"));
+    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("UTF-8")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("3 row(s) reach customer through (customer_id)")
+            && err.contains("payment_id = 7"),
+        "{err}"
+    );
+    assert_eq!(before, fingerprint(&dir.path().join("rental.sqlite")));
+    assert!(!dir.path().join("rental-release.sqlite").exists());
+}
+
+#[test]
+fn values_with_surrounding_spaces_are_leaves_of_their_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "whitespace", "whitespace", &[]);
+    release(dir.path(), &decl);
+    let db = dir.path().join("whitespace-release.sqlite");
+    let cities = query(&db, "SELECT DISTINCT city FROM people ORDER BY city");
+    assert!(
+        cities.iter().all(
+            |c| [" Leeds", "Edinburgh ", "York", "North", "Scotland", "*"].contains(&c.as_str())
+        ),
+        "{cities:?}"
+    );
+
+    let bad = workspace(dir.path(), "whitespace", "whitespace_bad", &[]);
+    let o = relanon(
+        dir.path(),
+        &["anonymize", bad.to_str().expect("UTF-8"), "--overwrite"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "\"Edinburgh \" differs from the leaf \"Edinburgh\" only by surrounding whitespace"
+        ),
+        "{err}"
+    );
+}
