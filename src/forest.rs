@@ -226,12 +226,16 @@ fn cols(cols: &[String], prefix: &str) -> String {
 
 /// The load query's columns: every column of the table in its order, an IDENTIFIER as a NULL
 /// of type `Null` (it is never released or measured, and at TPC-H SF 1 the free-text and
-/// date identifiers were a third of what the sort behind the query copies).
+/// date identifiers were a third of what the sort behind the query copies), unless it is part
+/// of the primary key (a composite key's data column labelled IDENTIFIER): rows are ordered,
+/// joined to their children and mapped back by it.
 fn select_list(ft: &FamilyTable) -> String {
     ft.columns
         .iter()
         .map(|c| match c.role {
-            ColumnRole::Identifier => format!("NULL AS {}", quote(&c.name)),
+            ColumnRole::Identifier if !ft.primary_key.contains(&c.name) => {
+                format!("NULL AS {}", quote(&c.name))
+            }
             _ => format!("s.{}", quote(&c.name)),
         })
         .collect::<Vec<_>>()
@@ -632,7 +636,7 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
         .collect::<Vec<_>>()
         .join(" OR ");
     let query = format!(
-        "SELECT {k}, COUNT(*) AS n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls} ORDER BY n DESC LIMIT 3",
+        "SELECT {k}, COUNT(*) AS __relanon_n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls} ORDER BY __relanon_n DESC LIMIT 3",
         k = cols(pk, "")
     );
     let batches = wh.sql(&query).await?;
@@ -655,7 +659,7 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
         return Ok(());
     }
     let count_q = format!(
-        "SELECT COALESCE(SUM(n), 0) FROM (SELECT COUNT(*) AS n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls})",
+        "SELECT COALESCE(SUM(__relanon_n), 0) FROM (SELECT COUNT(*) AS __relanon_n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls})",
         k = cols(pk, "")
     );
     let count = wh

@@ -277,16 +277,17 @@ fn university_with_composite_enrolments_a_shared_key_child_and_a_self_reference(
     let src = rusqlite::Connection::open(dir.path().join("university.sqlite")).expect("open");
     let mut st = src
         .prepare(
-            "SELECT course_id, semester, year FROM takes WHERE \"ID\" = (SELECT \"ID\" FROM takes GROUP BY \"ID\" HAVING COUNT(*) >= 4 ORDER BY \"ID\" LIMIT 1) ORDER BY course_id LIMIT 4",
+            "SELECT course_id, sec_id, semester, year FROM takes WHERE \"ID\" = (SELECT \"ID\" FROM takes GROUP BY \"ID\" HAVING COUNT(*) >= 4 ORDER BY \"ID\" LIMIT 1) ORDER BY course_id LIMIT 4",
         )
         .expect("prepare");
     let facts: Vec<String> = st
         .query_map([], |r| {
             Ok(format!(
-                "takes.course_id = '{}' AND takes.semester = '{}' AND takes.year = {}",
+                "takes.course_id = '{}' AND takes.sec_id = '{}' AND takes.semester = '{}' AND takes.year = {}",
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?
             ))
         })
         .expect("query")
@@ -421,5 +422,90 @@ fn values_with_surrounding_spaces_are_leaves_of_their_own() {
             "\"Edinburgh \" differs from the leaf \"Edinburgh\" only by surrounding whitespace"
         ),
         "{err}"
+    );
+}
+
+#[test]
+fn preserved_keys_trace_surrogate_keyed_tables_by_content() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "university", "university", &[]);
+    let text = std::fs::read_to_string(&decl).expect("read") + "\nSET keys = 'preserve';\n";
+    std::fs::write(&decl, text).expect("write");
+    let d = decl.to_str().expect("UTF-8");
+    let o = relanon(dir.path(), &["anonymize", d, "--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = relanon(dir.path(), &["verify", d]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+    // A course released under another department's label is not an ancestor of any course
+    // its student took there: caught without a key map.
+    let db = dir.path().join("university-release.sqlite");
+    let c = rusqlite::Connection::open(&db).expect("open");
+    c.execute(
+        "UPDATE takes SET course_id = 'Music' WHERE takes_key = (SELECT MIN(takes_key) FROM takes WHERE course_id IN ('Comp. Sci.', 'CS-101', 'CS-190', 'CS-315'))",
+        [],
+    )
+    .expect("tamper");
+    drop(c);
+    let v = relanon(dir.path(), &["verify", d]);
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(stdout(&v).contains("FAIL truthfulness"), "{}", stdout(&v));
+}
+
+/// People keyed by their names (a composite key whose columns are IDENTIFIERs), visits
+/// referencing both columns, and notes keyed by (visit, n) with a column named like the
+/// aliases a query may use.
+#[test]
+fn an_entity_keyed_by_identifying_columns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = rusqlite::Connection::open(dir.path().join("c.sqlite")).expect("create");
+    db.execute_batch(
+        "CREATE TABLE person (first TEXT, last TEXT, town TEXT, PRIMARY KEY (first, last));
+         CREATE TABLE visit (vid INTEGER PRIMARY KEY, first TEXT, last TEXT, place TEXT,
+                             FOREIGN KEY (first, last) REFERENCES person (first, last));
+         CREATE TABLE note (visit INTEGER REFERENCES visit (vid), n INTEGER, txt TEXT,
+                            PRIMARY KEY (visit, n));
+         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30)
+         INSERT INTO person SELECT 'F' || i, 'L' || (i % 7), CASE i % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' ELSE 'c' END FROM s;
+         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 60)
+         INSERT INTO visit SELECT i, 'F' || (1 + i % 30), 'L' || ((1 + i % 30) % 7), CASE i % 2 WHEN 0 THEN 'p' ELSE 'q' END FROM s;
+         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 60)
+         INSERT INTO note SELECT i, 1, 'called at home' FROM s;",
+    )
+    .expect("fixture");
+    drop(db);
+    let decl = dir.path().join("c.decl.sql");
+    std::fs::write(
+        &decl,
+        "SET source = 'c.sqlite';
+         SET target = 'c-release.sqlite';
+         CREATE HIERARCHY town_h AS VALUES ('a', 'ab'), ('b', 'ab'), ('c', 'c');
+         CREATE HIERARCHY place_h AS VALUES ('p'), ('q');
+         CREATE ENTITY person ON person (first, last);
+         LABEL COLUMN person.first AS IDENTIFIER;
+         LABEL COLUMN person.last AS IDENTIFIER;
+         LABEL COLUMN person.town AS QUASI IDENTIFIER USING town_h;
+         LABEL COLUMN visit.place AS QUASI IDENTIFIER USING place_h;
+         LABEL COLUMN note.n AS INSENSITIVE;
+         LABEL COLUMN note.txt AS IDENTIFIER;
+         ANONYMIZE person WITH (k = 5);",
+    )
+    .expect("write");
+    release(dir.path(), &decl);
+    let db = dir.path().join("c-release.sqlite");
+    assert_eq!(
+        query(
+            &db,
+            "SELECT name FROM pragma_table_info('person') ORDER BY cid"
+        ),
+        ["person_key", "town"],
+        "the names are left out; the people are keyed by a surrogate"
+    );
+    assert_eq!(
+        query(
+            &db,
+            "SELECT name FROM pragma_table_info('visit') ORDER BY cid"
+        ),
+        ["vid", "person_key", "place"],
+        "the two-column reference is one column"
     );
 }
