@@ -178,6 +178,7 @@ pub async fn run(
         .collect::<Result<_, _>>()?;
     let released = read_release(plan, release).await?;
     let family = link(plan, &released)?;
+    let (released, family) = join_parts(plan, released, family)?;
     let domains = column_domains(plan, source, &parsed).await?;
 
     let mut evidence = Vec::with_capacity(parsed.len());
@@ -274,7 +275,39 @@ pub async fn run(
     })
 }
 
-/// Every family table as released, in plan order.
+/// `rows_of[t][e]`: entity `e`'s released rows of table `t` (see [`link`]).
+type RowsOf = Vec<Vec<Vec<u32>>>;
+
+/// A split table's entries (plan::Part) seen as one table again, once each row is linked to
+/// its entity: the second entry's rows are appended to the main entry's, and the second
+/// entry holds none, so facts on the table and its posteriors read all of its rows.
+fn join_parts(
+    plan: &Plan,
+    mut released: Vec<RecordBatch>,
+    mut family: RowsOf,
+) -> Result<(Vec<RecordBatch>, RowsOf), AttackError> {
+    for (ti, t) in plan.tables.iter().enumerate() {
+        let Some(main) = t.part.as_ref().filter(|p| p.null_side).map(|p| p.other) else {
+            continue;
+        };
+        let offset = released[main].num_rows() as u32;
+        let schema = released[main].schema();
+        released[main] = arrow::compute::concat_batches(&schema, [&released[main], &released[ti]])
+            .map_err(|e| AttackError::MissingTable {
+                table: format!("{} ({e})", t.name),
+            })?;
+        released[ti] = RecordBatch::new_empty(released[ti].schema());
+        let moved = std::mem::take(&mut family[ti]);
+        for (rows, more) in family[main].iter_mut().zip(&moved) {
+            rows.extend(more.iter().map(|r| r + offset));
+        }
+        family[ti] = vec![Vec::new(); moved.len()];
+    }
+    Ok((released, family))
+}
+
+/// Every family table as released, in plan order (an entry of a split table, plan::Part,
+/// with the rows it holds).
 async fn read_release(plan: &Plan, release: &Warehouse) -> Result<Vec<RecordBatch>, AttackError> {
     let mut out = Vec::with_capacity(plan.tables.len());
     for t in &plan.tables {
@@ -283,7 +316,24 @@ async fn read_release(plan: &Plan, release: &Warehouse) -> Result<Vec<RecordBatc
                 table: t.name.clone(),
             });
         };
-        out.push(release.read_table(&meta.name, None, &[]).await?);
+        let batch = release.read_table(&meta.name, None, &[]).await?;
+        let batch = match &t.part {
+            Some(part) => {
+                let keep =
+                    part.mask(&batch, true)
+                        .map_err(|column| AttackError::MissingColumn {
+                            table: t.name.clone(),
+                            column,
+                        })?;
+                arrow::compute::filter_record_batch(&batch, &keep).map_err(|e| {
+                    AttackError::MissingTable {
+                        table: format!("{} ({e})", t.name),
+                    }
+                })?
+            }
+            None => batch,
+        };
+        out.push(batch);
     }
     Ok(out)
 }

@@ -311,8 +311,14 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                     .map(|(c, k)| format!("s.{} = k.{}", quote(c), quote(k)))
                     .collect::<Vec<_>>()
                     .join(" AND ");
+                // A split table's entry holds its share of the rows (plan::Part).
+                let filter = ft
+                    .part
+                    .as_ref()
+                    .map(|part| format!(" WHERE {}", part.sql_filter("s")))
+                    .unwrap_or_default();
                 wh.sql(&format!(
-                    "SELECT {select}, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on} ORDER BY {PARENT} NULLS FIRST{order_key}",
+                    "SELECT {select}, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on}{filter} ORDER BY {PARENT} NULLS FIRST{order_key}",
                     quote(&key_table(p))
                 ))
                 .await?

@@ -4,6 +4,7 @@
 //! released key. Produces Arrow tables for the writer and the key map for the verifier; does
 //! no I/O itself.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, Int64Array, StringArray, UInt32Array};
@@ -70,12 +71,26 @@ pub fn materialize(
     let mut tables = Vec::new();
     let mut stats = Vec::new();
     let mut keys = KeyMap::default();
+    let mut reserved: HashMap<usize, Vec<i64>> = HashMap::new();
     for (ti, (ft, nodes)) in plan.tables.iter().zip(&forest.tables).enumerate() {
         let rows: Vec<u32> = (0..nodes.rows() as u32)
             .filter(|&r| kept[ti][r as usize])
             .collect();
         let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
-        let own = released_ints(plan, ti, &rows, nodes, &surrogate);
+        let kept_elsewhere = ft
+            .part
+            .as_ref()
+            .filter(|p| !p.null_side)
+            .map_or(0, |p| kept[p.other].iter().filter(|&&k| k).count());
+        let own = released_ints(
+            plan,
+            ti,
+            &rows,
+            nodes,
+            &surrogate,
+            &mut reserved,
+            kept_elsewhere,
+        );
         let take = UInt32Array::from(rows.clone());
         let source = take_record_batch(&nodes.batch, &take).map_err(internal)?;
         let mut fields = Vec::new();
@@ -113,8 +128,15 @@ pub fn materialize(
                 .iter()
                 .enumerate()
                 .find(|(_, r)| r.columns.contains(&col.name));
+            // The main entry's FK, NULL in a second entry's rows: filled in when the two are
+            // merged.
+            let absent = ft
+                .part
+                .as_ref()
+                .is_some_and(|p| p.null_side && p.split_source.contains(&col.name));
             match &col.role {
                 ColumnRole::Identifier => continue,
+                _ if absent => continue,
                 // A second path to an ancestor: the ancestor's released key, read up the
                 // tree (the forest checked that both paths agree).
                 ColumnRole::Key if second.is_some() => {
@@ -233,17 +255,21 @@ pub fn materialize(
         )?;
         surrogate.push(own);
         if !ft.primary_key.is_empty() {
-            keys.tables.insert(
-                ft.name.clone(),
-                key_pairs(
-                    plan,
-                    ti,
-                    &nodes.batch,
-                    &rows,
-                    &surrogate,
-                    &generalization.groups[ti],
-                )?,
-            );
+            let pairs = key_pairs(
+                plan,
+                ti,
+                &nodes.batch,
+                &rows,
+                &surrogate,
+                &generalization.groups[ti],
+            )?;
+            // The two entries of a split table share one released table and one entry here.
+            match keys.tables.get_mut(&ft.name) {
+                Some(entry) => entry.pairs.extend(pairs.pairs),
+                None => {
+                    keys.tables.insert(ft.name.clone(), pairs);
+                }
+            }
         }
         let mut foreign_keys = Vec::new();
         if let Some(p) = ft.parent {
@@ -253,6 +279,11 @@ pub fn materialize(
                 ref_columns: ft.released_parent_key.clone(),
             });
         }
+        foreign_keys.extend(ft.redundant.iter().map(|r| ForeignKey {
+            columns: r.released_columns.clone(),
+            ref_table: plan.tables[r.ancestor].name.clone(),
+            ref_columns: r.released_ancestor_key.clone(),
+        }));
         foreign_keys.extend(ft.links.iter().cloned());
         stats.push(TableStats {
             name: ft.name.clone(),
@@ -272,6 +303,7 @@ pub fn materialize(
             foreign_keys,
         });
     }
+    merge_parts(plan, &mut tables, &mut stats)?;
     Ok(Materialized {
         tables,
         keys,
@@ -279,6 +311,68 @@ pub fn materialize(
         ec_sizes: generalization.ec_sizes.clone(),
         suppressed_entities: generalization.suppressed_entities,
     })
+}
+
+/// Appends each split table's second entry (plan::Part) to its main entry's table and
+/// statistics, the main entry's FK NULL in its rows, and drops the second entries.
+fn merge_parts(
+    plan: &Plan,
+    tables: &mut Vec<ReleaseTable>,
+    stats: &mut Vec<TableStats>,
+) -> Result<(), ReleaseError> {
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        let Some(main) = ft.part.as_ref().filter(|p| p.null_side).map(|p| p.other) else {
+            continue;
+        };
+        let second = tables[ti].batch.clone();
+        let first = tables[main].batch.clone();
+        let mut fields = Vec::with_capacity(first.num_columns());
+        let mut tails = Vec::with_capacity(first.num_columns());
+        for f in first.schema().fields() {
+            let tail = match second.schema().index_of(f.name()) {
+                Ok(i) => arrow::compute::cast(second.column(i), f.data_type()).map_err(internal)?,
+                Err(_) => arrow::array::new_null_array(f.data_type(), second.num_rows()),
+            };
+            let nullable = f.is_nullable() || tail.null_count() > 0;
+            fields.push(Field::new(f.name(), f.data_type().clone(), nullable));
+            tails.push(tail);
+        }
+        let schema = Arc::new(Schema::new(fields));
+        let head =
+            RecordBatch::try_new(schema.clone(), first.columns().to_vec()).map_err(internal)?;
+        let tail = RecordBatch::try_new(schema.clone(), tails).map_err(internal)?;
+        let merged = arrow::compute::concat_batches(&schema, [&head, &tail]).map_err(internal)?;
+        let main_ft = &plan.tables[main];
+        let released_pk = main_ft.released_pk();
+        tables[main].batch = sort_by_key(
+            merged,
+            released_pk.iter().chain(&main_ft.released_fk),
+            released_pk.is_empty(),
+        )?;
+        let s = stats[ti].clone();
+        let m = &mut stats[main];
+        m.rows_in += s.rows_in;
+        m.released += s.released;
+        m.suppressed += s.suppressed;
+        m.orphans_dropped += s.orphans_dropped;
+        m.no_parent += s.no_parent;
+        m.lm_sum += s.lm_sum;
+        for ((_, sum), (_, more)) in m.lm_sum_by_column.iter_mut().zip(&s.lm_sum_by_column) {
+            *sum += more;
+        }
+    }
+    let second = |ti: usize| plan.tables[ti].part.as_ref().is_some_and(|p| p.null_side);
+    let mut i = 0;
+    tables.retain(|_| {
+        i += 1;
+        !second(i - 1)
+    });
+    let mut i = 0;
+    stats.retain(|_| {
+        i += 1;
+        !second(i - 1)
+    });
+    Ok(())
 }
 
 /// Rows sorted by released key (then parent key); a table without a primary key is then
@@ -341,8 +435,18 @@ fn ancestor_rows(plan: &Plan, forest: &Forest, ti: usize, ancestor: usize) -> Ve
 
 /// A random permutation of 1..=n over the kept rows: consistent per key, and says nothing
 /// about source order.
-fn permutation(plan: &Plan, ti: usize, n_rows: usize, rows: &[u32]) -> Vec<Option<i64>> {
-    let mut ids: Vec<i64> = (1..=rows.len() as i64).collect();
+/// `ids` handed to the kept `rows`, indexed by row.
+fn permutation(n_rows: usize, rows: &[u32], ids: Vec<i64>) -> Vec<Option<i64>> {
+    let mut own = vec![None; n_rows];
+    for (&r, id) in rows.iter().zip(ids) {
+        own[r as usize] = Some(id);
+    }
+    own
+}
+
+/// `1..=n` shuffled by the key seed of table `ti` (or the OS).
+fn shuffled(plan: &Plan, ti: usize, n: usize) -> Vec<i64> {
+    let mut ids: Vec<i64> = (1..=n as i64).collect();
     let mut rng = match plan.params.seed {
         Some(seed) => {
             ChaCha8Rng::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1))
@@ -350,11 +454,7 @@ fn permutation(plan: &Plan, ti: usize, n_rows: usize, rows: &[u32]) -> Vec<Optio
         None => ChaCha8Rng::from_rng(&mut rand::rng()),
     };
     ids.shuffle(&mut rng);
-    let mut own = vec![None; n_rows];
-    for (&r, id) in rows.iter().zip(ids) {
-        own[r as usize] = Some(id);
-    }
-    own
+    ids
 }
 
 /// The released one-column integer key of each row of table `ti`, when it has one: its own
@@ -366,6 +466,8 @@ fn released_ints(
     rows: &[u32],
     nodes: &crate::forest::TableNodes,
     surrogate: &[Option<Vec<Option<i64>>>],
+    reserved: &mut HashMap<usize, Vec<i64>>,
+    kept_elsewhere: usize,
 ) -> Option<Vec<Option<i64>>> {
     let ft = &plan.tables[ti];
     let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
@@ -373,7 +475,18 @@ fn released_ints(
         ReleasedKey::None => None,
         ReleasedKey::Own(_) if !pseudonymize => None,
         ReleasedKey::Own(_) | ReleasedKey::Surrogate(_) => {
-            Some(permutation(plan, ti, nodes.rows(), rows))
+            // The two entries of a split table release into one table: the main entry draws
+            // keys for both and leaves the second entry its share.
+            let ids = match &ft.part {
+                Some(p) if p.null_side => reserved.remove(&ti).unwrap_or_default(),
+                Some(p) => {
+                    let mut ids = shuffled(plan, ti, rows.len() + kept_elsewhere);
+                    reserved.insert(p.other, ids.split_off(rows.len()));
+                    ids
+                }
+                None => shuffled(plan, ti, rows.len()),
+            };
+            Some(permutation(nodes.rows(), rows, ids))
         }
         ReleasedKey::Parent => {
             let ints = surrogate[ft.parent?].as_ref()?;

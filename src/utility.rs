@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
+use arrow::compute::filter_record_batch;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
@@ -84,19 +85,25 @@ pub async fn measure(
 /// KL(P || Q) per sensitive column, P the release's distribution, Q the source's (000
 /// Sec. 2.4); the mean over the columns where it is defined.
 fn kl(forest: &Forest, kept: &[Vec<bool>]) -> (Option<f64>, BTreeMap<String, Option<f64>>) {
-    let mut by_column = BTreeMap::new();
+    // Counted by label: the entries of a split table (plan::Part) are one column with codes
+    // of their own.
+    let mut counts: BTreeMap<&str, BTreeMap<&str, (usize, usize)>> = BTreeMap::new();
     for (t, keep) in forest.tables.iter().zip(kept) {
         for col in &t.sensitive {
-            let mut q = vec![0usize; col.labels.len()];
-            let mut p = vec![0usize; col.labels.len()];
+            let column = counts.entry(col.column.as_str()).or_default();
             for (r, &c) in col.codes.iter().enumerate() {
-                q[c as usize] += 1;
+                let (p, q) = column.entry(col.labels[c as usize].as_str()).or_default();
+                *q += 1;
                 if keep[r] {
-                    p[c as usize] += 1;
+                    *p += 1;
                 }
             }
-            by_column.insert(col.column.clone(), kl_divergence(&p, &q));
         }
+    }
+    let mut by_column = BTreeMap::new();
+    for (column, labels) in counts {
+        let (p, q): (Vec<usize>, Vec<usize>) = labels.into_values().unzip();
+        by_column.insert(column.to_string(), kl_divergence(&p, &q));
     }
     let defined: Vec<f64> = by_column.values().flatten().copied().collect();
     let mean = (!defined.is_empty()).then(|| defined.iter().sum::<f64>() / defined.len() as f64);
@@ -272,14 +279,26 @@ async fn query_accuracy(
     for ti in 0..forest.tables.len() {
         let name = &plan.tables[ti].name;
         let nodes = &forest.tables[ti];
-        register(&source, name, source_with_codes(nodes)?)?;
+        register(&source, &entry_name(plan, ti), source_with_codes(nodes)?)?;
         let batch = released
             .tables
             .iter()
             .find(|t| &t.name == name)
             .map(|t| &t.batch)
             .ok_or_else(|| fail(format!("release has no table {name}")))?;
-        register(&release, name, release_with_codes(plan, nodes, ti, batch)?)?;
+        // The entries of a split table each hold their share of its released rows.
+        let batch = match &plan.tables[ti].part {
+            Some(part) => {
+                let keep = part.mask(batch, true).map_err(fail)?;
+                filter_record_batch(batch, &keep).map_err(fail)?
+            }
+            None => batch.clone(),
+        };
+        register(
+            &release,
+            &entry_name(plan, ti),
+            release_with_codes(plan, nodes, ti, &batch)?,
+        )?;
     }
     let mut udfs = 0;
     let mut runs = Vec::new();
@@ -318,6 +337,15 @@ async fn query_accuracy(
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let all: Vec<f64> = scores.iter().flatten().copied().collect();
     Ok((mean(&all), scores.iter().map(|s| mean(s)).collect()))
+}
+
+/// The name a plan entry is registered under: the table's, or for the second entry of a split
+/// table (plan::Part) one no source table can have.
+fn entry_name(plan: &Plan, ti: usize) -> String {
+    match &plan.tables[ti].part {
+        Some(p) if p.null_side => format!("__relanon_part_{ti}"),
+        _ => plan.tables[ti].name.clone(),
+    }
 }
 
 /// A context whose plans run on one partition: a SUM then adds its rows in one order
@@ -443,9 +471,9 @@ fn counting_sql(
     // The source joins on its FKs, the release on its released ones (a parent keyed by a
     // surrogate is referenced by one column there).
     let from = |released: bool| {
-        let mut from = format!("{} AS a0", quote_ident(&plan.tables[table].name));
+        let mut from = format!("{} AS a0", quote_ident(&entry_name(plan, table)));
         for (i, w) in chain.windows(2).enumerate() {
-            let (child, parent) = (&plan.tables[w[0]], &plan.tables[w[1]]);
+            let child = &plan.tables[w[0]];
             let (fk, key) = if released {
                 (&child.released_fk, &child.released_parent_key)
             } else {
@@ -458,7 +486,7 @@ fn counting_sql(
                 .collect();
             from += &format!(
                 " JOIN {} AS a{} ON {}",
-                quote_ident(&parent.name),
+                quote_ident(&entry_name(plan, w[1])),
                 i + 1,
                 on.join(" AND ")
             );

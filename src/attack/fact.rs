@@ -288,6 +288,7 @@ mod tests {
             released_fk: vec![],
             released_parent_key: vec![],
             redundant: vec![],
+            part: None,
             links: vec![],
             children: vec![],
             columns,

@@ -379,7 +379,60 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
             )));
         }
     }
+    split_second_paths(wh, &mut tables)?;
     Ok(tables)
+}
+
+/// Gives each table with a second path a second plan entry for its rows whose FK to the
+/// parent is NULL: they hang at the second path's ancestor (the deepest, if several) rather
+/// than nowhere. Only where such rows can exist: a table whose key is not that FK, and
+/// without children (a row of a child table would not know which entry its parent is in).
+fn split_second_paths(wh: &Warehouse, tables: &mut Vec<FamilyTable>) -> Result<(), PlanError> {
+    let depth = |tables: &[FamilyTable], mut at: usize| {
+        let mut d = 0;
+        while let Some(p) = tables[at].parent {
+            d += 1;
+            at = p;
+        }
+        d
+    };
+    for main in 0..tables.len() {
+        let ft = &tables[main];
+        let key_is_fk = ft.primary_key.iter().any(|c| ft.parent_fk.contains(c));
+        if ft.redundant.is_empty() || !ft.children.is_empty() || key_is_fk {
+            continue;
+        }
+        let r = ft
+            .redundant
+            .iter()
+            .max_by_key(|r| depth(tables, r.ancestor))
+            .expect("checked non-empty")
+            .clone();
+        let mut second = family_table(
+            wh,
+            &ft.name,
+            Some(r.ancestor),
+            r.columns.clone(),
+            r.ancestor_key.clone(),
+        )?;
+        let other = tables.len();
+        second.part = Some(Part {
+            split_source: ft.parent_fk.clone(),
+            split_released: Vec::new(),
+            null_side: true,
+            other: main,
+        });
+        let split_source = ft.parent_fk.clone();
+        tables[main].part = Some(Part {
+            split_source,
+            split_released: Vec::new(),
+            null_side: false,
+            other,
+        });
+        tables[r.ancestor].children.push(other);
+        tables.push(second);
+    }
+    Ok(())
 }
 
 fn family_table(
@@ -403,6 +456,7 @@ fn family_table(
         released_parent_key: Vec::new(),
         redundant: Vec::new(),
         links: Vec::new(),
+        part: None,
         children: Vec::new(),
         columns: meta
             .columns
@@ -454,10 +508,20 @@ fn assign_keys(tables: &mut [FamilyTable]) {
                 }
             })
             .collect();
+        // A split table's rows are told apart by its main entry's released FK (the main
+        // entry comes first in the plan).
+        let split_released = match &ft.part {
+            Some(p) if p.null_side => Some(tables[p.other].released_fk.clone()),
+            Some(_) => Some(released_fk.clone()),
+            None => None,
+        };
         let ft = &mut tables[ti];
         ft.key = key;
         ft.released_fk = released_fk;
         ft.released_parent_key = released_parent_key;
+        if let (Some(part), Some(split)) = (ft.part.as_mut(), split_released) {
+            part.split_released = split;
+        }
         for (r, (columns, key)) in ft.redundant.iter_mut().zip(redundant) {
             r.released_columns = columns;
             r.released_ancestor_key = key;
@@ -697,6 +761,10 @@ fn assign_roles(
     }
     let mut missing = Vec::new();
     for (ti, ft) in tables.iter_mut().enumerate() {
+        // A second entry takes its main entry's roles (below).
+        if ft.part.as_ref().is_some_and(|p| p.null_side) {
+            continue;
+        }
         let keys: Vec<bool> = ft
             .columns
             .iter()
@@ -738,6 +806,16 @@ fn assign_roles(
             missing.len(),
             missing.join(", ")
         )));
+    }
+    for ti in 0..tables.len() {
+        if let Some(other) = tables[ti]
+            .part
+            .as_ref()
+            .filter(|p| p.null_side)
+            .map(|p| p.other)
+        {
+            tables[ti].columns = tables[other].columns.clone();
+        }
     }
     Ok(())
 }

@@ -63,6 +63,85 @@ pub struct FamilyTable {
     /// Foreign keys into released dimension tables whose columns are published unchanged on
     /// both sides: declared in a SQLite target's schema.
     pub links: Vec<crate::warehouse::ForeignKey>,
+    /// Set when the table's rows are split over two plan entries (see [`Part`]).
+    pub part: Option<Part>,
+}
+
+/// A table that reaches the entity by a second path (see [`RedundantFk`]) and whose FK to its
+/// parent may be NULL has two plan entries of one name: the main one holds the rows whose FK
+/// is set (under the parent), the second one, appended to the plan, the rows whose FK is
+/// NULL, hanging at the second path's ancestor. Both are released into one table, whose
+/// keys are drawn for both at once; in the second entry's rows the main entry's FK is NULL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The main entry's FK to its parent, as the source holds it.
+    pub split_source: Vec<String>,
+    /// The same FK as released (NULL in the second entry's rows).
+    pub split_released: Vec<String>,
+    /// Whether this entry is the second one (rows whose FK is NULL).
+    pub null_side: bool,
+    /// The other entry's plan index.
+    pub other: usize,
+}
+
+impl Part {
+    /// Whether a row belongs to this entry, from whether each split column is NULL in it.
+    fn keeps(&self, any_null: bool) -> bool {
+        any_null == self.null_side
+    }
+
+    /// The rows of `batch` (the source's, or with `released` the release's) this entry holds.
+    pub fn mask(
+        &self,
+        batch: &arrow::record_batch::RecordBatch,
+        released: bool,
+    ) -> Result<arrow::array::BooleanArray, String> {
+        let names = if released {
+            &self.split_released
+        } else {
+            &self.split_source
+        };
+        let mut columns = Vec::with_capacity(names.len());
+        for n in names {
+            let c = batch
+                .schema()
+                .fields()
+                .iter()
+                .position(|f| f.name() == n)
+                .or_else(|| {
+                    let schema = batch.schema();
+                    schema
+                        .fields()
+                        .iter()
+                        .position(|f| f.name().eq_ignore_ascii_case(n))
+                })
+                .ok_or_else(|| format!("no column {n} to split the rows by"))?;
+            columns.push(batch.column(c).clone());
+        }
+        Ok((0..batch.num_rows())
+            .map(|r| {
+                let any_null = columns
+                    .iter()
+                    .any(|c| arrow::array::Array::is_null(c.as_ref(), r));
+                Some(self.keeps(any_null))
+            })
+            .collect())
+    }
+
+    /// The source rows this entry holds, as a SQL condition on the table aliased `alias`.
+    pub fn sql_filter(&self, alias: &str) -> String {
+        let any_null = self
+            .split_source
+            .iter()
+            .map(|c| format!("{alias}.{} IS NULL", crate::warehouse::quote_ident(c)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        if self.null_side {
+            format!("({any_null})")
+        } else {
+            format!("NOT ({any_null})")
+        }
+    }
 }
 
 /// A second FK path to the entity: an FK of a family table to a proper ancestor of its parent
@@ -123,6 +202,15 @@ impl FamilyTable {
     /// Whether the FK to the parent is released as one new column rather than in place.
     pub fn fk_replaced(&self) -> bool {
         self.released_fk != self.parent_fk
+    }
+
+    /// The released table's columns for an entry of `plan`: the second entry of a split table
+    /// (see [`Part`]) releases into its main entry's table.
+    pub fn released_columns_in(&self, plan: &Plan) -> Vec<String> {
+        match &self.part {
+            Some(p) if p.null_side => plan.tables[p.other].released_columns(),
+            _ => self.released_columns(),
+        }
     }
 
     /// The released table's columns, in order: a surrogate key first, then the source

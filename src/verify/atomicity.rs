@@ -2,7 +2,7 @@
 //! released parent FK names exactly one released parent row, so each row has one true join
 //! path; a second FK path to an ancestor names the row the parent chain reaches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::data::{show_key, FkIssue, TableData};
 use super::keys::{key_hash, KeyIndex};
@@ -10,6 +10,7 @@ use super::Check;
 use crate::plan::Plan;
 
 pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
+    split_keys(plan, tables, out);
     for (ti, t) in tables.iter().enumerate() {
         let Some(ft) = plan.tables.get(ti) else {
             continue;
@@ -61,6 +62,41 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
         }
         for (r, what) in &t.rel_second_path_issues {
             out.record(format!("{}: {what}", t.describe(tables, *r)));
+        }
+    }
+}
+
+/// The two entries of a split table (plan::Part) release into one table: a key released in
+/// both is a duplicate the per-entry check cannot see.
+fn split_keys(plan: &Plan, tables: &[TableData], out: &mut Check) {
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        let Some(main) = ft.part.as_ref().filter(|p| p.null_side).map(|p| p.other) else {
+            continue;
+        };
+        let (Some(first), Some(second)) = (tables.get(main), tables.get(ti)) else {
+            continue;
+        };
+        if first.rel_pk.is_empty() || second.rel_pk.is_empty() {
+            continue;
+        }
+        let keys: HashSet<Vec<String>> = (0..first.rel.rows())
+            .filter_map(|r| first.rel.key(&first.rel_pk, r))
+            .collect();
+        for r in 0..second.rel.rows() {
+            if let Some(k) = second
+                .rel
+                .key(&second.rel_pk, r)
+                .filter(|k| keys.contains(k))
+            {
+                out.record(format!(
+                    "{}: primary key {} is released twice (for a row with and one without its FK to {})",
+                    second.name,
+                    show_key(Some(&k)),
+                    plan.tables[main]
+                        .parent
+                        .map_or("?", |p| plan.tables[p].name.as_str())
+                ));
+            }
         }
     }
 }

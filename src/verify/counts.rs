@@ -10,13 +10,29 @@ fn count(entry: &Value, field: &str) -> Option<u64> {
     entry.get(field).and_then(Value::as_u64)
 }
 
-pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Check) {
+/// (name, released rows, source rows) per released table: the entries of a split table
+/// (plan::Part) hold its rows between them.
+fn per_table(tables: &[TableData]) -> Vec<(&str, u64, u64)> {
+    let mut out: Vec<(&str, u64, u64)> = Vec::new();
     for t in tables {
         let (released, rows_in) = (t.rel.rows() as u64, t.src.rows() as u64);
+        match out.iter_mut().find(|(n, _, _)| *n == t.name) {
+            Some(entry) => {
+                entry.1 += released;
+                entry.2 += rows_in;
+            }
+            None => out.push((t.name.as_str(), released, rows_in)),
+        }
+    }
+    out
+}
+
+pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Check) {
+    let tables = per_table(tables);
+    for &(name, released, rows_in) in &tables {
         if released > rows_in {
             out.record(format!(
-                "{}: {released} rows released but the source has only {rows_in}",
-                t.name
+                "{name}: {released} rows released but the source has only {rows_in}"
             ));
         }
     }
@@ -27,13 +43,12 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
         );
         return;
     };
-    for t in tables {
-        let (released, rows_in) = (t.rel.rows() as u64, t.src.rows() as u64);
+    for (name, released, rows_in) in tables {
         let Some(entry) = entries
             .iter()
-            .find(|e| e.get("name").and_then(Value::as_str) == Some(t.name.as_str()))
+            .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
         else {
-            out.record(format!("report.json has no entry for table '{}'", t.name));
+            out.record(format!("report.json has no entry for table '{name}'"));
             continue;
         };
         let fields = (
@@ -44,7 +59,7 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
         let (Some(r_in), Some(r_rel), Some(r_sup)) = fields else {
             out.record(format!(
                 "report.json entry for '{}' lacks a non-negative integer rows_in, released or suppressed",
-                t.name
+                name
             ));
             continue;
         };
@@ -54,13 +69,13 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
         if r_rel != released {
             out.record(format!(
                 "report.json says {} released {r_rel} rows; the release has {released}",
-                t.name
+                name
             ));
         }
         if r_in != rows_in {
             out.record(format!(
                 "report.json says {} had {r_in} rows in; the source has {rows_in}",
-                t.name
+                name
             ));
         }
         let accounted = r_rel
@@ -70,7 +85,7 @@ pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Chec
         if accounted != r_in {
             out.record(format!(
                 "report.json for {}: released {r_rel} + suppressed {r_sup} + orphans dropped {r_orph} + without a parent {r_none} = {accounted}, not rows in {r_in}",
-                t.name
+                name
             ));
         }
     }

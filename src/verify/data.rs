@@ -150,7 +150,14 @@ pub(super) fn show_cell(v: Option<&str>) -> String {
     }
 }
 
-async fn read(wh: &Warehouse, side: &'static str, table: &str) -> Result<Side, VerifyError> {
+/// One side of a plan entry: the table, or for an entry of a split table (plan::Part) the
+/// rows it holds, told apart on each side by whether the entry's split columns are NULL.
+async fn read(
+    wh: &Warehouse,
+    side: &'static str,
+    table: &str,
+    part: Option<&crate::plan::Part>,
+) -> Result<Side, VerifyError> {
     let Some(meta) = wh.table(table) else {
         return Err(VerifyError::MissingTable {
             side,
@@ -165,6 +172,14 @@ async fn read(wh: &Warehouse, side: &'static str, table: &str) -> Result<Side, V
             table: table.to_string(),
             source,
         })?;
+    let Some(part) = part else {
+        return Ok(Side::new(batch));
+    };
+    let keep = part
+        .mask(&batch, side == "release")
+        .map_err(|e| VerifyError::Plan(format!("table '{table}' in the {side}: {e}")))?;
+    let batch = arrow::compute::filter_record_batch(&batch, &keep)
+        .map_err(|e| VerifyError::Plan(format!("table '{table}': {e}")))?;
     Ok(Side::new(batch))
 }
 
@@ -202,8 +217,8 @@ pub(super) async fn load(
                 )));
             }
         }
-        let src = read(source, "source", &t.name).await?;
-        let rel = read(release, "release", &t.name).await?;
+        let src = read(source, "source", &t.name, t.part.as_ref()).await?;
+        let rel = read(release, "release", &t.name, t.part.as_ref()).await?;
         let src_pk = key_cols(&src, "source", &t.name, &t.primary_key)?;
         let rel_pk = key_cols(&rel, "release", &t.name, &t.released_pk())?;
         let mut content = Vec::new();

@@ -31,7 +31,7 @@ pub(super) async fn check(
                 t.name, meta.name
             ));
         }
-        let expected = t.released_columns();
+        let expected = t.released_columns_in(plan);
         // Released column -> index of the expected column it is (exact name, else case-folded).
         let mut seen: Vec<usize> = Vec::new();
         for col in &meta.columns {

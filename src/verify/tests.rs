@@ -319,6 +319,7 @@ fn plan(k: usize) -> Plan {
                 released_fk: vec![],
                 released_parent_key: vec![],
                 redundant: vec![],
+                part: None,
                 links: vec![],
                 children: vec![1],
                 columns: vec![
@@ -339,6 +340,7 @@ fn plan(k: usize) -> Plan {
                 released_fk: names(&["sid"]),
                 released_parent_key: names(&["sid"]),
                 redundant: vec![],
+                part: None,
                 links: vec![],
                 children: vec![2],
                 columns: vec![
@@ -358,6 +360,7 @@ fn plan(k: usize) -> Plan {
                 released_fk: names(&["cid"]),
                 released_parent_key: names(&["cid"]),
                 redundant: vec![],
+                part: None,
                 links: vec![],
                 children: vec![],
                 columns: vec![
