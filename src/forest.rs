@@ -330,7 +330,9 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                 .map_err(|e| ForestError::Internal(e.to_string()))?,
             // An empty table yields no batches; give it the query's shape.
             None => {
-                let empty = wh.read_table(&ft.name, None, &[]).await?;
+                // No row matched (an empty table, or an entry of a split table whose share is
+                // empty): the table's columns, no rows.
+                let empty = wh.read_table(&ft.name, None, &[]).await?.slice(0, 0);
                 if ft.parent.is_none() {
                     empty
                 } else {

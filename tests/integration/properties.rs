@@ -21,6 +21,9 @@ struct Warehouse {
     keys: Vec<u8>,
     /// Whether a table keyed by its own id also holds a row whose FK is NULL.
     null_fk: Vec<bool>,
+    /// Whether a table below a child of the entity table also references the entity table
+    /// directly (a second path; a row whose FK is NULL then hangs at its entity).
+    shortcut: Vec<bool>,
     entities: usize,
     /// k, or l for the l-diversity algorithms.
     k: usize,
@@ -46,19 +49,23 @@ fn warehouse() -> impl Strategy<Value = Warehouse> {
                 prop::collection::vec(0u8..=3, tables),
                 prop::collection::vec(0u8..=2, tables),
                 prop::collection::vec(prop::bool::ANY, tables),
+                prop::collection::vec(prop::bool::ANY, tables),
                 1..=entities.min(5),
             )
-                .prop_map(move |(parents, fanout, keys, null_fk, k)| Warehouse {
-                    parents,
-                    fanout,
-                    keys,
-                    null_fk,
-                    entities,
-                    k,
-                    algorithm,
-                    mapping: if lsap { "lsap" } else { "grd" },
-                    threshold,
-                    seed,
+                .prop_map(move |(parents, fanout, keys, null_fk, shortcut, k)| {
+                    Warehouse {
+                        parents,
+                        fanout,
+                        keys,
+                        null_fk,
+                        shortcut,
+                        entities,
+                        k,
+                        algorithm,
+                        mapping: if lsap { "lsap" } else { "grd" },
+                        threshold,
+                        seed,
+                    }
                 })
         })
 }
@@ -104,6 +111,8 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     // Per table: its key columns, and each row's key values (None: the row's FK is NULL).
     let mut key_cols: Vec<Vec<String>> = Vec::with_capacity(tables);
     let mut rows: Vec<Vec<Option<Vec<i64>>>> = vec![Vec::new(); tables];
+    // Per table, each row's entity (None: it belongs to nobody).
+    let mut owners: Vec<Vec<Option<i64>>> = vec![Vec::new(); tables];
     let mut id = 1000;
     for t in 0..tables {
         let name = q(NAMES[t]);
@@ -127,6 +136,10 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
         if kind == 1 {
             cols.push("\"Seq\" INTEGER".to_string());
         }
+        let shortcut = t > 0 && w.parents[t - 1] != 0 && w.shortcut[t];
+        if shortcut {
+            cols.push("\"Owner\" INTEGER".to_string());
+        }
         cols.extend(["\"Q\" TEXT", "\"Age\" INTEGER", "\"S\" INTEGER"].map(String::from));
         let list = |c: &[String]| c.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ");
         let mut ddl = format!(
@@ -143,19 +156,32 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
                 list(&key_cols[p])
             );
         }
+        if shortcut {
+            ddl += &format!(
+                ", FOREIGN KEY (\"Owner\") REFERENCES {} (\"Id\")",
+                q(NAMES[0])
+            );
+        }
         ddl += ");";
         db.execute_batch(&ddl).expect("create");
-        let parents: Vec<Option<Vec<i64>>> = if t == 0 {
-            (0..w.entities).map(|_| Some(Vec::new())).collect()
+        let (parents, parent_owners): (Vec<Option<Vec<i64>>>, Vec<Option<i64>>) = if t == 0 {
+            (
+                (0..w.entities).map(|_| Some(Vec::new())).collect(),
+                vec![None; w.entities],
+            )
         } else {
-            let mut p = rows[w.parents[t - 1]].clone();
-            // A row whose FK is NULL belongs to nobody (only where the FK is not the key).
+            let pt = w.parents[t - 1];
+            let mut p = rows[pt].clone();
+            let mut o = owners[pt].clone();
+            // A row whose FK is NULL belongs to nobody (only where the FK is not the key),
+            // unless a second path names its entity.
             if kind == 0 && w.null_fk[t] {
                 p.push(None);
+                o.push(None);
             }
-            p
+            (p, o)
         };
-        for (i, p) in parents.iter().enumerate() {
+        for (i, (p, parent_owner)) in parents.iter().zip(&parent_owners).enumerate() {
             let mut n = if t == 0 {
                 1
             } else {
@@ -192,6 +218,20 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
                     }
                     (_, p) => p.clone(),
                 };
+                let owner = match (t, p) {
+                    (0, _) => Some(id),
+                    (_, Some(_)) => *parent_owner,
+                    // Under a NULL FK: the second path names some entity, or nothing.
+                    (_, None) if shortcut && next() % 4 != 0 => rows[0]
+                        [(next() % rows[0].len() as u64) as usize]
+                        .as_ref()
+                        .map(|k| k[0]),
+                    (_, None) => None,
+                };
+                if shortcut {
+                    names.push("Owner".to_string());
+                    values.push(owner.into());
+                }
                 names.extend(["Q", "Age", "S"].map(String::from));
                 values.push(letter.to_string().into());
                 values.push(age.into());
@@ -206,6 +246,7 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
                 )
                 .expect("insert");
                 rows[t].push(key);
+                owners[t].push(owner);
             }
         }
         key_cols.push(own);
@@ -248,7 +289,7 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 40, rng_seed: RngSeed::Fixed(20261122), failure_persistence: None, ..Config::default() })]
+    #![proptest_config(Config { cases: 64, rng_seed: RngSeed::Fixed(20261122), failure_persistence: None, ..Config::default() })]
 
     #[test]
     fn random_snowflakes_always_pass_verify(w in warehouse()) {
