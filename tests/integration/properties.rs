@@ -2,7 +2,8 @@
 //! table, random fan-out, random QI and sensitive values; tables named with spaces, mixed case,
 //! a reserved word, a quote and a non-ASCII letter; child tables keyed by their own id, by a
 //! composite key whose data part is a QI, or by their parent's key (a 1:1 child); rows whose
-//! FK is NULL), anonymized by any algorithm (MiRaCle, MiRaCleX or a bitmap baseline for a
+//! FK is NULL; second paths from a grandchild table to the entity, naming the entity of a row
+//! whose FK is NULL or nothing), anonymized by any algorithm (MiRaCle, MiRaCleX or a bitmap baseline for a
 //! random k; ClusTree or CToff with either mapping, or dMiRaCle, for a random l), passes the
 //! independent verifier — both the self-check inside `anonymize` and a standalone `verify`.
 
