@@ -59,6 +59,18 @@ pub enum ForestError {
     Internal(String),
 }
 
+/// The cells of `columns` in `row`, rendered; None when any is NULL.
+fn row_key(batch: &RecordBatch, columns: &[String], row: usize) -> Option<Vec<String>> {
+    columns
+        .iter()
+        .map(|c| {
+            batch
+                .column_by_name(c)
+                .and_then(|a| render_value(a.as_ref(), row))
+        })
+        .collect()
+}
+
 /// Why a source row has no place in the forest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum LeftOut {
@@ -78,14 +90,7 @@ fn check_second_path(
     batch: &RecordBatch,
     parent: &[u32],
 ) -> Result<(), ForestError> {
-    let render = |b: &RecordBatch, cols: &[String], row: usize| -> Option<Vec<String>> {
-        cols.iter()
-            .map(|c| {
-                b.column_by_name(c)
-                    .and_then(|a| render_value(a.as_ref(), row))
-            })
-            .collect()
-    };
+    let render = row_key;
     let ancestor = &tables[r.ancestor];
     let mut index: HashMap<Vec<String>, u32> = HashMap::with_capacity(ancestor.rows());
     for row in 0..ancestor.rows() {
@@ -368,16 +373,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             // Rows without a parent row: a NULL FK (an optional relationship: the row is
             // about no individual) or a parent left out for that reason are "no parent"; an
             // FK naming a row the source lacks (or one dropped as such) is an orphan.
-            let fk_key = |r: usize| -> Option<Vec<String>> {
-                ft.parent_fk
-                    .iter()
-                    .map(|c| {
-                        batch
-                            .column_by_name(c)
-                            .and_then(|a| render_value(a.as_ref(), r))
-                    })
-                    .collect()
-            };
+            let fk_key = |r: usize| row_key(&batch, &ft.parent_fk, r);
             let mut reasons: Vec<(usize, LeftOut)> = Vec::new();
             for r in (0..batch.num_rows()).filter(|&r| col.is_null(r)) {
                 let reason = match fk_key(r) {
@@ -422,16 +418,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
                 orphans_dropped = dangling.len();
                 no_parent = reasons.len() - dangling.len();
                 if !ft.children.is_empty() {
-                    let pk_key = |r: usize| -> Option<Vec<String>> {
-                        ft.primary_key
-                            .iter()
-                            .map(|c| {
-                                batch
-                                    .column_by_name(c)
-                                    .and_then(|a| render_value(a.as_ref(), r))
-                            })
-                            .collect()
-                    };
+                    let pk_key = |r: usize| row_key(&batch, &ft.primary_key, r);
                     for &(r, why) in &reasons {
                         if let Some(k) = pk_key(r) {
                             left_out[ti].insert(k, why);

@@ -458,15 +458,19 @@ fn family_table(
         links: Vec::new(),
         part: None,
         children: Vec::new(),
-        columns: meta
-            .columns
-            .iter()
-            .map(|c| PlannedColumn {
-                name: c.name.clone(),
-                role: ColumnRole::Insensitive,
-            })
-            .collect(),
+        columns: unlabelled(meta),
     })
+}
+
+/// A table's columns before roles are assigned (`Insensitive` stands in until then).
+fn unlabelled(meta: &TableMeta) -> Vec<PlannedColumn> {
+    meta.columns
+        .iter()
+        .map(|c| PlannedColumn {
+            name: c.name.clone(),
+            role: ColumnRole::Insensitive,
+        })
+        .collect()
 }
 
 /// Decides how each family table is keyed in the release (parents first, so a child's
@@ -567,14 +571,7 @@ fn declared_dimensions(
         out.push(DimensionTable {
             name: meta.name.clone(),
             primary_key: meta.primary_key.clone(),
-            columns: meta
-                .columns
-                .iter()
-                .map(|c| PlannedColumn {
-                    name: c.name.clone(),
-                    role: ColumnRole::Insensitive,
-                })
-                .collect(),
+            columns: unlabelled(meta),
             links: Vec::new(),
         });
     }
