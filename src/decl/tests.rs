@@ -1,3 +1,5 @@
+//! Unit tests of the declarations parser: every statement, its errors and their positions.
+
 use super::*;
 
 const EXAMPLE: &str = r#"SET source = 'fixtures/university.sqlite';          -- or a directory of .parquet / .csv files

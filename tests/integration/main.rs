@@ -15,5 +15,6 @@ mod progress;
 mod properties;
 mod realworld;
 mod table2;
+mod tidy;
 mod tpch;
 mod university;

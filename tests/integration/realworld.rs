@@ -414,6 +414,13 @@ fn values_with_surrounding_spaces_are_leaves_of_their_own() {
         ),
         "{cities:?}"
     );
+    let facts = ["people.city = 'Edinburgh '".to_string()];
+    let n = candidates(dir.path(), &decl, &facts);
+    assert!(n >= K, "{n} candidates");
+    let parquet = parquet_twin(dir.path(), "whitespace", &decl);
+    release(dir.path(), &parquet);
+    let n = candidates(dir.path(), &parquet, &facts);
+    assert!(n >= K, "{n} candidates from the Parquet release");
 
     let bad = workspace(dir.path(), "whitespace", "whitespace_bad", &[]);
     let o = relanon(

@@ -1,3 +1,5 @@
+//! Unit tests of the single-table baselines (001 Sec. III) on hand-built one-table forests.
+
 use std::sync::Arc;
 
 use arrow::datatypes::Schema;

@@ -1,0 +1,124 @@
+//! The architecture's invariants as tests (ARCHITECTURE.md, "Invariants"): a text scan of
+//! src/, so a rule broken in review fails here, naming the rule and the place.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::root;
+
+/// Every `.rs` file under `dir`, sorted.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read src dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// (file relative to the crate root, line number, line) of every line that is code, not a
+/// comment, in the files under `src/<under>` (a file or a folder).
+fn code_lines(under: &str) -> Vec<(String, usize, String)> {
+    let base = root();
+    let path = base.join("src").join(under);
+    let files = if path.is_dir() {
+        sources(&path)
+    } else {
+        vec![path]
+    };
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read source");
+        let name = f.strip_prefix(&base).unwrap_or(&f).display().to_string();
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            if !t.starts_with("//") {
+                out.push((name.clone(), i + 1, line.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Fails naming `rule` and every line of `lines` that holds one of `banned`.
+fn forbid(rule: &str, lines: &[(String, usize, String)], banned: &[&str]) {
+    let hits: Vec<String> = lines
+        .iter()
+        .filter(|(_, _, l)| banned.iter().any(|b| l.contains(b)))
+        .map(|(f, n, l)| format!("  {f}:{n}: {}", l.trim()))
+        .collect();
+    assert!(hits.is_empty(), "{rule}:\n{}", hits.join("\n"));
+}
+
+#[test]
+fn verify_shares_no_code_with_the_anonymizer() {
+    forbid(
+        "verify is the safety case and shares no code with hierarchy, forest, algo or release",
+        &code_lines("verify"),
+        &[
+            "crate::hierarchy",
+            "crate::forest",
+            "crate::algo",
+            "crate::release",
+        ],
+    );
+}
+
+#[test]
+fn algorithms_and_the_release_do_no_io_and_no_sql() {
+    let banned = [
+        "std::fs",
+        "std::io",
+        "std::net",
+        "rusqlite",
+        "datafusion",
+        "tokio",
+        "Warehouse",
+        ".sql(",
+        "println!",
+        "eprintln!",
+    ];
+    for under in ["algo", "release.rs"] {
+        forbid(
+            &format!("src/{under} does no I/O and knows no SQL (algorithms get a Forest, the release a Generalization)"),
+            &code_lines(under),
+            &banned,
+        );
+    }
+}
+
+#[test]
+fn no_unwrap_in_the_library_or_the_binary() {
+    forbid(
+        "no unwrap() in src/: return a typed error, or expect() a true invariant with its reason",
+        &code_lines(""),
+        &[".unwrap()"],
+    );
+}
+
+#[test]
+fn every_source_file_opens_with_its_module_header() {
+    let missing: Vec<String> = sources(&root().join("src"))
+        .into_iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("read source");
+            !text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with("//!"))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "every file under src/ opens with a //! header saying what it is for:\n  {}",
+        missing.join("\n  ")
+    );
+}
