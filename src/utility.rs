@@ -25,7 +25,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -352,7 +352,7 @@ fn entry_name(plan: &Plan, ti: usize) -> String {
 /// whatever the thread count, so the report's accuracies are the same to the last bit. The
 /// SELECTs run side by side as tasks instead.
 fn context() -> SessionContext {
-    SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1))
+    crate::warehouse::session(1)
 }
 
 fn register(ctx: &SessionContext, name: &str, batch: RecordBatch) -> Result<(), UtilityError> {

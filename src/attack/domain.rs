@@ -18,7 +18,6 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, UInt64Arr
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
 use datafusion::common::TableReference;
 use datafusion::datasource::MemTable;
-use datafusion::prelude::{SessionConfig, SessionContext};
 
 use super::fact::FactError;
 use crate::hierarchy::{Hierarchy, HierarchyError};
@@ -180,10 +179,7 @@ pub(super) async fn evaluate<'a>(
     arrays.push(Arc::new((0..size as u64).collect::<UInt64Array>()));
     let batch =
         RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| eval(&e))?;
-    let mut config = SessionConfig::new();
-    config.options_mut().sql_parser.enable_ident_normalization = false;
-    config.options_mut().sql_parser.map_string_types_to_utf8view = false;
-    let ctx = SessionContext::new_with_config(config);
+    let ctx = crate::warehouse::session(rayon::current_num_threads());
     let provider = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(|e| eval(&e))?;
     ctx.register_table(TableReference::bare(table), Arc::new(provider))
         .map_err(|e| eval(&e))?;

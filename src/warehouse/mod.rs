@@ -240,7 +240,15 @@ pub struct Warehouse {
 /// whatever the source, so every module sees one string type. Its plans run on as many
 /// partitions as relanon has threads (`RAYON_NUM_THREADS`).
 fn new_context() -> SessionContext {
-    let mut config = SessionConfig::new().with_target_partitions(rayon::current_num_threads());
+    session(rayon::current_num_threads())
+}
+
+/// A DataFusion session with relanon's settings (identifiers keep their case, strings stay
+/// Utf8) whose plans run on `partitions` partitions. Every session is made here: the
+/// warehouse's own, and the scratch sessions of the utility queries (one partition, so a SUM
+/// adds in one order) and of the attack's fact evaluation.
+pub fn session(partitions: usize) -> SessionContext {
+    let mut config = SessionConfig::new().with_target_partitions(partitions.max(1));
     let options = config.options_mut();
     options.sql_parser.enable_ident_normalization = false;
     options.sql_parser.map_string_types_to_utf8view = false;

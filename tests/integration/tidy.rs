@@ -95,6 +95,19 @@ fn algorithms_and_the_release_do_no_io_and_no_sql() {
 }
 
 #[test]
+fn datafusion_sessions_are_made_in_the_warehouse_only() {
+    let outside: Vec<(String, usize, String)> = code_lines("")
+        .into_iter()
+        .filter(|(f, _, _)| !f.starts_with("src/warehouse/"))
+        .collect();
+    forbid(
+        "DataFusion sessions are made by warehouse::session only (one set of settings: identifiers keep their case, strings stay Utf8)",
+        &outside,
+        &["SessionContext::new", "SessionConfig::new"],
+    );
+}
+
+#[test]
 fn no_unwrap_in_the_library_or_the_binary() {
     forbid(
         "no unwrap() in src/: return a typed error, or expect() a true invariant with its reason",
