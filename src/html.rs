@@ -137,6 +137,7 @@ h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ccc; padd
 table { border-collapse: collapse; margin: .6rem 0; }
 th, td { border: 1px solid #ccc; padding: .25rem .7rem; text-align: left; }
 td { white-space: nowrap; }
+td.list { white-space: normal; min-width: 12rem; }
 th { background: #f3f3f3; }
 .num { text-align: right; }
 figure { margin: 1.2rem 0; }
@@ -157,9 +158,18 @@ fn table<S: AsRef<str>>(headers: &[&str], rows: &[Vec<S>]) -> String {
                     .all(|r| r.get(c).is_none_or(|v| is_number(v.as_ref())))
         })
         .collect();
+    // Columns listing names (`a, b, c`) may wrap; every other cell stays on one line.
+    let lists: Vec<bool> = (0..headers.len())
+        .map(|c| {
+            rows.iter()
+                .any(|r| r.get(c).is_some_and(|v| v.as_ref().contains(", ")))
+        })
+        .collect();
     let class = |c: usize| {
         if numeric.get(c).copied().unwrap_or(false) {
             " class=\"num\""
+        } else if lists.get(c).copied().unwrap_or(false) {
+            " class=\"list\""
         } else {
             ""
         }
