@@ -1,0 +1,75 @@
+//! `relanon anonymize`: a release, verified, with its report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use relanon::pipeline;
+
+use super::{write_page, Declared, Overrides};
+
+#[derive(Args)]
+pub struct AnonymizeArgs {
+    #[command(flatten)]
+    declared: Declared,
+    #[command(flatten)]
+    overrides: Overrides,
+    /// Override SET target.
+    #[arg(long)]
+    target: Option<PathBuf>,
+    /// Replace an existing target.
+    #[arg(long)]
+    overwrite: bool,
+    /// Also write the released-to-source key map here (mode 0600; never inside the release).
+    #[arg(long, value_name = "PATH")]
+    key_map: Option<PathBuf>,
+    /// Print the report as JSON instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// Also write the report as a self-contained HTML page here.
+    #[arg(long, value_name = "PATH")]
+    report: Option<PathBuf>,
+    /// Write the release even if it fails verification, and exit 1 (to study the
+    /// single-table baselines; such a release must never be published).
+    #[arg(long)]
+    allow_unverified: bool,
+}
+
+/// Anonymizes, prints the summary (or the report as JSON) and says where the release went;
+/// exits 1 for a release written with `--allow-unverified` that failed verification.
+pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
+    let mut req = args.declared.request(quiet)?;
+    req.target = args.target;
+    req.overwrite = args.overwrite;
+    req.with = args.overrides.with;
+    req.key_map = args.key_map;
+    req.allow_unverified = args.allow_unverified;
+    let outcome = pipeline::anonymize(&req).await?;
+    if let Some(path) = &args.report {
+        write_page(path, &relanon::html::report_page(&outcome.report)?)?;
+    }
+    let verified = outcome.verdict.passed();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.report)?);
+    } else if !quiet {
+        println!("{}", outcome.report.summary());
+        if verified {
+            println!("verify: passed ({} checks)", outcome.verdict.checks.len());
+        }
+        println!(
+            "release written to {} (report: {})",
+            outcome.target.display(),
+            outcome.report_path.display()
+        );
+    }
+    if verified {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Written on request only; the failure is said even with --quiet or --json.
+    eprintln!(
+        "warning: this release FAILED verification and must not be published:\n{}",
+        outcome.verdict.summary()
+    );
+    Ok(ExitCode::from(1))
+}

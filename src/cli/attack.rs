@@ -1,0 +1,40 @@
+//! `relanon attack`: what an adversary knowing QI facts learns from a release.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use relanon::pipeline;
+
+use super::Declared;
+
+#[derive(Args)]
+pub struct AttackArgs {
+    /// The declarations and the source (it supplies the QIs' leaves and hierarchies).
+    #[command(flatten)]
+    declared: Declared,
+    /// The release to attack (default: SET target).
+    #[arg(long)]
+    release: Option<PathBuf>,
+    /// A SQL boolean expression over the QI columns of one family table, columns written
+    /// table.column, e.g. "courses.course = 'Physics'". Repeat for more facts; facts on
+    /// one child table describe distinct rows.
+    #[arg(long = "fact", value_name = "SQL", required = true)]
+    facts: Vec<String>,
+    /// Print the findings as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the candidates and posteriors; exits 0 whatever the adversary finds.
+pub async fn attack(args: AttackArgs, quiet: bool) -> Result<ExitCode> {
+    let req = args.declared.request(quiet)?;
+    let findings = pipeline::attack(&req, args.release.as_deref(), &args.facts).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&findings)?);
+    } else if !quiet {
+        print!("{}", findings.summary());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,127 @@
+//! The command line: clap's types, one module and one function per subcommand, and the
+//! argument groups the subcommands share. Each function returns the process exit code, or an
+//! error that `main` reports once with exit code 2.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use relanon::pipeline::Request;
+
+mod anonymize;
+mod attack;
+mod demo;
+mod experiment;
+mod generate;
+mod report;
+mod verify;
+
+#[derive(Parser)]
+#[command(
+    name = "relanon",
+    version,
+    about = "Anonymize a relational warehouse so every person's whole record hides among k others"
+)]
+pub struct Cli {
+    /// Print nothing but errors.
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Generate the bundled university warehouse, anonymize it (k = 5) into ./out/, verify it, print a summary.
+    Demo(demo::DemoArgs),
+    /// Anonymize the warehouse a declarations file describes.
+    Anonymize(anonymize::AnonymizeArgs),
+    /// Independently re-check a release: exit 0 only if it is k-anonymous, truthful, key-atomic and every column has a declared role.
+    Verify(verify::VerifyArgs),
+    /// What an adversary who knows QI facts about one entity learns from a release: how many
+    /// released entities fit every fact (1 = singled out) and the posterior of each sensitive
+    /// column.
+    Attack(attack::AttackArgs),
+    /// Reproduce a paper's experiment: generate its data under --out, run every algorithm and
+    /// parameter through the whole pipeline (every release verified), print the table.
+    Experiment(experiment::ExperimentArgs),
+    /// Draw a report.json (written by anonymize) as a self-contained HTML page a person can read.
+    Report(report::ReportArgs),
+    /// Write a seeded synthetic warehouse or TPC-H (SQLite file, or Parquet directory).
+    Generate(generate::GenerateArgs),
+}
+
+/// Runs one subcommand.
+pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
+    match command {
+        Command::Demo(args) => demo::demo(&args, quiet).await,
+        Command::Anonymize(args) => anonymize::anonymize(args, quiet).await,
+        Command::Verify(args) => verify::verify(args, quiet).await,
+        Command::Attack(args) => attack::attack(args, quiet).await,
+        Command::Experiment(args) => experiment::experiment(&args, quiet).await,
+        Command::Report(args) => report::report(args, quiet),
+        Command::Generate(args) => generate::generate(args, quiet),
+    }
+}
+
+/// The declarations a run reads, and where its source is (anonymize, verify, attack).
+#[derive(Args)]
+pub struct Declared {
+    /// The declarations file (SQL).
+    pub declarations: PathBuf,
+    /// Override SET source.
+    #[arg(long)]
+    pub source: Option<PathBuf>,
+}
+
+impl Declared {
+    /// The request these arguments make, drawing progress only where a person watches.
+    fn request(&self, quiet: bool) -> Result<Request> {
+        let mut req = Request::from_file(&self.declarations)?;
+        req.source = self.source.clone();
+        req.progress = show_progress(quiet);
+        Ok(req)
+    }
+}
+
+/// ANONYMIZE options given on the command line (anonymize, verify).
+#[derive(Args)]
+pub struct Overrides {
+    /// Override ANONYMIZE options of the same name, written as inside WITH (...), e.g.
+    /// --with "k = 10, algorithm = 'miraclex'".
+    #[arg(long, value_name = "OPTIONS")]
+    pub with: Option<String>,
+}
+
+/// The synthetic warehouses `generate` writes.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Generated {
+    /// 001 Sec. V: students, courses, books.
+    University,
+    /// 001 Table II: the paper's four students.
+    Table2,
+    /// 000 Sec. 2.4 syntheticS: students, enrollments, purchases.
+    SyntheticS,
+    /// 000 Sec. 2.4 syntheticT: students, years, enrollments, purchases.
+    SyntheticT,
+    /// TPC-H at --sf: customer, orders, lineitem, with nation, region, part, supplier.
+    Tpch,
+}
+
+/// Whether to draw the phases of a run: only for a person watching a terminal (bars in a log
+/// file or a pipe are noise) who did not pass `--quiet`.
+fn show_progress(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
+}
+
+/// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`).
+fn write_page(path: &Path, html: &str) -> Result<()> {
+    std::fs::write(path, html).with_context(|| {
+        format!(
+            "cannot write the HTML page '{}'; check that its directory exists and is writable",
+            path.display()
+        )
+    })
+}

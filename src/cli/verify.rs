@@ -1,0 +1,40 @@
+//! `relanon verify`: the independent checker on a committed release.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use relanon::pipeline;
+
+use super::{Declared, Overrides};
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    declared: Declared,
+    #[command(flatten)]
+    overrides: Overrides,
+    /// The release to check (default: SET target).
+    #[arg(long)]
+    release: Option<PathBuf>,
+    /// The key map `anonymize --key-map` wrote (needed unless keys = 'preserve').
+    #[arg(long, value_name = "PATH")]
+    key_map: Option<PathBuf>,
+}
+
+/// Prints the verdict (always when it fails); exits 0 only if every check passed.
+pub async fn verify(args: VerifyArgs, quiet: bool) -> Result<ExitCode> {
+    let mut req = args.declared.request(quiet)?;
+    req.with = args.overrides.with;
+    let verdict =
+        pipeline::verify_release(&req, args.release.as_deref(), args.key_map.as_deref()).await?;
+    if !quiet || !verdict.passed() {
+        println!("{}", verdict.summary());
+    }
+    Ok(if verdict.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
