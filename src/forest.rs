@@ -285,162 +285,12 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     let mut left_out: Vec<HashMap<Vec<String>, LeftOut>> = vec![HashMap::new(); plan.tables.len()];
     for (ti, ft) in plan.tables.iter().enumerate() {
         check_key(wh, &ft.name, &ft.primary_key).await?;
-        let t = quote(&ft.name);
-        let order_key = if ft.primary_key.is_empty() {
-            String::new()
-        } else {
-            format!(", {}", cols(&ft.primary_key, "s."))
-        };
-        let select = select_list(ft);
-        let batches = match ft.parent {
-            // A key-less entity table (a single table, each row an individual) is visited in
-            // the source's row order, which no query promises.
-            None if ft.primary_key.is_empty() => {
-                vec![without_identifiers(
-                    ft,
-                    wh.table_in_source_order(&ft.name)?,
-                )?]
-            }
-            None => {
-                wh.sql(&format!(
-                    "SELECT {select} FROM {t} s ORDER BY {}",
-                    cols(&ft.primary_key, "s.")
-                ))
-                .await?
-            }
-            Some(p) => {
-                let on = ft
-                    .parent_fk
-                    .iter()
-                    .zip(&ft.parent_key)
-                    .map(|(c, k)| format!("s.{} = k.{}", quote(c), quote(k)))
-                    .collect::<Vec<_>>()
-                    .join(" AND ");
-                // A split table's entry holds its share of the rows (plan::Part).
-                let filter = ft
-                    .part
-                    .as_ref()
-                    .map(|part| format!(" WHERE {}", part.sql_filter("s")))
-                    .unwrap_or_default();
-                wh.sql(&format!(
-                    "SELECT {select}, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on}{filter} ORDER BY {PARENT} NULLS FIRST{order_key}",
-                    quote(&key_table(p))
-                ))
-                .await?
-            }
-        };
-        let schema = batches.first().map(|b| b.schema());
-        let mut batch = match schema {
-            Some(s) => arrow::compute::concat_batches(&s, &batches)
-                .map_err(|e| ForestError::Internal(e.to_string()))?,
-            // An empty table yields no batches; give it the query's shape.
-            None => {
-                // No row matched (an empty table, or an entry of a split table whose share is
-                // empty): the table's columns, no rows.
-                let empty = wh.read_table(&ft.name, None, &[]).await?.slice(0, 0);
-                if ft.parent.is_none() {
-                    empty
-                } else {
-                    let mut fields: Vec<arrow::datatypes::FieldRef> =
-                        empty.schema().fields().iter().cloned().collect();
-                    fields.push(Arc::new(arrow::datatypes::Field::new(
-                        PARENT,
-                        arrow::datatypes::DataType::UInt32,
-                        true,
-                    )));
-                    let mut columns = empty.columns().to_vec();
-                    columns.push(Arc::new(UInt32Array::from(Vec::<u32>::new())));
-                    RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)
-                        .map_err(|e| ForestError::Internal(e.to_string()))?
-                }
-            }
-        };
+        let mut batch = scan(wh, plan, ti).await?;
         let rows_in = batch.num_rows();
-        let mut parent = vec![u32::MAX; batch.num_rows()];
-        let mut orphans_dropped = 0;
-        let mut no_parent = 0;
-        if let Some(p) = ft.parent {
-            let idx = batch
-                .schema()
-                .index_of(PARENT)
-                .map_err(|e| ForestError::Internal(e.to_string()))?;
-            let col = arrow::compute::cast(batch.column(idx), &arrow::datatypes::DataType::UInt32)
-                .map_err(|e| ForestError::Internal(e.to_string()))?;
-            let col = col
-                .as_any()
-                .downcast_ref::<UInt32Array>()
-                .ok_or_else(|| ForestError::Internal("parent column".into()))?;
-            // Rows without a parent row: a NULL FK (an optional relationship: the row is
-            // about no individual) or a parent left out for that reason are "no parent"; an
-            // FK naming a row the source lacks (or one dropped as such) is an orphan.
-            let fk_key = |r: usize| row_key(&batch, &ft.parent_fk, r);
-            let mut reasons: Vec<(usize, LeftOut)> = Vec::new();
-            for r in (0..batch.num_rows()).filter(|&r| col.is_null(r)) {
-                let reason = match fk_key(r) {
-                    None => LeftOut::NoParent,
-                    Some(k) => left_out[p].get(&k).copied().unwrap_or(LeftOut::Orphan),
-                };
-                reasons.push((r, reason));
-            }
-            let dangling: Vec<usize> = reasons
-                .iter()
-                .filter(|(_, why)| *why == LeftOut::Orphan)
-                .map(|&(r, _)| r)
-                .collect();
-            if !dangling.is_empty() && plan.params.orphans == OrphanPolicy::Refuse {
-                let examples = dangling
-                    .iter()
-                    .take(3)
-                    .map(|&r| {
-                        let vals: Vec<String> = ft
-                            .parent_fk
-                            .iter()
-                            .map(|c| {
-                                let v = batch
-                                    .column_by_name(c)
-                                    .and_then(|a| render_value(a.as_ref(), r));
-                                format!("{c} = {}", v.unwrap_or_else(|| "NULL".into()))
-                            })
-                            .collect();
-                        vals.join(", ")
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                return Err(ForestError::Orphans {
-                    table: ft.name.clone(),
-                    parent: plan.tables[p].name.clone(),
-                    fk: ft.parent_fk.join(", "),
-                    count: dangling.len(),
-                    examples,
-                });
-            }
-            if !reasons.is_empty() {
-                orphans_dropped = dangling.len();
-                no_parent = reasons.len() - dangling.len();
-                if !ft.children.is_empty() {
-                    let pk_key = |r: usize| row_key(&batch, &ft.primary_key, r);
-                    for &(r, why) in &reasons {
-                        if let Some(k) = pk_key(r) {
-                            left_out[ti].insert(k, why);
-                        }
-                    }
-                }
-                let keep: BooleanArray = (0..batch.num_rows())
-                    .map(|r| Some(col.is_valid(r)))
-                    .collect();
-                batch = filter_record_batch(&batch, &keep)
-                    .map_err(|e| ForestError::Internal(e.to_string()))?;
-            }
-            let col = batch.column(idx).clone();
-            let col = arrow::compute::cast(&col, &arrow::datatypes::DataType::UInt32)
-                .map_err(|e| ForestError::Internal(e.to_string()))?;
-            let col = col
-                .as_any()
-                .downcast_ref::<UInt32Array>()
-                .ok_or_else(|| ForestError::Internal("parent column".into()))?;
-            parent = col.values().to_vec();
-            batch.remove_column(idx);
-        }
+        let (parent, orphans_dropped, no_parent) = match ft.parent {
+            Some(_) => link_parents(plan, ti, &mut batch, &mut left_out)?,
+            None => (vec![u32::MAX; batch.num_rows()], 0, 0),
+        };
         if !ft.children.is_empty() {
             register_keys(wh, ti, &batch, &ft.primary_key)?;
         }
@@ -482,6 +332,181 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     }
     cleanup(wh, plan);
     Ok(Forest { tables })
+}
+
+/// Reads the `PARENT` column [`scan`] added into each row's parent row (then drops it), and
+/// leaves out the rows without one: "no parent" (a NULL FK, or under such a row) always,
+/// orphans (an FK to a missing row, or under one) as `SET orphans` says. Returns the parent
+/// rows and how many rows were left out each way; records the left-out keys in `left_out`.
+fn link_parents(
+    plan: &Plan,
+    ti: usize,
+    batch: &mut RecordBatch,
+    left_out: &mut [HashMap<Vec<String>, LeftOut>],
+) -> Result<(Vec<u32>, usize, usize), ForestError> {
+    let ft = &plan.tables[ti];
+    let p = ft.parent.expect("link_parents is called for child tables");
+    let mut orphans_dropped = 0;
+    let mut no_parent = 0;
+    let idx = batch
+        .schema()
+        .index_of(PARENT)
+        .map_err(|e| ForestError::Internal(e.to_string()))?;
+    let col = arrow::compute::cast(batch.column(idx), &arrow::datatypes::DataType::UInt32)
+        .map_err(|e| ForestError::Internal(e.to_string()))?;
+    let col = col
+        .as_any()
+        .downcast_ref::<UInt32Array>()
+        .ok_or_else(|| ForestError::Internal("parent column".into()))?;
+    // Rows without a parent row: a NULL FK (an optional relationship: the row is
+    // about no individual) or a parent left out for that reason are "no parent"; an
+    // FK naming a row the source lacks (or one dropped as such) is an orphan.
+    let fk_key = |r: usize| row_key(batch, &ft.parent_fk, r);
+    let mut reasons: Vec<(usize, LeftOut)> = Vec::new();
+    for r in (0..batch.num_rows()).filter(|&r| col.is_null(r)) {
+        let reason = match fk_key(r) {
+            None => LeftOut::NoParent,
+            Some(k) => left_out[p].get(&k).copied().unwrap_or(LeftOut::Orphan),
+        };
+        reasons.push((r, reason));
+    }
+    let dangling: Vec<usize> = reasons
+        .iter()
+        .filter(|(_, why)| *why == LeftOut::Orphan)
+        .map(|&(r, _)| r)
+        .collect();
+    if !dangling.is_empty() && plan.params.orphans == OrphanPolicy::Refuse {
+        let examples = dangling
+            .iter()
+            .take(3)
+            .map(|&r| {
+                let vals: Vec<String> = ft
+                    .parent_fk
+                    .iter()
+                    .map(|c| {
+                        let v = batch
+                            .column_by_name(c)
+                            .and_then(|a| render_value(a.as_ref(), r));
+                        format!("{c} = {}", v.unwrap_or_else(|| "NULL".into()))
+                    })
+                    .collect();
+                vals.join(", ")
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(ForestError::Orphans {
+            table: ft.name.clone(),
+            parent: plan.tables[p].name.clone(),
+            fk: ft.parent_fk.join(", "),
+            count: dangling.len(),
+            examples,
+        });
+    }
+    if !reasons.is_empty() {
+        orphans_dropped = dangling.len();
+        no_parent = reasons.len() - dangling.len();
+        if !ft.children.is_empty() {
+            let pk_key = |r: usize| row_key(batch, &ft.primary_key, r);
+            for &(r, why) in &reasons {
+                if let Some(k) = pk_key(r) {
+                    left_out[ti].insert(k, why);
+                }
+            }
+        }
+        let keep: BooleanArray = (0..batch.num_rows())
+            .map(|r| Some(col.is_valid(r)))
+            .collect();
+        *batch =
+            filter_record_batch(batch, &keep).map_err(|e| ForestError::Internal(e.to_string()))?;
+    }
+    let col = batch.column(idx).clone();
+    let col = arrow::compute::cast(&col, &arrow::datatypes::DataType::UInt32)
+        .map_err(|e| ForestError::Internal(e.to_string()))?;
+    let col = col
+        .as_any()
+        .downcast_ref::<UInt32Array>()
+        .ok_or_else(|| ForestError::Internal("parent column".into()))?;
+    let parent = col.values().to_vec();
+    batch.remove_column(idx);
+    Ok((parent, orphans_dropped, no_parent))
+}
+
+/// Table `ti`'s rows (its entry's share, for a split table), sorted by parent row then key,
+/// with the parent's row number in a `PARENT` column (NULL: no parent row); the entity table
+/// by key, or in the source's order when it has none.
+async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, ForestError> {
+    let ft = &plan.tables[ti];
+    let t = quote(&ft.name);
+    let order_key = if ft.primary_key.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", cols(&ft.primary_key, "s."))
+    };
+    let select = select_list(ft);
+    let batches = match ft.parent {
+        // A key-less entity table (a single table, each row an individual) is visited in
+        // the source's row order, which no query promises.
+        None if ft.primary_key.is_empty() => {
+            vec![without_identifiers(
+                ft,
+                wh.table_in_source_order(&ft.name)?,
+            )?]
+        }
+        None => {
+            wh.sql(&format!(
+                "SELECT {select} FROM {t} s ORDER BY {}",
+                cols(&ft.primary_key, "s.")
+            ))
+            .await?
+        }
+        Some(p) => {
+            let on = ft
+                .parent_fk
+                .iter()
+                .zip(&ft.parent_key)
+                .map(|(c, k)| format!("s.{} = k.{}", quote(c), quote(k)))
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            // A split table's entry holds its share of the rows (plan::Part).
+            let filter = ft
+                .part
+                .as_ref()
+                .map(|part| format!(" WHERE {}", part.sql_filter("s")))
+                .unwrap_or_default();
+            wh.sql(&format!(
+                "SELECT {select}, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on}{filter} ORDER BY {PARENT} NULLS FIRST{order_key}",
+                quote(&key_table(p))
+            ))
+            .await?
+        }
+    };
+    let schema = batches.first().map(|b| b.schema());
+    let batch = match schema {
+        Some(s) => arrow::compute::concat_batches(&s, &batches)
+            .map_err(|e| ForestError::Internal(e.to_string()))?,
+        // An empty table yields no batches; give it the query's shape.
+        None => {
+            // No row matched (an empty table, or an entry of a split table whose share is
+            // empty): the table's columns, no rows.
+            let empty = wh.read_table(&ft.name, None, &[]).await?.slice(0, 0);
+            if ft.parent.is_none() {
+                empty
+            } else {
+                let mut fields: Vec<arrow::datatypes::FieldRef> =
+                    empty.schema().fields().iter().cloned().collect();
+                fields.push(Arc::new(arrow::datatypes::Field::new(
+                    PARENT,
+                    arrow::datatypes::DataType::UInt32,
+                    true,
+                )));
+                let mut columns = empty.columns().to_vec();
+                columns.push(Arc::new(UInt32Array::from(Vec::<u32>::new())));
+                RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)
+                    .map_err(|e| ForestError::Internal(e.to_string()))?
+            }
+        }
+    };
+    Ok(batch)
 }
 
 /// A column's cells as text and as numbers, rendered on every thread.

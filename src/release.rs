@@ -76,7 +76,6 @@ pub fn materialize(
         let rows: Vec<u32> = (0..nodes.rows() as u32)
             .filter(|&r| kept[ti][r as usize])
             .collect();
-        let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
         let kept_elsewhere = ft
             .part
             .as_ref()
@@ -91,162 +90,20 @@ pub fn materialize(
             &mut reserved,
             kept_elsewhere,
         );
-        let take = UInt32Array::from(rows.clone());
-        let source = take_record_batch(&nodes.batch, &take).map_err(internal)?;
-        let mut fields = Vec::new();
-        let mut columns: Vec<ArrayRef> = Vec::new();
-        let mut qi_index = 0;
+        let Released {
+            batch,
+            lm_sum,
+            lm_sum_by_column,
+        } = release_rows(
+            plan,
+            forest,
+            ti,
+            &rows,
+            &codes[ti],
+            own.as_ref(),
+            &surrogate,
+        )?;
         let nqi = nodes.nqi();
-        let mut lm_sum = 0.0;
-        let mut lm_sum_by_column = Vec::with_capacity(nqi);
-        let parent_ints = ft.parent.and_then(|p| surrogate[p].as_ref());
-        let int_column = |name: &str, values: Vec<Option<i64>>| {
-            (
-                Field::new(name, DataType::Int64, false),
-                Arc::new(Int64Array::from(values)) as ArrayRef,
-            )
-        };
-        if let ReleasedKey::Surrogate(name) = &ft.key {
-            let own = own.as_ref().ok_or_else(|| {
-                internal(format!(
-                    "table {} has a surrogate key but no values",
-                    ft.name
-                ))
-            })?;
-            let (f, c) = int_column(name, rows.iter().map(|&r| own[r as usize]).collect());
-            fields.push(f);
-            columns.push(c);
-        }
-        let mut fk_done = false;
-        let mut redundant_done: Vec<usize> = Vec::new();
-        for (ci, col) in ft.columns.iter().enumerate() {
-            let original = source.column(ci);
-            let field = source.schema().field(ci).clone();
-            let in_fk = ft.parent_fk.contains(&col.name);
-            let second = ft
-                .redundant
-                .iter()
-                .enumerate()
-                .find(|(_, r)| r.columns.contains(&col.name));
-            // The main entry's FK, NULL in a second entry's rows: filled in when the two are
-            // merged.
-            let absent = ft
-                .part
-                .as_ref()
-                .is_some_and(|p| p.null_side && p.split_source.contains(&col.name));
-            match &col.role {
-                ColumnRole::Identifier => continue,
-                _ if absent => continue,
-                // A second path to an ancestor: the ancestor's released key, read up the
-                // tree (the forest checked that both paths agree).
-                ColumnRole::Key if second.is_some() => {
-                    let (i, r) = second.expect("checked by the guard");
-                    if r.replaced() && redundant_done.contains(&i) {
-                        continue;
-                    }
-                    redundant_done.push(i);
-                    match surrogate[r.ancestor].as_ref() {
-                        Some(ints) => {
-                            let up = ancestor_rows(plan, forest, ti, r.ancestor);
-                            // `original` holds the kept rows in order. A NULL second FK
-                            // stays NULL: it claimed nothing.
-                            let values: Vec<Option<i64>> = rows
-                                .iter()
-                                .enumerate()
-                                .map(|(i, &row)| {
-                                    let key = ints[up[row as usize] as usize];
-                                    if original.is_null(i) {
-                                        None
-                                    } else {
-                                        key
-                                    }
-                                })
-                                .collect();
-                            let name = if r.replaced() {
-                                &r.released_columns[0]
-                            } else {
-                                &col.name
-                            };
-                            fields.push(Field::new(name, DataType::Int64, true));
-                            columns.push(Arc::new(Int64Array::from(values)));
-                        }
-                        None => {
-                            fields.push(field);
-                            columns.push(original.clone());
-                        }
-                    }
-                }
-                // The reference to a parent keyed by a surrogate: one column in place of the
-                // FK's columns, holding the parent's surrogate.
-                ColumnRole::Key if in_fk && ft.fk_replaced() => {
-                    if fk_done {
-                        continue;
-                    }
-                    fk_done = true;
-                    let ints = parent_ints.ok_or_else(|| {
-                        internal(format!(
-                            "the parent of {} has no released key values",
-                            ft.name
-                        ))
-                    })?;
-                    let parent_rows = &nodes.parent;
-                    let values = rows
-                        .iter()
-                        .map(|&r| ints[parent_rows[r as usize] as usize])
-                        .collect();
-                    let (f, c) = int_column(&ft.released_fk[0], values);
-                    fields.push(f);
-                    columns.push(c);
-                }
-                ColumnRole::Key if in_fk && parent_ints.is_some() => {
-                    let ints = parent_ints.expect("checked by the guard");
-                    let parent_rows = &nodes.parent;
-                    let values = rows
-                        .iter()
-                        .map(|&r| ints[parent_rows[r as usize] as usize])
-                        .collect();
-                    let (f, c) = int_column(&col.name, values);
-                    fields.push(f);
-                    columns.push(c);
-                }
-                ColumnRole::Key if !in_fk && pseudonymize => {
-                    let own = own.as_ref().ok_or_else(|| {
-                        internal(format!(
-                            "key {}.{} has no released values",
-                            ft.name, col.name
-                        ))
-                    })?;
-                    let (f, c) =
-                        int_column(&col.name, rows.iter().map(|&r| own[r as usize]).collect());
-                    fields.push(f);
-                    columns.push(c);
-                }
-                ColumnRole::QuasiIdentifier { .. } => {
-                    let h = &nodes.hierarchies[qi_index];
-                    let mut column_sum = 0.0;
-                    let labels: StringArray = rows
-                        .iter()
-                        .map(|&r| {
-                            let code = codes[ti][r as usize * nqi + qi_index];
-                            let loss = h.loss(code);
-                            lm_sum += loss;
-                            column_sum += loss;
-                            h.label(code)
-                        })
-                        .collect();
-                    lm_sum_by_column.push((col.name.clone(), column_sum));
-                    qi_index += 1;
-                    fields.push(Field::new(&col.name, DataType::Utf8, true));
-                    columns.push(Arc::new(labels));
-                }
-                _ => {
-                    fields.push(field);
-                    columns.push(original.clone());
-                }
-            }
-        }
-        let schema = Arc::new(Schema::new(fields));
-        let batch = RecordBatch::try_new(schema, columns).map_err(internal)?;
         let released_pk = ft.released_pk();
         let batch = sort_by_key(
             batch,
@@ -310,6 +167,191 @@ pub fn materialize(
         stats,
         ec_sizes: generalization.ec_sizes.clone(),
         suppressed_entities: generalization.suppressed_entities,
+    })
+}
+
+/// One table's kept rows as released, before sorting, with the loss its QI cells carry.
+struct Released {
+    batch: RecordBatch,
+    /// 001 Def. 8 numerator over the table's released QI cells.
+    lm_sum: f64,
+    lm_sum_by_column: Vec<(String, f64)>,
+}
+
+/// The released columns of table `ti`'s kept `rows`: keys as the plan says (own pseudonyms
+/// `own`, the parent's or an ancestor's from `surrogate`, a surrogate column first), QI cells
+/// as hierarchy labels, identifiers left out, other cells as the source holds them.
+fn release_rows(
+    plan: &Plan,
+    forest: &Forest,
+    ti: usize,
+    rows: &[u32],
+    codes: &[u32],
+    own: Option<&Vec<Option<i64>>>,
+    surrogate: &[Option<Vec<Option<i64>>>],
+) -> Result<Released, ReleaseError> {
+    let ft = &plan.tables[ti];
+    let nodes = &forest.tables[ti];
+    let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;
+    let take = UInt32Array::from(rows.to_vec());
+    let source = take_record_batch(&nodes.batch, &take).map_err(internal)?;
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    let mut qi_index = 0;
+    let nqi = nodes.nqi();
+    let mut lm_sum = 0.0;
+    let mut lm_sum_by_column = Vec::with_capacity(nqi);
+    let parent_ints = ft.parent.and_then(|p| surrogate[p].as_ref());
+    let int_column = |name: &str, values: Vec<Option<i64>>| {
+        (
+            Field::new(name, DataType::Int64, false),
+            Arc::new(Int64Array::from(values)) as ArrayRef,
+        )
+    };
+    if let ReleasedKey::Surrogate(name) = &ft.key {
+        let own = own.as_ref().ok_or_else(|| {
+            internal(format!(
+                "table {} has a surrogate key but no values",
+                ft.name
+            ))
+        })?;
+        let (f, c) = int_column(name, rows.iter().map(|&r| own[r as usize]).collect());
+        fields.push(f);
+        columns.push(c);
+    }
+    let mut fk_done = false;
+    let mut redundant_done: Vec<usize> = Vec::new();
+    for (ci, col) in ft.columns.iter().enumerate() {
+        let original = source.column(ci);
+        let field = source.schema().field(ci).clone();
+        let in_fk = ft.parent_fk.contains(&col.name);
+        let second = ft
+            .redundant
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.columns.contains(&col.name));
+        // The main entry's FK, NULL in a second entry's rows: filled in when the two are
+        // merged.
+        let absent = ft
+            .part
+            .as_ref()
+            .is_some_and(|p| p.null_side && p.split_source.contains(&col.name));
+        match &col.role {
+            ColumnRole::Identifier => continue,
+            _ if absent => continue,
+            // A second path to an ancestor: the ancestor's released key, read up the
+            // tree (the forest checked that both paths agree).
+            ColumnRole::Key if second.is_some() => {
+                let (i, r) = second.expect("checked by the guard");
+                if r.replaced() && redundant_done.contains(&i) {
+                    continue;
+                }
+                redundant_done.push(i);
+                match surrogate[r.ancestor].as_ref() {
+                    Some(ints) => {
+                        let up = ancestor_rows(plan, forest, ti, r.ancestor);
+                        // `original` holds the kept rows in order. A NULL second FK
+                        // stays NULL: it claimed nothing.
+                        let values: Vec<Option<i64>> = rows
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &row)| {
+                                let key = ints[up[row as usize] as usize];
+                                if original.is_null(i) {
+                                    None
+                                } else {
+                                    key
+                                }
+                            })
+                            .collect();
+                        let name = if r.replaced() {
+                            &r.released_columns[0]
+                        } else {
+                            &col.name
+                        };
+                        fields.push(Field::new(name, DataType::Int64, true));
+                        columns.push(Arc::new(Int64Array::from(values)));
+                    }
+                    None => {
+                        fields.push(field);
+                        columns.push(original.clone());
+                    }
+                }
+            }
+            // The reference to a parent keyed by a surrogate: one column in place of the
+            // FK's columns, holding the parent's surrogate.
+            ColumnRole::Key if in_fk && ft.fk_replaced() => {
+                if fk_done {
+                    continue;
+                }
+                fk_done = true;
+                let ints = parent_ints.ok_or_else(|| {
+                    internal(format!(
+                        "the parent of {} has no released key values",
+                        ft.name
+                    ))
+                })?;
+                let parent_rows = &nodes.parent;
+                let values = rows
+                    .iter()
+                    .map(|&r| ints[parent_rows[r as usize] as usize])
+                    .collect();
+                let (f, c) = int_column(&ft.released_fk[0], values);
+                fields.push(f);
+                columns.push(c);
+            }
+            ColumnRole::Key if in_fk && parent_ints.is_some() => {
+                let ints = parent_ints.expect("checked by the guard");
+                let parent_rows = &nodes.parent;
+                let values = rows
+                    .iter()
+                    .map(|&r| ints[parent_rows[r as usize] as usize])
+                    .collect();
+                let (f, c) = int_column(&col.name, values);
+                fields.push(f);
+                columns.push(c);
+            }
+            ColumnRole::Key if !in_fk && pseudonymize => {
+                let own = own.as_ref().ok_or_else(|| {
+                    internal(format!(
+                        "key {}.{} has no released values",
+                        ft.name, col.name
+                    ))
+                })?;
+                let (f, c) = int_column(&col.name, rows.iter().map(|&r| own[r as usize]).collect());
+                fields.push(f);
+                columns.push(c);
+            }
+            ColumnRole::QuasiIdentifier { .. } => {
+                let h = &nodes.hierarchies[qi_index];
+                let mut column_sum = 0.0;
+                let labels: StringArray = rows
+                    .iter()
+                    .map(|&r| {
+                        let code = codes[r as usize * nqi + qi_index];
+                        let loss = h.loss(code);
+                        lm_sum += loss;
+                        column_sum += loss;
+                        h.label(code)
+                    })
+                    .collect();
+                lm_sum_by_column.push((col.name.clone(), column_sum));
+                qi_index += 1;
+                fields.push(Field::new(&col.name, DataType::Utf8, true));
+                columns.push(Arc::new(labels));
+            }
+            _ => {
+                fields.push(field);
+                columns.push(original.clone());
+            }
+        }
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema, columns).map_err(internal)?;
+    Ok(Released {
+        batch,
+        lm_sum,
+        lm_sum_by_column,
     })
 }
 
