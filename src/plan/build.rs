@@ -5,7 +5,7 @@ use super::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::policy::{HierarchySource, Policy, Role, Value};
+use crate::policy::{HierarchySource, LabelDecl, Policy, Role, Value};
 use crate::warehouse::{render_value, ForeignKey, TableMeta, Warehouse, WarehouseError};
 
 /// Why a declarations file does not fit the warehouse. Each message says what to write.
@@ -199,19 +199,9 @@ fn refuse_children_of_keyless(
     }
 }
 
-/// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each family
-/// table hangs under one parent; a second FK into the family is accepted only when it points
-/// at a proper ancestor of that parent (a shortcut such as payment -> customer beside
-/// payment -> rental -> customer), and is released as that ancestor's key. Any other second
-/// path, or a cycle, is not a snowflake.
-fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanError> {
-    let not_snowflake = |table: &str, why: String| {
-        PlanError::Schema(format!(
-            "not a snowflake: {why}; keep one FK path per table toward {root}: set the other aside with ALTER TABLE {} DROP FOREIGN KEY (<its columns>) and give its columns a role",
-            crate::warehouse::quote_ident(table)
-        ))
-    };
-    // Family membership: an FK (not a self-reference) into a member, to a fixpoint.
+/// The family's tables: the entity table, and every table with an FK (not a
+/// self-reference) into a member, to a fixpoint.
+fn family_members(wh: &Warehouse, root: &str) -> BTreeSet<String> {
     let mut in_family: BTreeSet<String> = BTreeSet::from([root.to_string()]);
     loop {
         let before = in_family.len();
@@ -225,9 +215,91 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
             }
         }
         if in_family.len() == before {
-            break;
+            return in_family;
         }
     }
+}
+
+/// A family table's parent (plan index), its FK to it, and its second paths (FK, ancestor).
+type Placement = (usize, ForeignKey, Vec<(ForeignKey, usize)>);
+
+/// Where a family table hangs: under the deepest family table it references (all of them
+/// placed already), its other FKs into the family second paths to proper ancestors of that
+/// parent; anything else is not a snowflake.
+fn choose_parent(
+    tables: &[FamilyTable],
+    t: &TableMeta,
+    fks: Vec<ForeignKey>,
+    root: &str,
+) -> Result<Placement, PlanError> {
+    let depth = |i: usize| {
+        let mut d = 0;
+        let mut at = i;
+        while let Some(p) = tables[at].parent {
+            d += 1;
+            at = p;
+        }
+        d
+    };
+    let placed = |name: &str| tables.iter().position(|t| t.name == name);
+    let target = |fk: &ForeignKey| placed(&fk.ref_table).unwrap_or(0);
+    let parent_fk = fks
+        .iter()
+        .max_by_key(|fk| depth(target(fk)))
+        .expect("a family table has an FK into the family");
+    let parent = target(parent_fk);
+    let ancestors: Vec<usize> =
+        std::iter::successors(tables[parent].parent, |&a| tables[a].parent).collect();
+    let mut redundant = Vec::new();
+    for fk in fks.iter().filter(|fk| *fk != parent_fk) {
+        let a = target(fk);
+        if a == parent {
+            return Err(not_snowflake(
+                root,
+                &t.name,
+                format!(
+                    "table {} has two foreign keys into {}, ({}) and ({}), which may name two different rows",
+                    t.name,
+                    tables[parent].name,
+                    parent_fk.columns.join(", "),
+                    fk.columns.join(", ")
+                ),
+            ));
+        }
+        if !ancestors.contains(&a) {
+            return Err(not_snowflake(
+                root,
+                &t.name,
+                format!(
+                    "table {} reaches the entity table through {} ({}) and through {} ({}), which do not lie on one path",
+                    t.name,
+                    tables[parent].name,
+                    parent_fk.columns.join(", "),
+                    tables[a].name,
+                    fk.columns.join(", ")
+                ),
+            ));
+        }
+        redundant.push((fk.clone(), a));
+    }
+    Ok((parent, parent_fk.clone(), redundant))
+}
+
+/// The refusal of a schema that is not a snowflake, with the fix to write.
+fn not_snowflake(root: &str, table: &str, why: String) -> PlanError {
+    PlanError::Schema(format!(
+        "not a snowflake: {why}; keep one FK path per table toward {root}: set the other aside with ALTER TABLE {} DROP FOREIGN KEY (<its columns>) and give its columns a role",
+        crate::warehouse::quote_ident(table)
+    ))
+}
+
+/// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each family
+/// table hangs under one parent; a second FK into the family is accepted only when it points
+/// at a proper ancestor of that parent (a shortcut such as payment -> customer beside
+/// payment -> rental -> customer), and is released as that ancestor's key. Any other second
+/// path, or a cycle, is not a snowflake.
+fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanError> {
+    let in_family = family_members(wh, root);
     let into_family = |t: &TableMeta| -> Vec<ForeignKey> {
         t.foreign_keys
             .iter()
@@ -240,6 +312,7 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
         .ok_or_else(|| PlanError::Schema(format!("table {root} vanished")))?;
     if let Some(fk) = into_family(root_meta).first() {
         return Err(not_snowflake(
+            root,
             root,
             format!(
                 "the entity table {root} has a foreign key ({}) into its own family ({})",
@@ -271,61 +344,15 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
         if ready.is_empty() {
             let names: Vec<&str> = pending.iter().map(|t| t.name.as_str()).collect();
             return Err(not_snowflake(
+                root,
                 names[0],
                 format!("the foreign keys among {} form a cycle", names.join(", ")),
             ));
         }
         let mut round = Vec::new();
         for t in ready {
-            let fks = into_family(t);
-            let depth = |i: usize| {
-                let mut d = 0;
-                let mut at = i;
-                while let Some(p) = tables[at].parent {
-                    d += 1;
-                    at = p;
-                }
-                d
-            };
-            let target = |fk: &ForeignKey| placed(&fk.ref_table).unwrap_or(0);
-            let parent_fk = fks
-                .iter()
-                .max_by_key(|fk| depth(target(fk)))
-                .expect("a family table has an FK into the family");
-            let parent = target(parent_fk);
-            let ancestors: Vec<usize> =
-                std::iter::successors(tables[parent].parent, |&a| tables[a].parent).collect();
-            let mut redundant = Vec::new();
-            for fk in fks.iter().filter(|fk| *fk != parent_fk) {
-                let a = target(fk);
-                if a == parent {
-                    return Err(not_snowflake(
-                        &t.name,
-                        format!(
-                            "table {} has two foreign keys into {}, ({}) and ({}), which may name two different rows",
-                            t.name,
-                            tables[parent].name,
-                            parent_fk.columns.join(", "),
-                            fk.columns.join(", ")
-                        ),
-                    ));
-                }
-                if !ancestors.contains(&a) {
-                    return Err(not_snowflake(
-                        &t.name,
-                        format!(
-                            "table {} reaches the entity table through {} ({}) and through {} ({}), which do not lie on one path",
-                            t.name,
-                            tables[parent].name,
-                            parent_fk.columns.join(", "),
-                            tables[a].name,
-                            fk.columns.join(", ")
-                        ),
-                    ));
-                }
-                redundant.push((fk.clone(), a));
-            }
-            round.push((parent, t, parent_fk.clone(), redundant));
+            let (parent, parent_fk, redundant) = choose_parent(&tables, t, into_family(t), root)?;
+            round.push((parent, t, parent_fk, redundant));
         }
         round.sort_by_key(|(parent, t, _, _)| {
             (
@@ -648,6 +675,35 @@ enum Released {
     Dimension(usize),
 }
 
+/// The role a label declares, its hierarchy known and its buckets increasing.
+fn role_of(label: &LabelDecl, hierarchy_names: &BTreeSet<&str>) -> Result<ColumnRole, PlanError> {
+    Ok(match &label.role {
+        Role::Identifier => ColumnRole::Identifier,
+        Role::QuasiIdentifier { hierarchy } => {
+            if !hierarchy_names.contains(hierarchy.as_str()) {
+                return Err(at(label.pos, format!("unknown hierarchy '{hierarchy}'; declare it with CREATE HIERARCHY {hierarchy} AS ...")));
+            }
+            ColumnRole::QuasiIdentifier {
+                hierarchy: hierarchy.clone(),
+            }
+        }
+        Role::Sensitive { buckets } => {
+            if let Some(b) = buckets {
+                if let Some(w) = b
+                    .windows(2)
+                    .find(|w| w[0] >= w[1] || !w[0].is_finite() || !w[1].is_finite())
+                {
+                    return Err(at(label.pos, format!("BUCKETS boundaries must increase, but {} is followed by {}; list them in ascending order without repeats", w[0], w[1])));
+                }
+            }
+            ColumnRole::Sensitive {
+                buckets: buckets.clone(),
+            }
+        }
+        Role::Insensitive => ColumnRole::Insensitive,
+    })
+}
+
 fn assign_roles(
     policy: &Policy,
     wh: &Warehouse,
@@ -684,31 +740,7 @@ fn assign_roles(
                 }
             },
         };
-        let role = match &label.role {
-            Role::Identifier => ColumnRole::Identifier,
-            Role::QuasiIdentifier { hierarchy } => {
-                if !hierarchy_names.contains(hierarchy.as_str()) {
-                    return Err(at(label.pos, format!("unknown hierarchy '{hierarchy}'; declare it with CREATE HIERARCHY {hierarchy} AS ...")));
-                }
-                ColumnRole::QuasiIdentifier {
-                    hierarchy: hierarchy.clone(),
-                }
-            }
-            Role::Sensitive { buckets } => {
-                if let Some(b) = buckets {
-                    if let Some(w) = b
-                        .windows(2)
-                        .find(|w| w[0] >= w[1] || !w[0].is_finite() || !w[1].is_finite())
-                    {
-                        return Err(at(label.pos, format!("BUCKETS boundaries must increase, but {} is followed by {}; list them in ascending order without repeats", w[0], w[1])));
-                    }
-                }
-                ColumnRole::Sensitive {
-                    buckets: buckets.clone(),
-                }
-            }
-            Role::Insensitive => ColumnRole::Insensitive,
-        };
+        let role = role_of(label, &hierarchy_names)?;
         if let Released::Dimension(_) = released {
             if !matches!(role, ColumnRole::Identifier | ColumnRole::Insensitive) {
                 return Err(at(
@@ -756,6 +788,26 @@ fn assign_roles(
             }
         }
     }
+    fill_roles(
+        tables,
+        dimensions,
+        (fam_assigned, fam_defaults),
+        (dim_assigned, dim_defaults),
+    )
+}
+
+/// Labelled (or defaulted) roles per column, per table, and each table's default.
+type Assigned = (Vec<Vec<Option<ColumnRole>>>, Vec<Option<ColumnRole>>);
+
+/// Gives every column its role: a join key, its label, or its table's default; a column with
+/// none of them is an error that lists every such column. A split table's second entry takes
+/// its main entry's roles.
+fn fill_roles(
+    tables: &mut [FamilyTable],
+    dimensions: &mut [DimensionTable],
+    (mut fam_assigned, fam_defaults): Assigned,
+    (mut dim_assigned, dim_defaults): Assigned,
+) -> Result<(), PlanError> {
     let mut missing = Vec::new();
     for (ti, ft) in tables.iter_mut().enumerate() {
         // A second entry takes its main entry's roles (below).
