@@ -289,20 +289,16 @@ pub fn report_path(target: &Path) -> PathBuf {
     }
 }
 
-/// `relanon anonymize`.
-pub async fn anonymize(req: &Request) -> Result<Outcome> {
-    let mut timings = BTreeMap::new();
-    let started = Instant::now();
-    let mut phases = Phases::new(req.progress);
-    let (plan, wh) = prepare(req, &mut phases).await?;
-    let target = target_of(&plan, &req.origin)?;
-    let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(&target));
+/// Refuses a target that is the source (or inside it), a key map inside the release, and an
+/// existing target without `--overwrite`, before any work is done.
+fn check_target(req: &Request, plan: &Plan, target: &Path) -> Result<()> {
+    let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(target));
     if src_abs == tgt_abs || tgt_abs.starts_with(&src_abs) {
         bail!("target '{}' is the source (or inside it); choose another target: the source is never modified", target.display());
     }
     if let Some(km) = &req.key_map {
         let km_abs = absolute(km);
-        if km_abs.starts_with(&tgt_abs) || km_abs == absolute(&report_path(&target)) {
+        if km_abs.starts_with(&tgt_abs) || km_abs == absolute(&report_path(target)) {
             bail!(
                 "key map '{}' is inside the release; write it outside, analysts must never get it",
                 km.display()
@@ -315,8 +311,12 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
             target.display()
         );
     }
-    phases.spin("load", "loading the entity forest");
-    let forest = forest::load(&plan, &wh).await?;
+    Ok(())
+}
+
+/// One warning per family table with rows left out for having no parent, saying why.
+fn parentless_warnings(plan: &Plan, forest: &forest::Forest) -> Vec<String> {
+    let mut out = Vec::new();
     for (ft, nodes) in plan.tables.iter().zip(&forest.tables) {
         if nodes.no_parent > 0 {
             let second: Vec<String> = ft
@@ -333,13 +333,67 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
                     plan.tables[0].name
                 )
             };
-            phases.warn(&format!(
+            out.push(format!(
                 "{}: {} row(s) have no parent (NULL in ({}), or under such a row) and are left out of the release{caveat}",
                 ft.name,
                 nodes.no_parent,
                 ft.parent_fk.join(", "),
             ));
         }
+    }
+    out
+}
+
+/// The release set: the family's tables, the declared dimensions (their released columns,
+/// by key or by every column, never in source order) and the views rewritten onto them.
+async fn assemble(
+    plan: &Plan,
+    wh: &Warehouse,
+    materialized: &release::Materialized,
+) -> Result<ReleaseSet> {
+    let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
+    for d in &plan.dimensions {
+        let columns = d.released_columns();
+        let kept_pk = d.primary_key.iter().all(|c| columns.contains(c));
+        // Rows by key, or by every column when the key is left out: never in source order.
+        let order = if kept_pk && !d.primary_key.is_empty() {
+            d.primary_key.clone()
+        } else {
+            columns.clone()
+        };
+        let batch = wh.read_table(&d.name, Some(&columns), &order).await?;
+        tables.push(ReleaseTable {
+            name: d.name.clone(),
+            batch,
+            primary_key: if kept_pk {
+                d.primary_key.clone()
+            } else {
+                Vec::new()
+            },
+            foreign_keys: d.links.clone(),
+        });
+    }
+    let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
+    let views = plan
+        .views
+        .iter()
+        .map(|v| (v.name.clone(), views::rewrite(v, &names)))
+        .collect();
+    Ok(ReleaseSet { tables, views })
+}
+
+/// `relanon anonymize`.
+pub async fn anonymize(req: &Request) -> Result<Outcome> {
+    let mut timings = BTreeMap::new();
+    let started = Instant::now();
+    let mut phases = Phases::new(req.progress);
+    let (plan, wh) = prepare(req, &mut phases).await?;
+    let target = target_of(&plan, &req.origin)?;
+    check_target(req, &plan, &target)?;
+    phases.spin("load", "loading the entity forest");
+    let forest = forest::load(&plan, &wh).await?;
+    for w in parentless_warnings(&plan, &forest) {
+        phases.warn(&w);
     }
     // Loading renders every QI cell on every thread; what it freed there goes back too.
     return_free_heap();
@@ -385,35 +439,7 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     drop(generalization);
     drop(forest);
     phases.spin("assemble", "dimension tables and views");
-    let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
-    for d in &plan.dimensions {
-        let columns = d.released_columns();
-        let kept_pk = d.primary_key.iter().all(|c| columns.contains(c));
-        // Rows by key, or by every column when the key is left out: never in source order.
-        let order = if kept_pk && !d.primary_key.is_empty() {
-            d.primary_key.clone()
-        } else {
-            columns.clone()
-        };
-        let batch = wh.read_table(&d.name, Some(&columns), &order).await?;
-        tables.push(ReleaseTable {
-            name: d.name.clone(),
-            batch,
-            primary_key: if kept_pk {
-                d.primary_key.clone()
-            } else {
-                Vec::new()
-            },
-            foreign_keys: d.links.clone(),
-        });
-    }
-    let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
-    let views = plan
-        .views
-        .iter()
-        .map(|v| (v.name.clone(), views::rewrite(v, &names)))
-        .collect();
-    let set = ReleaseSet { tables, views };
+    let set = assemble(&plan, &wh, &materialized).await?;
     timings.insert("assemble".to_string(), ms(t));
     let t = Instant::now();
     phases.spin("write", "staging the release");
