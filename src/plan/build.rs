@@ -2,8 +2,11 @@
 
 use super::*;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::path::Path;
+
+use sqlparser::ast::{Expr, ObjectName, TableFactor, Visit, Visitor};
 
 use crate::policy::{HierarchySource, LabelDecl, Policy, Role, Value};
 use crate::warehouse::{render_value, ForeignKey, TableMeta, Warehouse, WarehouseError};
@@ -1204,20 +1207,11 @@ fn name_of(a: Algorithm) -> &'static str {
     }
 }
 
-/// Views are written against the source; one that reads an IDENTIFIER column would publish
-/// it, and one that reads a table left out of the release cannot run on it. Each column
-/// reference is resolved to the table it names: `alias.column` through the query's aliases,
-/// a bare `column` to the tables of the query that have it.
-fn check_views(
-    policy: &Policy,
-    wh: &Warehouse,
+/// Released table name -> its columns and whether each is an IDENTIFIER.
+fn released_identifiers(
     tables: &[FamilyTable],
     dimensions: &[DimensionTable],
-) -> Result<(), PlanError> {
-    use sqlparser::ast::{Expr, ObjectName, TableFactor, Visit, Visitor};
-    use std::collections::BTreeMap;
-    use std::ops::ControlFlow;
-    // Released table name -> its columns and whether each is an IDENTIFIER.
+) -> BTreeMap<String, Vec<(String, bool)>> {
     let mut released: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
     for t in tables {
         let cols = t
@@ -1235,42 +1229,58 @@ fn check_views(
             .collect();
         released.insert(d.name.clone(), cols);
     }
-    fn last(name: &ObjectName) -> String {
-        name.0
-            .last()
-            .and_then(|p| p.as_ident())
-            .map(|i| i.value.clone())
-            .unwrap_or_default()
+    released
+}
+
+/// The last part of a (possibly qualified) name.
+fn last(name: &ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_default()
+}
+/// The query's relations: (table as written, alias).
+struct Relations(Vec<(String, Option<String>)>);
+impl Visitor for Relations {
+    type Break = ();
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, alias, .. } = t {
+            self.0
+                .push((last(name), alias.as_ref().map(|a| a.name.value.clone())));
+        }
+        ControlFlow::Continue(())
     }
-    /// The query's relations: (table as written, alias).
-    struct Relations(Vec<(String, Option<String>)>);
-    impl Visitor for Relations {
-        type Break = ();
-        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table { name, alias, .. } = t {
+}
+/// Column references: (qualifier, column).
+struct Columns(Vec<(Option<String>, String)>);
+impl Visitor for Columns {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        match e {
+            Expr::Identifier(i) => self.0.push((None, i.value.clone())),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let n = parts.len();
                 self.0
-                    .push((last(name), alias.as_ref().map(|a| a.name.value.clone())));
+                    .push((Some(parts[n - 2].value.clone()), parts[n - 1].value.clone()));
             }
-            ControlFlow::Continue(())
+            _ => {}
         }
+        ControlFlow::Continue(())
     }
-    /// Column references: (qualifier, column).
-    struct Columns(Vec<(Option<String>, String)>);
-    impl Visitor for Columns {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            match e {
-                Expr::Identifier(i) => self.0.push((None, i.value.clone())),
-                Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
-                    let n = parts.len();
-                    self.0
-                        .push((Some(parts[n - 2].value.clone()), parts[n - 1].value.clone()));
-                }
-                _ => {}
-            }
-            ControlFlow::Continue(())
-        }
-    }
+}
+
+/// Views are written against the source; one that reads an IDENTIFIER column would publish
+/// it, and one that reads a table left out of the release cannot run on it. Each column
+/// reference is resolved to the table it names: `alias.column` through the query's aliases,
+/// a bare `column` to the tables of the query that have it.
+fn check_views(
+    policy: &Policy,
+    wh: &Warehouse,
+    tables: &[FamilyTable],
+    dimensions: &[DimensionTable],
+) -> Result<(), PlanError> {
+    let released = released_identifiers(tables, dimensions);
     for v in &policy.views {
         let mut rels = Relations(Vec::new());
         let _ = v.query.visit(&mut rels);
