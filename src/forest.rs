@@ -4,6 +4,15 @@
 //!
 //! Invariant: table 0 is the entity table; a row's parent is a row of `plan.tables[t].parent`;
 //! `children[c]` of a table lists, per row, its rows in child table `c` (CSR layout).
+//!
+//! # Layout
+//! the entity forest: per family table, the source rows (Arrow), leaf codes per QI and
+//! parent/child links (CSR). Loaded with one scan + sort + join per table, never a query per
+//! entity. Refuses duplicate / NULL keys and orphans (or drops orphans when told to); a row whose
+//! FK is NULL (or under such a row) has no parent and is left out, counted apart; a second FK
+//! path that names another ancestor row than the parent chain is refused. A key-less entity table
+//! (a single table, each row an individual) keeps the source's row order. A table's QI and
+//! sensitive columns are interned one column a task on every thread.
 
 use std::collections::HashMap;
 use std::sync::Arc;
