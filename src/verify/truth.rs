@@ -572,36 +572,47 @@ struct Admitted {
     fits: Vec<bool>,
 }
 
-/// Pairs the released rows `rels` of one group with its source rows `srcs` (row indices)
-/// by a maximum assignment. Rows with equal cells are interchangeable, so both sides are
-/// classes first: a source class is (exact cells, QI values), a released class (exact
-/// cells, QI labels). A released class's candidates are found by enumerating the value
-/// tuples its labels admit when that is cheaper than scanning the source classes that
-/// share its exact cells. A greedy pass pairs most rows; augmenting paths ([`complete`])
-/// make the assignment maximum. Returns a [`Pairing`] per entry of `rels`.
-fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>) -> Vec<Pairing> {
-    let nqi = cols.qi.len();
-    let exact_of = |side: &super::data::Side, is_src: bool, row: usize| -> Vec<Option<String>> {
-        cols.exact
-            .iter()
-            .map(|c| {
-                let numeric = matches!(c.rule, Rule::Exact { numeric: true });
-                normalize(numeric, side.cell(if is_src { c.src } else { c.rel }, row))
-            })
-            .collect()
-    };
+/// The cells a row must repeat exactly (SENSITIVE and INSENSITIVE), normalized.
+fn exact_cells(cols: &Columns<'_>, side: &super::data::Side, is_src: bool, row: usize) -> Cells {
+    cols.exact
+        .iter()
+        .map(|c| {
+            let numeric = matches!(c.rule, Rule::Exact { numeric: true });
+            normalize(numeric, side.cell(if is_src { c.src } else { c.rel }, row))
+        })
+        .collect()
+}
 
-    // Source classes, bucketed by their exact cells.
+/// A group's source rows as classes of equal rows (exact cells, QI values), bucketed by
+/// their exact cells.
+struct SourceClasses {
+    /// Per QI column, its values as ids.
+    values: Vec<Interner>,
+    /// Exact cells -> bucket.
+    exact_ids: HashMap<Cells, usize>,
+    /// Per bucket, its classes.
+    bucket: Vec<Vec<usize>>,
+    /// [exact id, value id per QI column] -> class, so a lookup can borrow a reused buffer.
+    src_class: HashMap<Vec<u32>, usize>,
+    /// Per class, its source rows.
+    src_rows: Vec<Vec<usize>>,
+    /// Per class, its value id per QI column.
+    src_codes: Vec<Vec<u32>>,
+}
+
+fn source_classes(t: &TableData, srcs: &[usize], cols: &Columns<'_>) -> SourceClasses {
+    let nqi = cols.qi.len();
     let mut values: Vec<Interner> = (0..nqi).map(|_| Interner::default()).collect();
-    let mut exact_ids: HashMap<Vec<Option<String>>, usize> = HashMap::new();
+    let mut exact_ids: HashMap<Cells, usize> = HashMap::new();
     let mut bucket: Vec<Vec<usize>> = Vec::new();
-    // Keyed by [exact id, value id per QI column], so a lookup can borrow a reused buffer.
     let mut src_class: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut src_rows: Vec<Vec<usize>> = Vec::new();
     let mut src_codes: Vec<Vec<u32>> = Vec::new();
     for &s in srcs {
         let next = exact_ids.len();
-        let e = *exact_ids.entry(exact_of(&t.src, true, s)).or_insert(next);
+        let e = *exact_ids
+            .entry(exact_cells(cols, &t.src, true, s))
+            .or_insert(next);
         if e == bucket.len() {
             bucket.push(Vec::new());
         }
@@ -623,15 +634,33 @@ fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>)
         };
         src_rows[class].push(s);
     }
+    SourceClasses {
+        values,
+        exact_ids,
+        bucket,
+        src_class,
+        src_rows,
+        src_codes,
+    }
+}
 
-    // Released classes: positions in `rels`, their exact bucket (if any source shares
-    // their exact cells) and their labels.
+/// A released class's exact bucket (if any source class shares its exact cells) and labels.
+type ReleasedKeyOf = (Option<usize>, Cells);
+
+/// A group's released rows as classes of equal rows (exact cells, QI labels): per class its
+/// positions in `rels`, and its [`ReleasedKeyOf`].
+fn released_classes(
+    t: &TableData,
+    rels: &[usize],
+    cols: &Columns<'_>,
+    exact_ids: &HashMap<Cells, usize>,
+) -> (Vec<Vec<usize>>, Vec<ReleasedKeyOf>) {
     let mut rel_class: HashMap<(Cells, Cells), usize> = HashMap::new();
     let mut rel_members: Vec<Vec<usize>> = Vec::new();
-    let mut rel_keys: Vec<(Option<usize>, Vec<Option<String>>)> = Vec::new();
+    let mut rel_keys: Vec<ReleasedKeyOf> = Vec::new();
     for (i, &r) in rels.iter().enumerate() {
-        let exact = exact_of(&t.rel, false, r);
-        let labels: Vec<Option<String>> = cols.qi.iter().map(|c| t.rel.cell(c.rel, r)).collect();
+        let exact = exact_cells(cols, &t.rel, false, r);
+        let labels: Cells = cols.qi.iter().map(|c| t.rel.cell(c.rel, r)).collect();
         let class = match rel_class.entry((exact, labels)) {
             Entry::Occupied(o) => *o.get(),
             Entry::Vacant(v) => {
@@ -644,11 +673,18 @@ fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>)
         };
         rel_members[class].push(i);
     }
+    (rel_members, rel_keys)
+}
 
-    // What each distinct label of each column admits among the group's source values.
+/// What each distinct label of each QI column admits among the group's source values.
+fn admitted_sets(
+    values: &[Interner],
+    rel_keys: &[ReleasedKeyOf],
+    cols: &Columns<'_>,
+) -> Vec<HashMap<Option<String>, Admitted>> {
     let mut admitted: Vec<HashMap<Option<String>, Admitted>> =
-        (0..nqi).map(|_| HashMap::new()).collect();
-    for (_, labels) in &rel_keys {
+        (0..values.len()).map(|_| HashMap::new()).collect();
+    for (_, labels) in rel_keys {
         for (q, label) in labels.iter().enumerate() {
             if admitted[q].contains_key(label) {
                 continue;
@@ -664,6 +700,27 @@ fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>)
             admitted[q].insert(label.clone(), Admitted { ids, fits });
         }
     }
+    admitted
+}
+
+/// Pairs the released rows `rels` of one group with its source rows `srcs` (row indices)
+/// by a maximum assignment. Rows with equal cells are interchangeable, so both sides are
+/// classes first: a source class is (exact cells, QI values), a released class (exact
+/// cells, QI labels). A released class's candidates are found by enumerating the value
+/// tuples its labels admit when that is cheaper than scanning the source classes that
+/// share its exact cells. A greedy pass pairs most rows; augmenting paths ([`complete`])
+/// make the assignment maximum. Returns a [`Pairing`] per entry of `rels`.
+fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>) -> Vec<Pairing> {
+    let SourceClasses {
+        values,
+        exact_ids,
+        bucket,
+        src_class,
+        src_rows,
+        src_codes,
+    } = source_classes(t, srcs, cols);
+    let (rel_members, rel_keys) = released_classes(t, rels, cols, &exact_ids);
+    let admitted = admitted_sets(&values, &rel_keys, cols);
 
     // Calls `f` with each source class released class `class` may stand for, until `f`
     // says stop. A tuple costs a hash lookup, a scanned class a few array reads.
