@@ -396,6 +396,9 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let mut phases = Phases::new(req.progress);
     let (plan, wh) = prepare(req, &mut phases).await?;
+    for w in &plan.warnings {
+        phases.warn(w);
+    }
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
     phases.spin("load", "loading the entity forest");

@@ -79,7 +79,7 @@ fn columns(t: &TableMeta, names: &[String], pos: Pos) -> Result<Vec<String>, Pla
 /// Checks `policy` against the warehouse (declaring its keys there) and resolves hierarchies.
 /// `base` is the directory relative paths in the declarations are resolved against.
 pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<Plan, PlanError> {
-    declare_keys(policy, wh)?;
+    let dropped = declare_keys(policy, wh)?;
     let entity = policy
         .entity
         .as_ref()
@@ -122,6 +122,7 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         .collect();
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let params = params(policy, entity)?;
+    let warnings = raw_key_warnings(wh, &tables, &dropped, &params);
     check_single_table(&params, &tables, policy)?;
     check_sensitive(&params, &tables, entity)?;
     check_views(policy, wh, &tables, &dimensions)?;
@@ -135,6 +136,7 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         dimensions,
         left_out,
         labels: policy.labels.clone(),
+        warnings,
         hierarchies,
         params,
         views: policy.views.clone(),
@@ -143,7 +145,12 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     })
 }
 
-fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
+/// Declares the policy's keys on the warehouse; returns the foreign keys set aside, with
+/// their tables.
+fn declare_keys(
+    policy: &Policy,
+    wh: &mut Warehouse,
+) -> Result<Vec<(String, ForeignKey)>, PlanError> {
     for pk in &policy.primary_keys {
         let t = table(wh, &pk.table, pk.pos)?;
         let (name, cols) = (t.name.clone(), columns(t, &pk.columns, pk.pos)?);
@@ -167,12 +174,69 @@ fn declare_keys(policy: &Policy, wh: &mut Warehouse) -> Result<(), PlanError> {
     }
     // Set aside after the declared ones are added, so a key declared for a Parquet copy can
     // be set aside as the SQLite catalog's would be.
+    let mut dropped = Vec::new();
     for fk in &policy.dropped_foreign_keys {
         let name = table(wh, &fk.table, fk.pos)?.name.clone();
-        wh.drop_foreign_key(&name, &fk.columns)
+        let key = wh
+            .drop_foreign_key(&name, &fk.columns)
             .map_err(|e| at(fk.pos, format!("{e}; name the columns of one of them")))?;
+        dropped.push((name, key));
     }
-    Ok(())
+    Ok(dropped)
+}
+
+/// A column published unchanged that references a family table's key (a self-reference, or
+/// an FK set aside) carries raw keys beside the pseudonyms: it links released rows back to
+/// source keys. Not refused (the data owner labelled it), but said.
+fn raw_key_warnings(
+    wh: &Warehouse,
+    tables: &[FamilyTable],
+    dropped: &[(String, ForeignKey)],
+    params: &Params,
+) -> Vec<String> {
+    if params.keys != KeyPolicy::Pseudonymize {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let family = |name: &str| tables.iter().any(|t| t.name == name);
+    for ft in tables
+        .iter()
+        .filter(|t| t.part.as_ref().is_none_or(|p| !p.null_side))
+    {
+        let own = wh
+            .table(&ft.name)
+            .map(|m| m.foreign_keys.clone())
+            .unwrap_or_default();
+        let set_aside = dropped
+            .iter()
+            .filter(|(t, _)| *t == ft.name)
+            .map(|(_, fk)| fk.clone());
+        let refs = own
+            .into_iter()
+            .filter(|fk| fk.ref_table == ft.name)
+            .chain(set_aside)
+            .filter(|fk| family(&fk.ref_table));
+        for fk in refs {
+            let published = fk.columns.iter().all(|c| {
+                ft.columns.iter().any(|pc| {
+                    &pc.name == c
+                        && matches!(
+                            pc.role,
+                            ColumnRole::Insensitive | ColumnRole::Sensitive { .. }
+                        )
+                })
+            });
+            if published {
+                out.push(format!(
+                    "{}.({}) references {}'s keys and is published unchanged, so the release holds raw keys beside the pseudonyms; label it IDENTIFIER to leave it out",
+                    ft.name,
+                    fk.columns.join(", "),
+                    fk.ref_table
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// A key-less entity table (`CREATE ENTITY e ON t` for a table without a primary key)

@@ -43,6 +43,8 @@ pub struct Plan {
     /// The declarations' labels as written, for `verify`'s own reading of which released
     /// column has a declared fate (it shares no code with the planner's role logic).
     pub labels: Vec<crate::policy::LabelDecl>,
+    /// What the data owner should know that does not stop the run (`anonymize` prints them).
+    pub warnings: Vec<String>,
     /// Every hierarchy a QI uses, resolved to its definition.
     pub hierarchies: BTreeMap<String, HierarchyDef>,
     pub params: Params,

@@ -380,6 +380,7 @@ fn plan(k: usize) -> Plan {
             links: vec![],
         }],
         left_out: vec![],
+        warnings: vec![],
         labels: vec![],
         hierarchies,
         params: Params {

@@ -588,3 +588,49 @@ fn rows_without_the_deeper_parent_hang_at_the_second_paths_ancestor() {
     );
     assert!(out.contains("is released twice"), "{out}");
 }
+
+/// A self-reference or a set-aside FK published unchanged holds raw keys beside the
+/// pseudonyms: anonymize says so (it is the data owner's label, so it is not refused).
+#[test]
+fn raw_keys_published_beside_pseudonyms_are_warned_about() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "university", "university", &[]);
+    let text = std::fs::read_to_string(&decl).expect("read").replace(
+        "LABEL COLUMN student.\"mentor ID\" AS IDENTIFIER;",
+        "LABEL COLUMN student.\"mentor ID\" AS INSENSITIVE;",
+    );
+    std::fs::write(&decl, text).expect("write");
+    let o = relanon(
+        dir.path(),
+        &["anonymize", decl.to_str().expect("UTF-8"), "--overwrite"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "warning: student.(mentor ID) references student's keys and is published unchanged"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    let decl = workspace(dir.path(), "rental", "rental", &[]);
+    let text = std::fs::read_to_string(&decl).expect("read").replace(
+        "LABEL COLUMN payment.rental_id    AS IDENTIFIER;",
+        "LABEL COLUMN payment.rental_id    AS INSENSITIVE;",
+    );
+    assert!(
+        text.contains("payment.rental_id    AS INSENSITIVE"),
+        "{text}"
+    );
+    std::fs::write(&decl, text).expect("write");
+    let o = relanon(
+        dir.path(),
+        &["anonymize", decl.to_str().expect("UTF-8"), "--overwrite"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("payment.(rental_id) references rental's keys"),
+        "{}",
+        stderr(&o)
+    );
+}
