@@ -5,14 +5,12 @@
 //! Invariant: table 0 is the entity table; a row's parent is a row of `plan.tables[t].parent`;
 //! `children[c]` of a table lists, per row, its rows in child table `c` (CSR layout).
 //!
-//! # Layout
-//! the entity forest: per family table, the source rows (Arrow), leaf codes per QI and
-//! parent/child links (CSR). Loaded with one scan + sort + join per table, never a query per
-//! entity. Refuses duplicate / NULL keys and orphans (or drops orphans when told to); a row whose
-//! FK is NULL (or under such a row) has no parent and is left out, counted apart; a second FK
-//! path that names another ancestor row than the parent chain is refused. A key-less entity table
-//! (a single table, each row an individual) keeps the source's row order. A table's QI and
-//! sensitive columns are interned one column a task on every thread.
+//! Rows without a place are refused or left out: a NULL or duplicated key is refused; an FK to
+//! a missing parent (and the rows under it) is refused, or dropped and counted under `SET
+//! orphans = 'drop'`; a row whose FK is NULL (and the rows under it) has no parent and is
+//! always left out, counted apart; a second FK path that names another ancestor row than the
+//! parent chain is refused. A key-less entity table keeps the source's row order. A table's
+//! QI and sensitive columns are interned one column a task on every thread.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -99,11 +97,10 @@ fn check_second_path(
     batch: &RecordBatch,
     parent: &[u32],
 ) -> Result<(), ForestError> {
-    let render = row_key;
     let ancestor = &tables[r.ancestor];
     let mut index: HashMap<Vec<String>, u32> = HashMap::with_capacity(ancestor.rows());
     for row in 0..ancestor.rows() {
-        if let Some(k) = render(&ancestor.batch, &r.ancestor_key, row) {
+        if let Some(k) = row_key(&ancestor.batch, &r.ancestor_key, row) {
             index.insert(k, row as u32);
         }
     }
@@ -111,7 +108,7 @@ fn check_second_path(
     let mut count = 0;
     let mut example = String::new();
     for (row, &up) in parent.iter().enumerate().take(batch.num_rows()) {
-        let Some(k) = render(batch, &r.columns, row) else {
+        let Some(k) = row_key(batch, &r.columns, row) else {
             continue;
         };
         // Up the tree from the parent to the ancestor's table.
@@ -125,10 +122,10 @@ fn check_second_path(
         }
         count += 1;
         if example.is_empty() {
-            let own = render(batch, &ft.primary_key, row)
+            let own = row_key(batch, &ft.primary_key, row)
                 .map(|v| format!("{} = {}", ft.primary_key.join(", "), v.join(", ")))
                 .unwrap_or_else(|| format!("row {}", row + 1));
-            let via = render(&ancestor.batch, &r.ancestor_key, at as usize)
+            let via = row_key(&ancestor.batch, &r.ancestor_key, at as usize)
                 .map(|v| v.join(", "))
                 .unwrap_or_else(|| "?".to_string());
             example = format!(

@@ -2,13 +2,11 @@
 //! algorithm -> release -> (staged write, self-verify) -> commit, report. The one place that
 //! sequences the phases and times them; each phase lives in its own module.
 //!
-//! # Layout
-//! `anonymize`, `verify_release` and `attack` (and `generated_forest`, the forest of a generated
-//! warehouse for benches and tests): parse -> plan -> forest -> algorithm -> release -> staged
-//! write -> self-verify -> commit -> report, with timings per phase. With `Request::progress`
-//! (set by the binary only when stderr is a terminal and not `--quiet`) it draws each phase on
-//! stderr with `indicatif`: spinners, and while clustering a bar fed by a thread polling the
-//! algorithm's `Progress`; every line is cleared when its phase ends.
+//! Also `attack` and `generated_forest` (the forest of a generated warehouse, for benches and
+//! tests). With `Request::progress` (set by the binary only when stderr is a terminal and not
+//! `--quiet`) it draws each phase on stderr with `indicatif`: spinners, and while clustering a
+//! bar fed by a thread polling the algorithm's `Progress`; every line is cleared when its phase
+//! ends.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -278,13 +278,13 @@ fn release_rows(
                     }
                 }
             }
-            // The reference to a parent keyed by a surrogate: one column in place of the
-            // FK's columns, holding the parent's surrogate.
-            ColumnRole::Key if in_fk && ft.fk_replaced() => {
+            // The reference to a parent with an integer key: its pseudonym, in place, or in
+            // one column in place of the FK's columns when the parent is keyed by a surrogate.
+            ColumnRole::Key if in_fk && (ft.fk_replaced() || parent_ints.is_some()) => {
                 if fk_done {
                     continue;
                 }
-                fk_done = true;
+                fk_done = ft.fk_replaced();
                 let ints = parent_ints.ok_or_else(|| {
                     internal(format!(
                         "the parent of {} has no released key values",
@@ -296,18 +296,12 @@ fn release_rows(
                     .iter()
                     .map(|&r| ints[parent_rows[r as usize] as usize])
                     .collect();
-                let (f, c) = int_column(&ft.released_fk[0], values);
-                fields.push(f);
-                columns.push(c);
-            }
-            ColumnRole::Key if in_fk && parent_ints.is_some() => {
-                let ints = parent_ints.expect("checked by the guard");
-                let parent_rows = &nodes.parent;
-                let values = rows
-                    .iter()
-                    .map(|&r| ints[parent_rows[r as usize] as usize])
-                    .collect();
-                let (f, c) = int_column(&col.name, values);
+                let name = if ft.fk_replaced() {
+                    &ft.released_fk[0]
+                } else {
+                    &col.name
+                };
+                let (f, c) = int_column(name, values);
                 fields.push(f);
                 columns.push(c);
             }
@@ -475,8 +469,6 @@ fn ancestor_rows(plan: &Plan, forest: &Forest, ti: usize, ancestor: usize) -> Ve
     rows
 }
 
-/// A random permutation of 1..=n over the kept rows: consistent per key, and says nothing
-/// about source order.
 /// `ids` handed to the kept `rows`, indexed by row.
 fn permutation(n_rows: usize, rows: &[u32], ids: Vec<i64>) -> Vec<Option<i64>> {
     let mut own = vec![None; n_rows];
@@ -486,7 +478,8 @@ fn permutation(n_rows: usize, rows: &[u32], ids: Vec<i64>) -> Vec<Option<i64>> {
     own
 }
 
-/// `1..=n` shuffled by the key seed of table `ti` (or the OS).
+/// `1..=n` shuffled by the key seed of table `ti` (or the OS): a pseudonym per row that is
+/// consistent per key and says nothing about source order.
 fn shuffled(plan: &Plan, ti: usize, n: usize) -> Vec<i64> {
     let mut ids: Vec<i64> = (1..=n as i64).collect();
     let mut rng = match plan.params.seed {

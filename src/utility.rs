@@ -7,8 +7,8 @@
 //! weighted by predicates on QIs or sensitive columns of that table or its ancestors. A
 //! generalized value answers a QI predicate by spreading uniformly over its leaves: a released
 //! `g` counts `|leaves(g) ∩ leaves(h)| / |leaves(g)|` towards "value under `h`"; sensitive
-//! values are published as they are and answer exactly. The same SQL runs on both sides, so
-//! the only difference is the release.
+//! values are published as they are and answer exactly. The same counts run on both sides
+//! (the release joined on its released keys), so the only difference is the release.
 //!
 //! QI predicates read a hidden code column per QI (the hierarchy node of the cell: the
 //! source's leaf, the release's label looked up once per cell) through one scalar UDF per
@@ -16,14 +16,8 @@
 //! `IN` list of every label under the node) makes the text grow with the hierarchy, and with
 //! 200 000 part keys under six part-type groups, DataFusion spent minutes planning it.
 //!
-//! # Layout
-//! 000 Sec. 2.4 / 3.5 measures: seeded random count queries run as SQL (DataFusion) on the source
-//! (QI cells as leaf labels) and on the release (generalized labels spread uniformly over their
-//! leaves), KL-divergence per sensitive column, suppression accuracy. A QI predicate reads a
-//! hidden per-QI code column (the cell's hierarchy node) through a scalar UDF holding a weight
-//! per node, so the SQL does not grow with the hierarchy. Each table's SELECT runs as its own
-//! task on each side, so planning uses every thread; each runs on one partition, so a SUM adds
-//! its rows in one order.
+//! Each table's SELECT runs as its own task on each side, so planning uses every thread; each
+//! runs on one partition, so a SUM adds its rows in one order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! Anonymization algorithms. They see only the [`Forest`](crate::forest::Forest) and the
-//! parameters, and return clusters; they do no I/O and know no SQL.
+//! parameters, and return a [`Generalization`]; they do no I/O and know no SQL.
 //!
-//! # Layout
-//! the algorithms. `tree::Rep` is a cluster representative (one anonymized tree with, per node,
+//! # The modules
+//! `tree::Rep` is a cluster representative (one anonymized tree with, per node,
 //! the source row of every member; a node's sensitive multiset is its members' codes); `pairwise`
 //! is 001 Alg. 3-5 (Anonymize, AnonymizeSets for MiRaCle and MiRaCleX) with the cost model;
 //! `cdgh` is 001 Alg. 2; `diversify` is 000 Alg. 1-3 (diversify, FindMapping-GRD,

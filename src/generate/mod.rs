@@ -18,14 +18,8 @@
 //! its generated values and of the hierarchy files under `fixtures/hierarchies/` rendered from
 //! it; unit tests keep the files equal to the rendering.
 //!
-//! # Layout
-//! seeded generators: 001 Table II (`mod.rs`), the 001 Sec. V university (`university.rs`) and
-//! the thesis's syntheticS / syntheticT (`synthetic.rs`, 000 Sec. 2.4), each with the hierarchy
-//! files under `fixtures/hierarchies/` rendered from its catalog; TPC-H (`tpch.rs`, workload W2)
-//! through the `tpchgen` / `tpchgen-arrow` crates at a scale factor, customer <- orders <-
-//! lineitem with nation, region, part and supplier as dimension tables, columns converted to the
-//! types relanon reads back from SQLite and Parquet alike (declarations: `sql/tpch.sql`,
-//! hierarchies as `SELECT`s over the dimensions).
+//! TPC-H's columns are converted to the types relanon reads back from SQLite and Parquet
+//! alike (declarations: `sql/tpch.sql`, hierarchies as `SELECT`s over the dimensions).
 
 use std::sync::Arc;
 

@@ -299,20 +299,11 @@ fn choose_parent(
     fks: Vec<ForeignKey>,
     root: &str,
 ) -> Result<Placement, PlanError> {
-    let depth = |i: usize| {
-        let mut d = 0;
-        let mut at = i;
-        while let Some(p) = tables[at].parent {
-            d += 1;
-            at = p;
-        }
-        d
-    };
     let placed = |name: &str| tables.iter().position(|t| t.name == name);
     let target = |fk: &ForeignKey| placed(&fk.ref_table).unwrap_or(0);
     let parent_fk = fks
         .iter()
-        .max_by_key(|fk| depth(target(fk)))
+        .max_by_key(|fk| depth(tables, target(fk)))
         .expect("a family table has an FK into the family");
     let parent = target(parent_fk);
     let ancestors: Vec<usize> =
@@ -350,6 +341,11 @@ fn choose_parent(
         redundant.push((fk.clone(), a));
     }
     Ok((parent, parent_fk.clone(), redundant))
+}
+
+/// How many parents lie above table `at` (the entity table's depth is 0).
+fn depth(tables: &[FamilyTable], at: usize) -> usize {
+    std::iter::successors(tables[at].parent, |&p| tables[p].parent).count()
 }
 
 /// The refusal of a schema that is not a snowflake, with the fix to write.
@@ -482,14 +478,6 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
 /// than nowhere. Only where such rows can exist: a table whose key is not that FK, and
 /// without children (a row of a child table would not know which entry its parent is in).
 fn split_second_paths(wh: &Warehouse, tables: &mut Vec<FamilyTable>) -> Result<(), PlanError> {
-    let depth = |tables: &[FamilyTable], mut at: usize| {
-        let mut d = 0;
-        while let Some(p) = tables[at].parent {
-            d += 1;
-            at = p;
-        }
-        d
-    };
     for main in 0..tables.len() {
         let ft = &tables[main];
         let key_is_fk = ft.primary_key.iter().any(|c| ft.parent_fk.contains(c));

@@ -1,24 +1,20 @@
 //! The schema plan: a [`Policy`](crate::policy::Policy) checked against a warehouse's
-//! catalog. Owns the entity family (tables whose FK chain reaches the entity table, in
-//! breadth-first order, entity first), dimension tables, column roles, resolved
-//! hierarchy definitions and the run parameters. Everything after the plan may assume it
-//! is a snowflake: one parent per family table, no cycles, no QI or SA on a join key.
+//! catalog (after `ALTER TABLE ... ADD` / `DROP FOREIGN KEY`). Everything after the plan may
+//! assume it is a snowflake: one parent per family table, no cycles, no QI or SA on a join key.
 //!
-//! # Layout
-//! `Plan`: the policy checked against the catalog (after `ALTER TABLE ... ADD` / `DROP FOREIGN
-//! KEY`). Discovers the entity family (tables with an FK chain to the entity, placed in rounds
-//! under their deepest referenced family table; a second FK to a proper ancestor becomes a
-//! `RedundantFk`, any other second path or a cycle is refused; a self-reference is data; a table
-//! with a second path and no children gets a second plan entry of the same name, appended to the
-//! plan, for its rows whose FK to the parent is NULL, hanging at the ancestor: a `Part`, which
-//! every reader of a table's rows applies on both sides and which `release` merges back into one
-//! table with keys drawn for both), decides each table's `ReleasedKey` (`Own` one-column key,
-//! `Parent` for a shared primary key, `Surrogate` where the key holds data columns, which then
-//! take roles) and the released FK columns, the declared dimensions (`LABEL TABLE t AS
-//! DIMENSION`) with their roles and the FKs into them that survive, the tables left out, column
-//! roles, hierarchy definitions and the parameters. `FamilyTable::released_columns` is the
-//! released table's shape, read by `release` and `verify` alike. Keeps the declarations' labels
-//! as written (`Plan::labels`) for `verify`.
+//! It discovers the entity family: tables with an FK chain to the entity, placed in rounds
+//! under the deepest family table they reference (entity first, parents before children). A
+//! second FK to a proper ancestor becomes a [`RedundantFk`]; any other second path, or a cycle,
+//! is refused; a self-reference is data. A table with a second path and no children gets a
+//! second plan entry of the same name, appended to the plan, for its rows whose FK to the
+//! parent is NULL, hanging at the ancestor: a [`Part`], which every reader of a table's rows
+//! applies on both sides and which `release` merges back into one table. It decides each
+//! table's [`ReleasedKey`] (`Own` one-column key, `Parent` for a shared primary key,
+//! `Surrogate` where the key holds data columns, which then take roles) and the released FK
+//! columns; [`FamilyTable::released_columns`] is the released shape `release` and `verify`
+//! both read. It also resolves the declared dimensions with their roles and the FKs into them
+//! that survive, the tables left out, column roles, hierarchy definitions and the parameters,
+//! and keeps the declarations' labels as written ([`Plan::labels`]) for `verify`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

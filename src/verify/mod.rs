@@ -9,19 +9,18 @@
 //! Violations are data, not errors: [`verify`] returns a [`Verdict`] listing every broken
 //! rule by table, row or EC; [`VerifyError`] is only for being unable to check at all.
 //!
-//! # Layout
-//! the independent checker: schema (the plan's released shape), declared roles (`fates`: every
+//! The checks, in order: schema (the plan's released shape); declared roles (`fates`: every
 //! released column is a key it can trace or has a published role in the declarations' labels,
-//! read on its own, never from the planner's roles), key atomicity (second FK paths included),
-//! truthfulness (with its own hierarchy code; keyed rows traced by the rendered key through
-//! `keys::KeyIndex`, which holds a hash per row and compares rendered keys in full on a hit, and
-//! which also finds duplicate released keys and resolves FKs to parent rows, built and probed on
-//! every thread; key-less rows paired with source rows by a max-flow over classes of equal rows,
-//! `matching`), k-anonymity by canonical forms of released trees, counts, and (l-diversity model)
-//! l-diversity by a budgeted search for a diverse matching of each EC, which first checks the
-//! grouping the key map proposes (`witness`: the anonymizer's representative vertex per released
-//! row, a hint checked like any candidate, never trusted). Shares no code with `hierarchy`,
-//! `forest`, `algo` or `release`; it may use `plan`, `policy`, `keymap`, `warehouse`.
+//! read on its own, never from the planner's roles); key atomicity (second FK paths
+//! included); truthfulness (keyed rows traced by the rendered key through `keys::KeyIndex`,
+//! which holds a hash per row, compares rendered keys in full on a hit, finds duplicate
+//! released keys and resolves FKs to parent rows, built and probed on every thread; key-less
+//! rows paired with source rows by a max-flow over classes of equal rows, `matching`);
+//! k-anonymity by canonical forms of released trees; counts; and, under the l-diversity
+//! model, a budgeted search for a diverse matching of each EC, which first checks the grouping
+//! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
+//! hint checked like any candidate, never trusted). It may use `plan`, `policy`, `keymap` and
+//! `warehouse`.
 
 mod atomicity;
 mod counts;

@@ -2,20 +2,14 @@
 //! DataFusion, and writing a release atomically. Knows tables, columns and keys; knows
 //! nothing of entities, hierarchies or clusters.
 //!
-//! # Layout
-//! all I/O of tables: opening a SQLite file (catalog keys, rusqlite -> Arrow), a directory of
-//! Parquet / CSV files or one such file (CSV delimiter from `SourceOptions`, i.e. `SET
-//! csv_delimiter`) into a DataFusion `SessionContext`; `render_value`, the one rule for turning a
-//! cell into text; writing a release atomically (`write_staged` -> `Staged::commit`). Knows
-//! tables, columns and keys; knows nothing of entities, hierarchies or clusters. Sources are
-//! loaded whole into memory tables at `open` (a corrupt file fails there, not mid-run);
-//! identifiers are case-preserving (DataFusion's normalization is off) and strings are `Utf8`;
-//! `session` makes every DataFusion session with those settings, the utility's and the attack's
-//! scratch sessions included. Queries promise no row order; `table_in_source_order` gives the
-//! rows as loaded. A SQLite file is read on every thread, a connection each, by table and by
-//! fixed rowid ranges of a large table; one snapshot holds because the first connection's shared
-//! lock keeps writers from committing until all have read (a WAL file, where it would not, is
-//! read on one connection).
+//! Sources are loaded whole into memory tables at `open` (a corrupt file fails there, not
+//! mid-run); identifiers are case-preserving (DataFusion's normalization is off) and strings
+//! are `Utf8`; [`session`] makes every DataFusion session with those settings, the utility's
+//! and the attack's scratch sessions included. Queries promise no row order;
+//! `table_in_source_order` gives the rows as loaded. A SQLite file is read on every thread, a
+//! connection each, by table and by fixed rowid ranges of a large table; one snapshot holds
+//! because the first connection's shared lock keeps writers from committing until all have
+//! read (a WAL file, where it would not, is read on one connection).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

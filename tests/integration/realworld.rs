@@ -157,6 +157,12 @@ fn table_report<'r>(report: &'r serde_json::Value, name: &str) -> &'r serde_json
         .unwrap_or_else(|| panic!("no table {name} in {report}"))
 }
 
+/// Runs `sql` (one statement or several) on the SQLite file `db`.
+fn exec(db: &Path, sql: &str) {
+    let c = rusqlite::Connection::open(db).expect("open SQLite file");
+    c.execute_batch(sql).expect("run SQL");
+}
+
 fn query(db: &Path, sql: &str) -> Vec<String> {
     let c = rusqlite::Connection::open(db).expect("open release");
     let mut st = c.prepare(sql).expect("prepare");
@@ -356,13 +362,7 @@ fn rental_with_two_agreeing_paths_and_null_fks() {
     );
 
     // A released second path moved to another customer is caught.
-    let c = rusqlite::Connection::open(&db).expect("open");
-    c.execute(
-        "UPDATE payment SET customer_id = (SELECT MAX(customer_id) FROM customer) WHERE payment_id = (SELECT MIN(payment_id) FROM payment p JOIN rental r ON r.rental_id = p.rental_id WHERE r.customer_id <> (SELECT MAX(customer_id) FROM customer))",
-        [],
-    )
-    .expect("tamper");
-    drop(c);
+    exec(&db, "UPDATE payment SET customer_id = (SELECT MAX(customer_id) FROM customer) WHERE payment_id = (SELECT MIN(payment_id) FROM payment p JOIN rental r ON r.rental_id = p.rental_id WHERE r.customer_id <> (SELECT MAX(customer_id) FROM customer))");
     let v = relanon(
         dir.path(),
         &[
@@ -452,13 +452,7 @@ fn preserved_keys_trace_surrogate_keyed_tables_by_content() {
     // A course released under another department's label is not an ancestor of any course
     // its student took there: caught without a key map.
     let db = dir.path().join("university-release.sqlite");
-    let c = rusqlite::Connection::open(&db).expect("open");
-    c.execute(
-        "UPDATE takes SET course_id = 'Music' WHERE takes_key = (SELECT MIN(takes_key) FROM takes WHERE course_id IN ('Comp. Sci.', 'CS-101', 'CS-190', 'CS-315'))",
-        [],
-    )
-    .expect("tamper");
-    drop(c);
+    exec(&db, "UPDATE takes SET course_id = 'Music' WHERE takes_key = (SELECT MIN(takes_key) FROM takes WHERE course_id IN ('Comp. Sci.', 'CS-101', 'CS-190', 'CS-315'))");
     let v = relanon(dir.path(), &["verify", d]);
     assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
     assert!(stdout(&v).contains("FAIL truthfulness"), "{}", stdout(&v));
@@ -530,13 +524,10 @@ fn rows_without_the_deeper_parent_hang_at_the_second_paths_ancestor() {
     let dir = tempfile::tempdir().expect("tempdir");
     let decl = two_paths(dir.path(), &[]);
     let source = dir.path().join("rental.sqlite");
-    let c = rusqlite::Connection::open(&source).expect("open");
-    c.execute(
+    exec(
+        &source,
         "UPDATE payment SET rental_id = NULL WHERE payment_id % 3 = 0",
-        [],
-    )
-    .expect("update");
-    drop(c);
+    );
     let report = release(dir.path(), &decl);
     let payment = table_report(&report, "payment");
     assert_eq!(payment["rows_in"], 366, "{payment}");
@@ -557,9 +548,7 @@ fn rows_without_the_deeper_parent_hang_at_the_second_paths_ancestor() {
     let tamper = |sql: &str| {
         let copy = dir.path().join("tampered.sqlite");
         std::fs::copy(&db, &copy).expect("copy");
-        let c = rusqlite::Connection::open(&copy).expect("open");
-        c.execute_batch(sql).expect("tamper");
-        drop(c);
+        exec(&copy, sql);
         let v = relanon(
             dir.path(),
             &[
