@@ -7,10 +7,10 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use relanon::algo::clustree::{cluster, ClustreeParams, Search};
-use relanon::algo::diversify::{Diversifier, Rule};
-use relanon::algo::tree::Rep;
+use relanon::algo::kernel::diversify::{Diversifier, Mapping, Rule};
+use relanon::algo::kernel::tree::Rep;
 use relanon::forest::Forest;
-use relanon::plan::{Diversity, Mapping};
+use relanon::plan::Diversity;
 use relanon::progress::Progress;
 
 /// syntheticS (`students` students, seed 42) loaded as a forest through the real pipeline.

@@ -4,11 +4,10 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use relanon::algo::cdgh::{cluster, CdghParams};
-use relanon::algo::pairwise::Pairwise;
-use relanon::algo::tree::Rep;
+use relanon::algo::kernel::cdgh::{cluster, CdghParams};
+use relanon::algo::kernel::pairwise::{Pairwise, Siblings};
+use relanon::algo::kernel::tree::Rep;
 use relanon::forest::Forest;
-use relanon::plan::Algorithm;
 use relanon::progress::Progress;
 
 /// The generated university (students, seed 42) loaded as a forest through the real pipeline.
@@ -24,11 +23,11 @@ fn benches(c: &mut Criterion) {
     let forest = university(300);
     let a = Rep::from_forest(&forest, 0, 0);
     let b = Rep::from_forest(&forest, 0, 1);
-    for (name, algorithm) in [
-        ("miracle", Algorithm::Miracle),
-        ("miraclex", Algorithm::Miraclex),
+    for (name, siblings) in [
+        ("miracle", Siblings::BySubtree),
+        ("miraclex", Siblings::ByNode),
     ] {
-        let pw = Pairwise::new(&forest, algorithm);
+        let pw = Pairwise::new(&forest, siblings);
         c.bench_function(&format!("{name}/distance"), |bench| {
             bench.iter(|| pw.distance(&a, &b))
         });
@@ -44,7 +43,7 @@ fn benches(c: &mut Criterion) {
         threshold: 0.3,
         climit: 150,
     };
-    let pw = Pairwise::new(&forest, Algorithm::Miraclex);
+    let pw = Pairwise::new(&forest, Siblings::ByNode);
     let progress = Progress::new();
     group.bench_function("miraclex/300 students k=10", |bench| {
         bench.iter(|| cluster(&forest, &pw, &order, params, &progress))

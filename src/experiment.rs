@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::pipeline::{self, Request};
+use crate::progress::Progress;
 use crate::report::Report;
 
 /// One algorithm as the thesis names it.
@@ -96,21 +97,18 @@ pub fn with_policy(text: &str, entity: &str, options: &str) -> Result<String> {
 }
 
 /// Runs the thesis table: every variant at every l over the declarations in `decl` (whose
-/// source must exist), releases written under `work`. `progress` hears about each run;
-/// `bars` draws each run's phases on the terminal. A failed run leaves its cell out and is
+/// source must exist), releases written under `work`. `say` hears about each run;
+/// `progress` about each run's phases and warnings. A failed run leaves its cell out and is
 /// listed in [`Table::failed`].
 pub async fn thesis(
     decl: &Path,
     work: &Path,
     ls: &[usize],
     variants: &[Variant],
-    progress: &dyn Fn(&str),
-    bars: bool,
+    say: &dyn Fn(&str),
+    progress: &Progress,
 ) -> Result<Table<Row>> {
-    let base = Request {
-        progress: bars,
-        ..Request::from_file(decl)?
-    };
+    let base = Request::from_file(decl)?;
     let (mut rows, mut failed) = (Vec::new(), Vec::new());
     for &l in ls {
         for v in variants {
@@ -138,7 +136,7 @@ pub async fn thesis(
                 };
                 // One failed run (a release verify could not prove, say) must not cost the
                 // whole table: it is said and the cell is left out.
-                let r = match pipeline::anonymize(&req).await {
+                let r = match pipeline::anonymize(&req, progress).await {
                     Ok(outcome) => outcome.report,
                     Err(e) => {
                         failed.push(format!("{} at l = {l}: {e:#}", v.name));
@@ -147,7 +145,7 @@ pub async fn thesis(
                 };
                 let total = r.timings_ms.get("total").copied().unwrap_or(0.0) / 1000.0;
                 sweep += total;
-                progress(&format!(
+                say(&format!(
                     "{} l = {l}{}: LM {:.4}, {:.1} s",
                     v.name,
                     th.map(|t| format!(" th = {t}")).unwrap_or_default(),
@@ -246,13 +244,10 @@ pub async fn miracle(
     work: &Path,
     settings: &[(usize, f64)],
     variants: &[(&str, &str)],
-    progress: &dyn Fn(&str),
-    bars: bool,
+    say: &dyn Fn(&str),
+    progress: &Progress,
 ) -> Result<Table<KRow>> {
-    let base = Request {
-        progress: bars,
-        ..Request::from_file(decl)?
-    };
+    let base = Request::from_file(decl)?;
     let (mut rows, mut failed) = (Vec::new(), Vec::new());
     for &(k, threshold) in settings {
         for &(name, options) in variants {
@@ -268,7 +263,7 @@ pub async fn miracle(
                 overwrite: true,
                 ..base.clone()
             };
-            let r = match pipeline::anonymize(&req).await {
+            let r = match pipeline::anonymize(&req, progress).await {
                 Ok(outcome) => outcome.report,
                 Err(e) => {
                     failed.push(format!("{name} at k = {k}, threshold = {threshold}: {e:#}"));
@@ -276,7 +271,7 @@ pub async fn miracle(
                 }
             };
             let secs = |phase: &str| r.timings_ms.get(phase).copied().unwrap_or(0.0) / 1000.0;
-            progress(&format!(
+            say(&format!(
                 "{name} k = {k} th = {threshold}: LM {:.4} (with suppression {:.4}), DM {}, {:.2} s",
                 r.lm,
                 r.lm_with_suppression,

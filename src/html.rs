@@ -633,7 +633,7 @@ fn summary(r: &Report) -> String {
 }
 
 /// The parameters as `name = value` rows, nested objects flattened (`model.k`).
-fn parameter_rows(params: &crate::plan::Params) -> Vec<Vec<String>> {
+fn parameter_rows(params: &crate::report::ReportParams) -> Vec<Vec<String>> {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<Vec<String>>) {
         match v {
             serde_json::Value::Object(map) => {
@@ -652,7 +652,7 @@ fn parameter_rows(params: &crate::plan::Params) -> Vec<Vec<String>> {
         }
     }
     let mut out = Vec::new();
-    // Params is plain data with string keys; serializing it cannot fail.
+    // The parameters are plain data with string keys; serializing them cannot fail.
     if let Ok(v) = serde_json::to_value(params) {
         walk("", &v, &mut out);
     }

@@ -3,23 +3,21 @@
 //! sequences the phases and times them; each phase lives in its own module.
 //!
 //! Also `attack` and `generated_forest` (the forest of a generated warehouse, for benches and
-//! tests). With `Request::progress` (set by the binary only when stderr is a terminal and not
-//! `--quiet`) it draws each phase on stderr with `indicatif`: spinners, and while clustering a
-//! bar fed by a thread polling the algorithm's `Progress`; every line is cleared when its phase
-//! ends.
+//! tests). Each command reports through the [`Progress`] it is handed: the phase it is in
+//! (the report's timing names), the algorithm's count while clustering, and warnings. It
+//! prints nothing; the binary draws the `Progress` and prints the warnings.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::algo::Configured;
 use crate::keymap::KeyMap;
 use crate::plan::{KeyPolicy, Plan};
 use crate::policy::Policy;
-use crate::progress::{Progress, Snapshot};
+use crate::progress::Progress;
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
 use crate::warehouse::{
@@ -48,10 +46,6 @@ pub struct Request {
     /// `--with 'k = 10, algorithm = ...'`: `ANONYMIZE` options that replace the file's
     /// options of the same name (the others stay), so one declarations file serves a sweep.
     pub with: Option<String>,
-    /// Draw each phase on stderr (a spinner, a bar over entities while clustering). Off by
-    /// default so library callers and tests see nothing; the command line turns it on only
-    /// when stderr is a terminal and `--quiet` is not given.
-    pub progress: bool,
 }
 
 impl Request {
@@ -75,115 +69,6 @@ pub struct Outcome {
     pub target: PathBuf,
     pub report_path: PathBuf,
     pub verdict: Verdict,
-}
-
-/// How often a phase's line is redrawn.
-const TICK: Duration = Duration::from_millis(100);
-
-/// The phase being worked on, drawn on stderr when the request asks for progress, else
-/// nothing. Each phase replaces the previous one's line; dropping clears the last, so an
-/// error is never printed beside a half-drawn bar.
-struct Phases {
-    show: bool,
-    bar: ProgressBar,
-    /// The phase `bar` shows ("" before the first).
-    phase: &'static str,
-}
-
-impl Phases {
-    fn new(show: bool) -> Phases {
-        Phases {
-            show,
-            bar: ProgressBar::hidden(),
-            phase: "",
-        }
-    }
-
-    /// Shows phase `name` (one of the report's timing names) with a spinner and `step`; a
-    /// new step of the same phase keeps its line and elapsed time.
-    fn spin(&mut self, name: &'static str, step: &'static str) {
-        if name != self.phase {
-            self.replace(name, "{spinner} {prefix:<11} {elapsed:>4} {wide_msg}");
-        }
-        self.bar.set_message(step);
-    }
-
-    /// Runs `work`, showing phase `name` as a bar over what `progress` counts; a thread polls
-    /// the counter so the work itself only adds to it.
-    fn count<R>(&mut self, name: &'static str, progress: &Progress, work: impl FnOnce() -> R) -> R {
-        if !self.show {
-            return work();
-        }
-        self.replace(
-            name,
-            "{spinner} {prefix:<11} {elapsed:>4} [{bar:25}] {pos}/{len} {wide_msg}",
-        );
-        let stop = AtomicBool::new(false);
-        let bar = &self.bar;
-        std::thread::scope(|s| {
-            let poller = s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    draw(bar, &progress.snapshot());
-                    std::thread::park_timeout(TICK);
-                }
-            });
-            let _stop = StopPoller {
-                stop: &stop,
-                poller: poller.thread().clone(),
-            };
-            work()
-        })
-    }
-
-    /// Prints a warning above the phase's line.
-    fn warn(&self, message: &str) {
-        self.bar.suspend(|| eprintln!("warning: {message}"));
-    }
-
-    /// Clears the current phase's line and starts a new one styled by `template`.
-    fn replace(&mut self, name: &'static str, template: &str) {
-        self.bar.finish_and_clear();
-        self.phase = name;
-        if !self.show {
-            return;
-        }
-        let style = ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
-        self.bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-            .with_style(style)
-            .with_prefix(name);
-        self.bar.enable_steady_tick(TICK);
-    }
-}
-
-/// Stops a bar's poller when dropped: after the work, and also when the work panics, since
-/// the thread scope would otherwise wait for the poller forever.
-struct StopPoller<'a> {
-    stop: &'a AtomicBool,
-    poller: std::thread::Thread,
-}
-
-impl Drop for StopPoller<'_> {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.poller.unpark();
-    }
-}
-
-impl Drop for Phases {
-    fn drop(&mut self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-/// Puts a counter's snapshot on a bar (the count clamped: a new stage may start mid-read).
-fn draw(bar: &ProgressBar, s: &Snapshot) {
-    bar.set_length(s.total);
-    bar.set_position(s.done.min(s.total));
-    if bar.message() != s.label {
-        bar.set_message(s.label.clone());
-    }
 }
 
 /// Options that belong to one privacy model.
@@ -219,8 +104,8 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
 }
 
 /// Parses, opens the source and plans: the shared first half of anonymize and verify.
-async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)> {
-    phases.spin("load", "reading the declarations");
+async fn prepare(req: &Request, progress: &Progress) -> Result<(Plan, Configured, Warehouse)> {
+    progress.phase("load", "reading the declarations");
     let mut policy = decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
     if let Some(with) = &req.with {
         override_options(&mut policy, with, &req.origin)?;
@@ -233,7 +118,7 @@ async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)
             req.origin
         ),
     };
-    phases.spin("load", "opening the source");
+    progress.phase("load", "opening the source");
     let options = SourceOptions {
         csv_delimiter: policy
             .csv_delimiter
@@ -241,9 +126,9 @@ async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)
     };
     let mut wh = Warehouse::open_with(&source, &options).await?;
     for w in wh.warnings() {
-        phases.warn(w);
+        progress.warn(w.clone());
     }
-    phases.spin("load", "planning");
+    progress.phase("load", "planning");
     let mut plan = plan::build(&policy, &mut wh, &req.base)
         .await
         .map_err(|e| anyhow!("{}:{e}", req.origin))?;
@@ -251,7 +136,8 @@ async fn prepare(req: &Request, phases: &mut Phases) -> Result<(Plan, Warehouse)
     if let Some(t) = &req.target {
         plan.target = Some(t.clone());
     }
-    Ok((plan, wh))
+    let algorithm = algo::configure(&plan).map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    Ok((plan, algorithm, wh))
 }
 
 fn target_of(plan: &Plan, origin: &str) -> Result<PathBuf> {
@@ -282,7 +168,7 @@ pub fn generated_forest(set: &ReleaseSet, declarations: &Path) -> Result<forest:
     req.source = Some(source);
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
-        let (plan, wh) = prepare(&req, &mut Phases::new(false)).await?;
+        let (plan, _, wh) = prepare(&req, &Progress::new()).await?;
         Ok(forest::load(&plan, &wh).await?)
     })
 }
@@ -389,20 +275,19 @@ async fn assemble(
 }
 
 /// `relanon anonymize`.
-pub async fn anonymize(req: &Request) -> Result<Outcome> {
+pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     let mut timings = BTreeMap::new();
     let started = Instant::now();
-    let mut phases = Phases::new(req.progress);
-    let (plan, wh) = prepare(req, &mut phases).await?;
+    let (plan, algorithm, wh) = prepare(req, progress).await?;
     for w in &plan.warnings {
-        phases.warn(w);
+        progress.warn(w.clone());
     }
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
-    phases.spin("load", "loading the entity forest");
+    progress.phase("load", "loading the entity forest");
     let forest = forest::load(&plan, &wh).await?;
     for w in parentless_warnings(&plan, &forest) {
-        phases.warn(&w);
+        progress.warn(w);
     }
     // Loading renders every QI cell on every thread; what it freed there goes back too.
     return_free_heap();
@@ -421,43 +306,41 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
         );
     }
     for w in diversity_warnings(&plan, &forest)? {
-        phases.warn(&w);
+        progress.warn(w);
     }
     timings.insert("load".to_string(), ms(started));
     let t = Instant::now();
-    let progress = Progress::new();
-    let generalization = phases.count("cluster", &progress, || {
-        algo::run(&forest, &plan.params, &progress)
-    });
+    progress.phase("cluster", "clustering");
+    let output = algorithm.run(&forest, &plan.params.model, progress);
     return_free_heap();
     timings.insert("cluster".to_string(), ms(t));
     let t = Instant::now();
-    phases.spin("materialize", "building the released tables");
-    let materialized = release::materialize(&plan, &forest, &generalization)?;
+    progress.phase("materialize", "building the released tables");
+    let materialized = release::materialize(&plan, &forest, &output)?;
     timings.insert("materialize".to_string(), ms(t));
     let t = Instant::now();
-    phases.spin(
+    progress.phase(
         "utility",
         "count queries and divergences, source and release",
     );
-    let utility = utility::measure(&plan, &forest, &generalization, &materialized).await?;
+    let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
     timings.insert("utility".to_string(), ms(t));
     let t = Instant::now();
     // The forest holds a copy of every family table; verify reads the source and the release
     // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
-    drop(generalization);
+    drop(output);
     drop(forest);
-    phases.spin("assemble", "dimension tables and views");
+    progress.phase("assemble", "dimension tables and views");
     let set = assemble(&plan, &wh, &materialized).await?;
     timings.insert("assemble".to_string(), ms(t));
     let t = Instant::now();
-    phases.spin("write", "staging the release");
+    progress.phase("write", "staging the release");
     let staged = write_staged(&target, &set, req.overwrite)?;
     drop(set);
     timings.insert("write".to_string(), ms(t));
     let t = Instant::now();
-    phases.spin("verify", "checking the staged release independently");
-    let mut report = report::build(&plan, &materialized, utility, timings.clone());
+    progress.phase("verify", "checking the staged release independently");
+    let mut report = report::build(&plan, &algorithm, &materialized, utility, timings.clone());
     let report_json = serde_json::to_value(&report)?;
     let released = Warehouse::open(staged.path())
         .await
@@ -472,7 +355,7 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     .await?;
     drop(released);
     if !verdict.passed() && !req.allow_unverified {
-        let hint = if plan.params.algorithm.is_baseline() {
+        let hint = if algorithm.spec.baseline {
             "\n(the single-table baselines are not multi-relationally k-anonymous; pass --allow-unverified to write such a release for study, never for publication)"
         } else {
             ""
@@ -503,7 +386,7 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
     // Only a released key can link back; a family without keys releases none.
     let has_keys = plan.tables.iter().any(|t| !t.primary_key.is_empty());
     if plan.params.keys == KeyPolicy::Preserve && has_keys {
-        phases.warn("keys = 'preserve': released keys are the source's and can link rows back to other systems");
+        progress.warn("keys = 'preserve': released keys are the source's and can link rows back to other systems");
     }
     Ok(Outcome {
         report,
@@ -518,9 +401,9 @@ pub async fn anonymize(req: &Request) -> Result<Outcome> {
 async fn open_release(
     req: &Request,
     release_path: Option<&Path>,
-    phases: &mut Phases,
+    progress: &Progress,
 ) -> Result<(Plan, Warehouse, Warehouse, PathBuf)> {
-    let (plan, wh) = prepare(req, phases).await?;
+    let (plan, _, wh) = prepare(req, progress).await?;
     let target = match release_path {
         Some(p) => p.to_path_buf(),
         None => target_of(&plan, &req.origin)?,
@@ -537,10 +420,10 @@ pub async fn attack(
     req: &Request,
     release_path: Option<&Path>,
     facts: &[String],
+    progress: &Progress,
 ) -> Result<crate::attack::Findings> {
-    let mut phases = Phases::new(req.progress);
-    let (plan, wh, released, _) = open_release(req, release_path, &mut phases).await?;
-    phases.spin("attack", "matching the facts against the release");
+    let (plan, wh, released, _) = open_release(req, release_path, progress).await?;
+    progress.phase("attack", "matching the facts against the release");
     Ok(crate::attack::run(&plan, &wh, &released, facts).await?)
 }
 
@@ -549,9 +432,9 @@ pub async fn verify_release(
     req: &Request,
     release_path: Option<&Path>,
     key_map: Option<&Path>,
+    progress: &Progress,
 ) -> Result<Verdict> {
-    let mut phases = Phases::new(req.progress);
-    let (plan, wh, released, target) = open_release(req, release_path, &mut phases).await?;
+    let (plan, wh, released, target) = open_release(req, release_path, progress).await?;
     let map: Option<KeyMap> =
         match key_map {
             Some(p) => {
@@ -581,7 +464,7 @@ pub async fn verify_release(
         ),
         Err(_) => None,
     };
-    phases.spin("verify", "checking the release independently");
+    progress.phase("verify", "checking the release independently");
     Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)
 }
 

@@ -1,9 +1,14 @@
-//! How far a long computation has got, reported without I/O.
+//! How far a command has got, reported without I/O: the one channel from the library to
+//! whoever watches it.
 //!
-//! The algorithms count their work (entities visited or placed, ClusTree's seeds tried) into a
-//! [`Progress`] handed in by the caller; whoever wants to show it (the pipeline's terminal
-//! bar) reads a [`Snapshot`] from another thread. Counting is one relaxed atomic add, so the hot loops pay nothing measurable, and a
-//! `Progress` nobody reads is the no-op that tests, benches and library callers pass.
+//! The pipeline names the phase it is in and the step within it ([`Progress::phase`]) and
+//! hands on what the data owner should know that does not stop the run
+//! ([`Progress::warn`]); the algorithms count their work (entities visited or placed,
+//! ClusTree's seeds tried) into the same [`Progress`]. Whoever wants to show it (the binary's
+//! terminal display) reads the phase, a [`Snapshot`] of the count and the warnings from
+//! another thread. Counting is one relaxed atomic add, so the hot loops pay nothing
+//! measurable, and a `Progress` nobody reads is what tests, benches and library callers pass
+//! (its warnings are then theirs to read with [`Progress::take_warnings`]).
 //!
 //! Work comes in stages (CDGH's visit loop, then its leftover merge; ClusTree's passes with
 //! increasing chi; dMiRaCle's diversifying of classes). Each stage has its own label and total
@@ -19,6 +24,10 @@ pub struct Progress {
     total: AtomicU64,
     /// Changes once per stage, never per unit of work, so a lock is cheap here.
     label: Mutex<String>,
+    /// The pipeline's phase (one of the report's timing names) and its step.
+    phase: Mutex<(&'static str, &'static str)>,
+    /// Warnings not yet taken, in the order given.
+    warnings: Mutex<Vec<String>>,
 }
 
 /// What a reader sees at one moment. Taken without stopping the writer, so `done` can run a
@@ -61,12 +70,40 @@ impl Progress {
         }
     }
 
-    /// The label, even if a thread panicked while holding it (a label cannot be left invalid).
-    fn label(&self) -> MutexGuard<'_, String> {
-        self.label
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Enters phase `name` (one of the report's timing names) at `step`. A new phase starts
+    /// with no stage: the count that follows is the new phase's.
+    pub fn phase(&self, name: &'static str, step: &'static str) {
+        let mut phase = lock(&self.phase);
+        if phase.0 != name {
+            self.stage("", 0);
+        }
+        *phase = (name, step);
     }
+
+    /// The current phase and step (`("", "")` before the first).
+    pub fn current_phase(&self) -> (&'static str, &'static str) {
+        *lock(&self.phase)
+    }
+
+    /// Something the data owner should know that does not stop the run.
+    pub fn warn(&self, message: impl Into<String>) {
+        lock(&self.warnings).push(message.into());
+    }
+
+    /// The warnings given since the last call, in order.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.warnings))
+    }
+
+    fn label(&self) -> MutexGuard<'_, String> {
+        lock(&self.label)
+    }
+}
+
+/// The guarded value, even if a thread panicked while holding it: every value here is
+/// replaced whole, so none can be left half-written.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]
@@ -97,6 +134,23 @@ mod tests {
                 total: 5
             }
         );
+    }
+
+    #[test]
+    fn a_new_phase_starts_without_the_last_phases_count_and_warnings_are_taken_once() {
+        let p = Progress::new();
+        p.phase("cluster", "clustering");
+        p.stage("clustering", 3);
+        p.advance(3);
+        p.phase("cluster", "still clustering");
+        assert_eq!(p.snapshot().done, 3, "a new step keeps the phase's count");
+        p.phase("verify", "checking");
+        assert_eq!(p.current_phase(), ("verify", "checking"));
+        assert_eq!((p.snapshot().label.as_str(), p.snapshot().total), ("", 0));
+        p.warn("first");
+        p.warn(String::from("second"));
+        assert_eq!(p.take_warnings(), ["first", "second"]);
+        assert!(p.take_warnings().is_empty());
     }
 
     #[test]

@@ -15,8 +15,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::algo::generalization::NO_GROUP;
-use crate::algo::Generalization;
+use crate::algo::output::NO_GROUP;
+use crate::algo::{Generalization, Output};
 use crate::forest::Forest;
 use crate::keymap::{KeyMap, KeyPair, KeyValue, TableKeys};
 use crate::plan::{ColumnRole, KeyPolicy, Plan, ReleasedKey};
@@ -58,8 +58,20 @@ pub struct Materialized {
     pub suppressed_entities: usize,
 }
 
-/// Builds the release tables; `plan.params.seed` (or the OS) drives the key surrogates.
+/// Builds the release tables from what the algorithm produced; `plan.params.seed` (or the OS)
+/// drives the key surrogates.
 pub fn materialize(
+    plan: &Plan,
+    forest: &Forest,
+    output: &Output,
+) -> Result<Materialized, ReleaseError> {
+    match output {
+        Output::Generalized(g) => generalized(plan, forest, g),
+    }
+}
+
+/// The family tables with generalized rows: kept rows with their codes' labels, keys drawn.
+fn generalized(
     plan: &Plan,
     forest: &Forest,
     generalization: &Generalization,

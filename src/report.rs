@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::plan::{ColumnRole, Params, Plan};
+use crate::algo::options::OptionValue;
+use crate::algo::Configured;
+use crate::plan::{ColumnRole, KeyPolicy, Model, OrphanPolicy, Plan};
 use crate::release::Materialized;
 use crate::utility::Utility;
 
@@ -54,11 +56,94 @@ pub struct DimensionReport {
     pub left_out_columns: Vec<String>,
 }
 
+/// The parameters in force: the model, the algorithm with each of its options, the options
+/// every algorithm shares. The key seed is never written: it would let anyone replay the key
+/// permutation.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ReportParams {
+    pub model: Model,
+    pub algorithm: String,
+    /// The algorithm's own options, in its table's order (an unset one is left out).
+    #[serde(flatten)]
+    pub options: AlgorithmOptions,
+    pub query_seed: u64,
+    pub queries: usize,
+    pub keys: KeyPolicy,
+    pub orphans: OrphanPolicy,
+}
+
+impl ReportParams {
+    fn new(plan: &Plan, algorithm: &Configured) -> ReportParams {
+        let options = algorithm
+            .options
+            .iter()
+            .filter_map(|(name, value)| {
+                let json = match value {
+                    OptionValue::Number(n) => serde_json::Value::from(n),
+                    OptionValue::Count(n) => serde_json::Value::from(n),
+                    OptionValue::Choice(c) => serde_json::Value::from(c),
+                    OptionValue::Unset => return None,
+                };
+                Some((name.to_string(), json))
+            })
+            .collect();
+        let p = &plan.params;
+        ReportParams {
+            model: p.model,
+            algorithm: algorithm.spec.name.to_string(),
+            options: AlgorithmOptions(options),
+            query_seed: p.query_seed,
+            queries: p.queries,
+            keys: p.keys,
+            orphans: p.orphans,
+        }
+    }
+}
+
+/// An algorithm's options as `name: value` entries kept in order (whatever algorithm wrote
+/// the report, so a report of another version reads back as written).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AlgorithmOptions(pub Vec<(String, serde_json::Value)>);
+
+impl serde::Serialize for AlgorithmOptions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AlgorithmOptions {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = AlgorithmOptions;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the algorithm's options as name: value entries")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, serde_json::Value>()? {
+                    out.push((k, v));
+                }
+                Ok(AlgorithmOptions(out))
+            }
+        }
+        d.deserialize_map(Entries)
+    }
+}
+
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     pub relanon_version: String,
     pub entity: String,
-    pub params: Params,
+    pub params: ReportParams,
     pub tables: Vec<TableReport>,
     /// Tables released beside the family. (Absent from reports of earlier versions.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -98,6 +183,7 @@ pub struct Report {
 
 pub fn build(
     plan: &Plan,
+    algorithm: &Configured,
     m: &Materialized,
     utility: Utility,
     timings_ms: BTreeMap<String, f64>,
@@ -164,7 +250,7 @@ pub fn build(
     Report {
         relanon_version: env!("CARGO_PKG_VERSION").to_string(),
         entity: plan.entity.clone(),
-        params: plan.params.clone(),
+        params: ReportParams::new(plan, algorithm),
         tables,
         dimensions,
         left_out: plan.left_out.clone(),
@@ -382,7 +468,10 @@ mod tests {
         std::fs::write(&path, json.to_string()).expect("write");
         let r = read(&path).expect("reads");
         assert_eq!(r.ec_size_histogram, BTreeMap::from([(3, 1)]));
-        assert_eq!(r.params.seed, None);
+        assert!(serde_json::to_value(&r.params)
+            .expect("serializes")
+            .get("seed")
+            .is_none());
         // Every field written survives (fields added since default).
         let back = serde_json::to_value(&r).expect("serializes");
         for (field, value) in json.as_object().expect("an object") {

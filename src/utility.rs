@@ -32,7 +32,7 @@ use datafusion::prelude::SessionContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::algo::Generalization;
+use crate::algo::Output;
 use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
 use crate::plan::{ColumnRole, Plan};
@@ -67,11 +67,14 @@ pub struct Utility {
 pub async fn measure(
     plan: &Plan,
     forest: &Forest,
-    generalization: &Generalization,
+    output: &Output,
     released: &Materialized,
 ) -> Result<Utility, UtilityError> {
-    let (kl_divergence, kl_by_column) = kl(forest, &generalization.kept);
-    let suppression_accuracy = suppression_accuracy(forest, &generalization.kept);
+    let kept = match output {
+        Output::Generalized(g) => &g.kept,
+    };
+    let (kl_divergence, kl_by_column) = kl(forest, kept);
+    let suppression_accuracy = suppression_accuracy(forest, kept);
     let queries = random_queries(plan, forest, plan.params.queries, plan.params.query_seed);
     let (query_accuracy, query_accuracy_by_depth) =
         query_accuracy(plan, forest, released, &queries).await?;

@@ -6,12 +6,106 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use crate::algo::ahead;
-use crate::algo::cdgh::Clustering;
-use crate::algo::diversify::{Diversifier, Profile};
-use crate::algo::tree::Rep;
+use crate::algo::kernel::ahead;
+use crate::algo::kernel::diversify::{self, Diversifier, Mapping, Profile};
+use crate::algo::kernel::tree::Clustering;
+use crate::algo::kernel::tree::Rep;
+use crate::algo::options::{Default, Kind, OptionSpec, Options};
+use crate::algo::{self, Generalization, Output, Spec};
 use crate::forest::Forest;
+use crate::plan::Model;
 use crate::progress::Progress;
+
+pub static CLUSTREE: Spec = Spec::plain("clustree", OPTIONS, algo::any_model, run_clustree);
+
+/// Alg. 5 with chi = infinity from the start: every cluster CreateCluster builds is kept.
+pub static CTOFF: Spec = Spec::plain("ctoff", OPTIONS, algo::any_model, run_ctoff);
+
+/// The options of ClusTree and CToff.
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "mapping",
+        aliases: &[],
+        kind: Kind::Choice(&[("lsap", "lsap"), ("grd", "grd"), ("greedy", "grd")]),
+        default: Default::Choice("lsap"),
+        check: None,
+        doc: "how sibling subtrees are paired: 'lsap' (000 Alg. 3, optimal) or 'grd' (Alg. 2, greedy)",
+    },
+    OptionSpec {
+        name: "m",
+        aliases: &[],
+        kind: Kind::Number { min: 0.0, max: 1e6 },
+        default: Default::Number(4.0),
+        check: None,
+        doc: "the largest finite outlier multiplier chi (Alg. 5 line 26)",
+    },
+    OptionSpec {
+        name: "s",
+        aliases: &[],
+        kind: Kind::Number { min: 0.0, max: 1e6 },
+        default: Default::Number(0.5),
+        check: Some(step_above_zero),
+        doc: "the step chi grows by per pass (Alg. 5 line 25)",
+    },
+    OptionSpec {
+        name: "candidates",
+        aliases: &[],
+        kind: Kind::Count { min: 1.0, max: 1e9 },
+        default: Default::Unset,
+        check: None,
+        doc: "blocking: CreateCluster weighs only this many remaining records nearest the seed (default: all, as Alg. 4 does)",
+    },
+];
+
+fn step_above_zero(s: f64) -> Result<(), String> {
+    if s > 0.0 {
+        Ok(())
+    } else {
+        Err("s must be above 0 (it is the step chi grows by)".to_string())
+    }
+}
+
+fn run_clustree(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+    run(forest, model, options, false, progress)
+}
+
+fn run_ctoff(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+    run(forest, model, options, true, progress)
+}
+
+/// Alg. 5 over the whole forest, seeds in key order, groups of l (or k), the diversity rule
+/// of an l-diversity model on every matched vertex.
+fn run(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    ctoff: bool,
+    progress: &Progress,
+) -> Output {
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let size = model.min_group();
+    let rule = model.diversity().map(|(l, diversity)| diversify::Rule {
+        l,
+        diversity,
+        target: size,
+    });
+    let mapping = match options.choice("mapping") {
+        "grd" => Mapping::Grd,
+        _ => Mapping::Lsap,
+    };
+    let dv = Diversifier::new(forest, mapping, rule);
+    let params = ClustreeParams {
+        size,
+        m: options.number("m"),
+        s: options.number("s"),
+        ctoff,
+        search: Search::Pruned,
+        candidates: options.optional_count("candidates"),
+        threads: rayon::current_num_threads(),
+    };
+    let clustering = cluster(forest, &dv, &order, params, progress);
+    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+}
 
 /// Parameters of Alg. 5.
 #[derive(Debug, Clone, Copy)]

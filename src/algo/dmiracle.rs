@@ -9,13 +9,39 @@
 
 use std::collections::VecDeque;
 
-use crate::algo::cdgh::{self, CdghParams, Clustering};
-use crate::algo::diversify::Rule;
-use crate::algo::pairwise::Pairwise;
-use crate::algo::tree::Rep;
+use crate::algo::kernel::cdgh::{self, CdghParams};
+use crate::algo::kernel::diversify::Rule;
+use crate::algo::kernel::pairwise::{Pairwise, Siblings};
+use crate::algo::kernel::tree::Clustering;
+use crate::algo::kernel::tree::Rep;
+use crate::algo::{Generalization, Options, Output, Spec};
 use crate::forest::Forest;
-use crate::plan::Diversity;
+use crate::plan::{Diversity, Model};
 use crate::progress::Progress;
+
+pub static DMIRACLE: Spec = Spec::plain("dmiracle", cdgh::OPTIONS, l_diversity_only, run);
+
+fn l_diversity_only(model: &Model) -> Result<(), String> {
+    match model {
+        Model::LDiversity { .. } => Ok(()),
+        Model::KAnonymity { .. } => Err(
+            "is MiRaCle's l-diversity extension; write model = 'l-diversity', l = ...".to_string(),
+        ),
+    }
+}
+
+/// CDGH at k = l over MiRaCle's subtree matching, then the classes made diverse.
+fn run(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let pw = Pairwise::new(forest, Siblings::BySubtree);
+    let size = model.min_group();
+    let (l, diversity) = model
+        .diversity()
+        .unwrap_or((size, Diversity::Probabilistic));
+    let params = CdghParams::from_options(size, options);
+    let clustering = cluster(forest, &pw, &order, params, l, diversity, progress);
+    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+}
 
 /// Progress: CDGH's stages, then stage "diversifying classes" counting the entities of each
 /// k-anonymous class as it leaves the queue of classes still to check.

@@ -1,123 +1,293 @@
-//! Anonymization algorithms. They see only the [`Forest`](crate::forest::Forest) and the
-//! parameters, and return a [`Generalization`]; they do no I/O and know no SQL.
+//! Anonymization algorithms. They see only the [`Forest`] and their options, and return an
+//! [`Output`]; they do no I/O and know no SQL.
 //!
-//! # The modules
-//! `tree::Rep` is a cluster representative (one anonymized tree with, per node,
-//! the source row of every member; a node's sensitive multiset is its members' codes); `pairwise`
-//! is 001 Alg. 3-5 (Anonymize, AnonymizeSets for MiRaCle and MiRaCleX) with the cost model;
-//! `cdgh` is 001 Alg. 2; `diversify` is 000 Alg. 1-3 (diversify, FindMapping-GRD,
-//! FindMapping-LSAP with a buffered port of `pathfinding`'s Kuhn-Munkres that picks the same
-//! assignment) and two lower bounds on diversify's cost (`quick_bound`, one pass over a
-//! candidate's nodes; `cost_bound`, assignments relaxed to cheapest partners, the root's
-//! children's assignment solved over pair bounds when that may prune) and `cost_within`, which
-//! reaches the cost from those pair bounds, diversifying only the pairs the assignment picks (an
-//! LSAP cost is the solver's integer optimum in millionths, the same whichever optimal
-//! assignment; bounds allow a millionth per vertex for that rounding); `ahead` runs items on
-//! several threads ahead of a consumer that takes them in order; `lca_loss` gives `loss(lca(x,
-//! y))` from a table of pair losses (small hierarchies, or the inner nodes of large ones, leaves
-//! read through their parent) or from rows of ancestors, each the very value the parent walk
-//! gives; `clustree` is 000 Alg. 4-5 (and CToff): CreateCluster skips candidates whose bound
-//! exceeds the best cost found (candidates weighed in quick-bound order) and ClusTree remembers,
-//! per seed, each step's candidates and each cluster's cost across passes (merging a
-//! representative only when something reads it), all exact (`Search::Plain` is the reference a
-//! test compares against, `Search::Bounded` the one for the memory). Seeds are taken in order,
-//! but their CreateClusters run ahead of their turn on every thread (`ahead::in_order`) against
-//! the F of the moment; at its turn a cluster is kept only if every record it took is still in F
-//! (and, under blocking, its window is unchanged), which makes it the cluster the seed would
-//! build now, and is built again otherwise: the clusters are the same for any number of threads;
-//! `candidates = N` is opt-in, inexact blocking, and the memory stays exact under it (a step
-//! bounds only the records new to the seed's window); `dmiracle` is CDGH at k = l followed by EC
-//! merging and pruning until every group is diverse. `topdown` is local recoding of a single
-//! table (no child tables; the plan refuses others): a top-down partitioning over the DGHs orders
-//! the rows, and so does `topdown::cover` (boxes, a hierarchy node per attribute numbered in
-//! mixed radix, opened cheapest first once k rows not yet placed lie under them; the cells it
-//! opens do not depend on the LM' bands it lists boxes in); a dynamic program cuts each order
-//! into groups of k..2k-1 rows at least LM, and a local search (rows handed to neighbouring
-//! groups or suppressed where that is cheaper, outliers trimmed, windows and pairs of groups
-//! re-ordered and re-cut) lowers it further; the start of least LM wins; each group is released
-//! at its members' LCA, as a `Clustering` of single-node representatives. `baseline/` is 001 Sec.
-//! III: `universal` (root-to-leaf paths as one table), `per_table`, `bitmap` (complete /
-//! incomplete), each 001 Alg. 2 over a flat one-table `Forest`. Every algorithm ends in a
-//! `generalization::Generalization`: per source row, kept or not and its generalized codes
-//! (clusterings copy each EC's representative onto its members). Algorithms do no I/O and know no
-//! SQL; `algo::run` counts each stage's work (entities visited or placed, ClusTree's seeds tried)
-//! into a `progress::Progress` handed in.
+//! # Layout
+//! - `mod.rs` is the registry: every algorithm as users name it, a [`Spec`] of its options,
+//!   the models it serves, what else it refuses and how it runs. [`configure`] checks the
+//!   declarations' request against it; [`Configured::run`] runs it.
+//! - `output` is what crosses into the release: [`Output`] (today always generalized rows, a
+//!   [`Generalization`]; an anatomy and column fragments join as variants with their
+//!   algorithms, and the compiler then names every reader that must handle them).
+//! - `options` is the option-table machinery each algorithm declares its options with.
+//! - `kernel/` holds what several algorithms share and knows no algorithm: `tree` (a cluster
+//!   representative `Rep` and a `Clustering`), `cdgh` (001 Alg. 2, the clustering skeleton of
+//!   MiRaCle, MiRaCleX, dMiRaCle and the baselines, and its options), `pairwise` (001 Alg.
+//!   3-5), `diversify` (000 Alg. 1-3 with lower bounds), `lca_loss`, `ahead` (items computed
+//!   on several threads ahead of an in-order consumer).
+//! - The algorithms, one module each: `miracle` (MiRaCle, MiRaCleX), `clustree` (ClusTree,
+//!   CToff; 000 Alg. 4-5), `dmiracle`, `topdown` (one table, local recoding), `baseline/` (001
+//!   Sec. III: universal, per-table, bitmap).
+//!
+//! Adding an algorithm is one module with its `Spec` and one line in [`ALGORITHMS`]. Every
+//! algorithm visits entities in key order and counts its stages' work into the `Progress`
+//! handed in (entities visited or placed, ClusTree's seeds tried).
 
-pub mod ahead;
 pub mod baseline;
-pub mod cdgh;
 pub mod clustree;
-pub mod diversify;
 pub mod dmiracle;
-pub mod generalization;
-pub mod lca_loss;
-pub mod pairwise;
+pub mod kernel;
+pub mod miracle;
+pub mod options;
+pub mod output;
 pub mod topdown;
-pub mod tree;
 
 use crate::forest::Forest;
-use crate::plan::{Algorithm, Params};
+use crate::plan::{Model, Plan, SHARED_OPTIONS};
+use crate::policy::Pos;
 use crate::progress::Progress;
 
-pub use cdgh::Clustering;
-pub use generalization::Generalization;
+pub use kernel::tree::Clustering;
+pub use options::{OptionSpec, Options};
+pub use output::{Generalization, Output};
 
-/// Runs the configured algorithm over the whole forest, visiting entities in key order.
-/// The multi-relational algorithms cluster whole trees (one representative per EC); the
-/// single-table baselines (001 Sec. III) generalize rows directly. `progress` counts each
-/// stage's work: entities (for the baselines, flat rows) visited or placed, ClusTree's seeds.
-pub fn run(forest: &Forest, params: &Params, progress: &Progress) -> Generalization {
-    let order: Vec<u32> = (0..forest.entities() as u32).collect();
-    let size = params.model.min_group();
-    let cdgh = cdgh::CdghParams {
-        k: size,
-        threshold: params.threshold,
-        climit: params.climit,
+/// One algorithm as users name it (`ANONYMIZE ... WITH (algorithm = 'name')`).
+#[derive(Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    /// Other spellings (`bitmap` for `bitmap-incomplete`).
+    pub aliases: &'static [&'static str],
+    /// Said beside the name where algorithms are listed (`(one table)`).
+    pub note: &'static str,
+    /// A single-table baseline of 001 Sec. III: released for study only, since it is not
+    /// multi-relationally k-anonymous.
+    pub baseline: bool,
+    /// Its options, in the order the report lists them.
+    pub options: &'static [OptionSpec],
+    /// Whether it serves the declared model; `Err` says why not, following the algorithm's
+    /// name ("is a k-anonymity algorithm ..."; the registry adds what to use instead).
+    pub serves: fn(&Model) -> Result<(), String>,
+    /// Anything else of the plan it cannot release, with what to do instead.
+    pub refuses: fn(&Plan) -> Option<String>,
+    pub run: fn(&Forest, &Model, &Options, &Progress) -> Output,
+}
+
+impl Spec {
+    /// An algorithm with no other name, no note, not a baseline, that takes any plan.
+    pub const fn plain(
+        name: &'static str,
+        options: &'static [OptionSpec],
+        serves: fn(&Model) -> Result<(), String>,
+        run: fn(&Forest, &Model, &Options, &Progress) -> Output,
+    ) -> Spec {
+        Spec {
+            name,
+            aliases: &[],
+            note: "",
+            baseline: false,
+            options,
+            serves,
+            refuses: takes_any_plan,
+            run,
+        }
+    }
+}
+
+/// Every algorithm, in the order messages list them.
+pub static ALGORITHMS: &[&Spec] = &[
+    &miracle::MIRACLE,
+    &miracle::MIRACLEX,
+    &clustree::CLUSTREE,
+    &clustree::CTOFF,
+    &dmiracle::DMIRACLE,
+    &topdown::TOPDOWN,
+    &baseline::UNIVERSAL,
+    &baseline::PER_TABLE,
+    &baseline::BITMAP_COMPLETE,
+    &baseline::BITMAP_INCOMPLETE,
+];
+
+/// The algorithm a model gets when none is named: MiRaCleX for k-anonymity, ClusTree for
+/// l-diversity.
+fn default_for(model: &Model) -> &'static Spec {
+    match model {
+        Model::KAnonymity { .. } => &miracle::MIRACLEX,
+        Model::LDiversity { .. } => &clustree::CLUSTREE,
+    }
+}
+
+/// `Spec::serves` of an algorithm that ignores sensitive values.
+pub fn k_anonymity_only(model: &Model) -> Result<(), String> {
+    match model {
+        Model::KAnonymity { .. } => Ok(()),
+        Model::LDiversity { .. } => {
+            Err("is a k-anonymity algorithm and ignores sensitive values".to_string())
+        }
+    }
+}
+
+/// `Spec::serves` of an algorithm that serves both models.
+pub fn any_model(_: &Model) -> Result<(), String> {
+    Ok(())
+}
+
+/// `Spec::refuses` of an algorithm that takes every plan.
+pub fn takes_any_plan(_: &Plan) -> Option<String> {
+    None
+}
+
+/// An algorithm with its options checked, ready to run.
+#[derive(Debug, Clone)]
+pub struct Configured {
+    pub spec: &'static Spec,
+    pub options: Options,
+}
+
+impl Configured {
+    /// Runs the algorithm over the whole forest.
+    pub fn run(&self, forest: &Forest, model: &Model, progress: &Progress) -> Output {
+        (self.spec.run)(forest, model, &self.options, progress)
+    }
+}
+
+/// Why the algorithm asked for cannot run as declared. Each message says what to write.
+#[derive(Debug, thiserror::Error)]
+#[error("{pos}: {message}")]
+pub struct ConfigError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+/// The plan's algorithm request checked against the registry: the algorithm exists, serves
+/// the model, takes the plan, and every option written is one of its own with a value it
+/// takes.
+pub fn configure(plan: &Plan) -> Result<Configured, ConfigError> {
+    let request = &plan.params.algorithm;
+    let model = &plan.params.model;
+    let spec = match &request.name {
+        None => default_for(model),
+        Some((name, pos)) => find(name).ok_or_else(|| ConfigError {
+            pos: *pos,
+            message: format!("unknown algorithm '{name}'; use {}", listing()),
+        })?,
     };
-    let clustering = match params.algorithm {
-        Algorithm::Universal => return baseline::universal(forest, params, progress),
-        Algorithm::PerTable => return baseline::per_table(forest, params, progress),
-        Algorithm::BitmapComplete => return baseline::bitmap(forest, params, true, progress),
-        Algorithm::BitmapIncomplete => return baseline::bitmap(forest, params, false, progress),
-        Algorithm::Miracle | Algorithm::Miraclex => {
-            let pw = pairwise::Pairwise::new(forest, params.algorithm);
-            cdgh::cluster(forest, &pw, &order, cdgh, progress)
-        }
-        Algorithm::Clustree | Algorithm::Ctoff => {
-            let rule = params
-                .model
-                .diversity()
-                .map(|(l, diversity)| diversify::Rule {
-                    l,
-                    diversity,
-                    target: size,
-                });
-            let dv = diversify::Diversifier::new(forest, params.mapping, rule);
-            clustree::cluster(
-                forest,
-                &dv,
-                &order,
-                clustree::ClustreeParams {
-                    size,
-                    m: params.m,
-                    s: params.s,
-                    ctoff: params.algorithm == Algorithm::Ctoff,
-                    search: clustree::Search::Pruned,
-                    candidates: params.candidates,
-                    threads: rayon::current_num_threads(),
-                },
-                progress,
-            )
-        }
-        Algorithm::Topdown => topdown::cluster(forest, size, progress),
-        Algorithm::Dmiracle => {
-            let pw = pairwise::Pairwise::new(forest, Algorithm::Miracle);
-            let (l, diversity) = params
-                .model
-                .diversity()
-                .unwrap_or((size, crate::plan::Diversity::Probabilistic));
-            dmiracle::cluster(forest, &pw, &order, cdgh, l, diversity, progress)
-        }
+    let refusal = |message: String| ConfigError {
+        pos: request.at(),
+        message,
     };
-    Generalization::from_clustering(forest, &clustering)
+    (spec.serves)(model)
+        .map_err(|why| refusal(format!("{} {why}; {}", spec.name, instead(model))))?;
+    if let Some(why) = (spec.refuses)(plan) {
+        return Err(refusal(why));
+    }
+    let options = Options::read(spec.options, &request.options).map_err(|e| match e {
+        options::OptionError::Invalid { pos, message } => ConfigError { pos, message },
+        options::OptionError::NotInTable(raw) => ConfigError {
+            pos: raw.pos,
+            message: not_its_option(spec, &raw.name),
+        },
+    })?;
+    Ok(Configured { spec, options })
+}
+
+fn find(name: &str) -> Option<&'static Spec> {
+    ALGORITHMS
+        .iter()
+        .copied()
+        .find(|s| s.name == name || s.aliases.contains(&name))
+}
+
+/// The algorithms, the baselines last: `'miracle', ..., 'topdown' (one table), or a
+/// baseline: 'universal', ...`.
+fn listing() -> String {
+    let quoted = |s: &&Spec| format!("'{}'{}", s.name, s.note);
+    let (baselines, algorithms): (Vec<&Spec>, Vec<&Spec>) =
+        ALGORITHMS.iter().copied().partition(|s| s.baseline);
+    format!(
+        "{}, or a baseline: {}",
+        algorithms.iter().map(quoted).collect::<Vec<_>>().join(", "),
+        baselines.iter().map(quoted).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// What to use for `model` instead: the algorithms (not baselines) that serve it.
+fn instead(model: &Model) -> String {
+    let names: Vec<String> = ALGORITHMS
+        .iter()
+        .filter(|s| !s.baseline && (s.serves)(model).is_ok())
+        .map(|s| format!("'{}'", s.name))
+        .collect();
+    let list = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    match model {
+        Model::LDiversity { .. } => format!("for l-diversity use algorithm = {list}"),
+        Model::KAnonymity { .. } => format!("for k-anonymity use algorithm = {list}"),
+    }
+}
+
+/// The message for an option `spec` does not read: whose it is, or that nobody's.
+fn not_its_option(spec: &Spec, name: &str) -> String {
+    let owners: Vec<&str> = ALGORITHMS
+        .iter()
+        .filter(|s| s.options.iter().any(|o| o.answers_to(name)))
+        .map(|s| s.name)
+        .collect();
+    if owners.is_empty() {
+        let mut known: Vec<&str> = SHARED_OPTIONS.to_vec();
+        for s in ALGORITHMS {
+            for o in s.options {
+                if !known.contains(&o.name) {
+                    known.push(o.name);
+                }
+            }
+        }
+        return format!(
+            "unknown option '{name}'; known options: {}",
+            known.join(", ")
+        );
+    }
+    let own: Vec<&str> = spec.options.iter().map(|o| o.name).collect();
+    let reads = if own.is_empty() {
+        "no options of its own".to_string()
+    } else {
+        own.join(", ")
+    };
+    format!(
+        "{name} is an option of {}, not of {} (which reads {reads}); remove it or choose one of those algorithms",
+        owners.join(", "),
+        spec.name
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_has_one_name_and_its_options_one_table_entry_each() {
+        let mut names: Vec<&str> = Vec::new();
+        for s in ALGORITHMS {
+            for n in std::iter::once(&s.name).chain(s.aliases) {
+                assert!(!names.contains(n), "{n} names two algorithms");
+                names.push(n);
+            }
+            let mut options: Vec<&str> = Vec::new();
+            for o in s.options {
+                assert!(
+                    !SHARED_OPTIONS.contains(&o.name),
+                    "{} shadows a shared option",
+                    o.name
+                );
+                assert!(!options.contains(&o.name), "{} twice in {}", o.name, s.name);
+                options.push(o.name);
+            }
+        }
+    }
+
+    #[test]
+    fn listings_name_every_algorithm_and_what_serves_a_model() {
+        assert_eq!(
+            listing(),
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+        );
+        let l = Model::LDiversity {
+            l: 3,
+            diversity: crate::plan::Diversity::Probabilistic,
+        };
+        assert_eq!(
+            instead(&l),
+            "for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'"
+        );
+    }
 }

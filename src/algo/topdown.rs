@@ -42,10 +42,12 @@ use rayon::prelude::*;
 
 mod cover;
 
-use crate::algo::cdgh::Clustering;
-use crate::algo::tree::Rep;
+use crate::algo::kernel::tree::Clustering;
+use crate::algo::kernel::tree::Rep;
+use crate::algo::{self, Generalization, Options, Output, Spec};
 use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
+use crate::plan::{Model, Plan};
 use crate::progress::Progress;
 
 /// Pool sizes tried for the order of the whole table, as multiples of k: a part smaller than
@@ -187,6 +189,37 @@ impl<'a> Table<'a> {
     fn suppression(&self) -> f64 {
         self.nqi as f64
     }
+}
+
+pub static TOPDOWN: Spec = Spec {
+    name: "topdown",
+    aliases: &[],
+    note: " (one table)",
+    baseline: false,
+    options: &[],
+    serves: algo::k_anonymity_only,
+    refuses: single_table,
+    run,
+};
+
+/// TopDown recodes the entity table's rows one by one; it has no notion of an entity's child
+/// rows, so a family with child tables is refused rather than released without them.
+fn single_table(plan: &Plan) -> Option<String> {
+    let tables = &plan.tables;
+    if tables.len() < 2 {
+        return None;
+    }
+    let children: Vec<&str> = tables[1..].iter().map(|t| t.name.as_str()).collect();
+    Some(format!(
+        "algorithm = 'topdown' anonymizes a single table, but the {} family also has {}; use algorithm = 'miraclex' (or 'clustree') for an entity with child tables",
+        tables[0].name,
+        children.join(", ")
+    ))
+}
+
+fn run(forest: &Forest, model: &Model, _: &Options, progress: &Progress) -> Output {
+    let clustering = cluster(forest, model.min_group(), progress);
+    Output::Generalized(Generalization::from_clustering(forest, &clustering))
 }
 
 /// Runs TopDown on the entity table at `k`. Rows of child tables (which the plan refuses for

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use relanon::pipeline;
 
+use super::progress::Watch;
 use super::{write_page, Declared, Overrides};
 
 #[derive(Args)]
@@ -39,13 +40,15 @@ pub struct AnonymizeArgs {
 /// Anonymizes, prints the summary (or the report as JSON) and says where the release went;
 /// exits 1 for a release written with `--allow-unverified` that failed verification.
 pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
-    let mut req = args.declared.request(quiet)?;
+    let mut req = args.declared.request()?;
     req.target = args.target;
     req.overwrite = args.overwrite;
     req.with = args.overrides.with;
     req.key_map = args.key_map;
     req.allow_unverified = args.allow_unverified;
-    let outcome = pipeline::anonymize(&req).await?;
+    let watch = Watch::start(quiet);
+    let outcome = pipeline::anonymize(&req, watch.progress()).await?;
+    drop(watch);
     if let Some(path) = &args.report {
         write_page(path, &relanon::html::report_page(&outcome.report)?)?;
     }

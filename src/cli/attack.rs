@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use relanon::pipeline;
 
+use super::progress::Watch;
 use super::Declared;
 
 #[derive(Args)]
@@ -29,8 +30,11 @@ pub struct AttackArgs {
 
 /// Prints the candidates and posteriors; exits 0 whatever the adversary finds.
 pub async fn attack(args: AttackArgs, quiet: bool) -> Result<ExitCode> {
-    let req = args.declared.request(quiet)?;
-    let findings = pipeline::attack(&req, args.release.as_deref(), &args.facts).await?;
+    let req = args.declared.request()?;
+    let watch = Watch::start(quiet);
+    let findings =
+        pipeline::attack(&req, args.release.as_deref(), &args.facts, watch.progress()).await?;
+    drop(watch);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&findings)?);
     } else if !quiet {

@@ -10,7 +10,7 @@ use clap::Args;
 use relanon::pipeline::{self, Request};
 use relanon::warehouse::write_staged;
 
-use super::show_progress;
+use super::progress::Watch;
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -89,8 +89,9 @@ pub async fn demo(args: &DemoArgs, quiet: bool) -> Result<ExitCode> {
     let (decl, source) = write_university(&args.out, args.parquet, 1000, 42)?;
     let mut req = Request::from_file(&decl)?;
     req.overwrite = true;
-    req.progress = show_progress(quiet);
-    let outcome = pipeline::anonymize(&req).await?;
+    let watch = Watch::start(quiet);
+    let outcome = pipeline::anonymize(&req, watch.progress()).await?;
+    drop(watch);
     if !quiet {
         println!(
             "relanon demo: 1000 generated students (001 Sec. V) in {}",

@@ -9,7 +9,8 @@ use clap::{Args, ValueEnum};
 use relanon::warehouse::write_staged;
 
 use super::demo::write_university;
-use super::{show_progress, write_page};
+use super::progress::Watch;
+use super::write_page;
 
 /// The thesis experiment's declarations and the hierarchy files they read.
 const SYNTHETIC_S: &str = include_str!("../../sql/synthetic_s.sql");
@@ -146,13 +147,13 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
             THESIS_VARIANTS.map(|v| v.name).join(", ")
         );
     }
-    let progress = |line: &str| {
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
         if !quiet {
             eprintln!("{line}");
         }
     };
-    let table =
-        experiment::thesis(&decl, &work, ls, &variants, &progress, show_progress(quiet)).await?;
+    let table = experiment::thesis(&decl, &work, ls, &variants, &say, watch.progress()).await?;
     let rows = &table.rows;
     if let Some(path) = json {
         std::fs::write(path, serde_json::to_string_pretty(rows)?)
@@ -184,7 +185,8 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
             settings.push((args.sweep_k, th));
         }
     }
-    let progress = |line: &str| {
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
         if !quiet {
             eprintln!("{line}");
         }
@@ -194,8 +196,8 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
         &work,
         &settings,
         &MIRACLE_VARIANTS,
-        &progress,
-        show_progress(quiet),
+        &say,
+        watch.progress(),
     )
     .await?;
     if let Some(path) = &args.json {

@@ -2,7 +2,6 @@
 //! argument groups the subcommands share. Each function returns the process exit code, or an
 //! error that `main` reports once with exit code 2.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,6 +14,7 @@ mod attack;
 mod demo;
 mod experiment;
 mod generate;
+mod progress;
 mod report;
 mod verify;
 
@@ -77,11 +77,10 @@ pub struct Declared {
 }
 
 impl Declared {
-    /// The request these arguments make, drawing progress only where a person watches.
-    fn request(&self, quiet: bool) -> Result<Request> {
+    /// The request these arguments make.
+    fn request(&self) -> Result<Request> {
         let mut req = Request::from_file(&self.declarations)?;
         req.source = self.source.clone();
-        req.progress = show_progress(quiet);
         Ok(req)
     }
 }
@@ -108,12 +107,6 @@ pub enum Generated {
     SyntheticT,
     /// TPC-H at --sf: customer, orders, lineitem, with nation, region, part, supplier.
     Tpch,
-}
-
-/// Whether to draw the phases of a run: only for a person watching a terminal (bars in a log
-/// file or a pipe are noise) who did not pass `--quiet`.
-fn show_progress(quiet: bool) -> bool {
-    !quiet && std::io::stderr().is_terminal()
 }
 
 /// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`).

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use relanon::pipeline;
 
+use super::progress::Watch;
 use super::{Declared, Overrides};
 
 #[derive(Args)]
@@ -25,10 +26,17 @@ pub struct VerifyArgs {
 
 /// Prints the verdict (always when it fails); exits 0 only if every check passed.
 pub async fn verify(args: VerifyArgs, quiet: bool) -> Result<ExitCode> {
-    let mut req = args.declared.request(quiet)?;
+    let mut req = args.declared.request()?;
     req.with = args.overrides.with;
-    let verdict =
-        pipeline::verify_release(&req, args.release.as_deref(), args.key_map.as_deref()).await?;
+    let watch = Watch::start(quiet);
+    let verdict = pipeline::verify_release(
+        &req,
+        args.release.as_deref(),
+        args.key_map.as_deref(),
+        watch.progress(),
+    )
+    .await?;
+    drop(watch);
     if !quiet || !verdict.passed() {
         println!("{}", verdict.summary());
     }

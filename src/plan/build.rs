@@ -123,7 +123,6 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let params = params(policy, entity)?;
     let warnings = raw_key_warnings(wh, &tables, &dropped, &params);
-    check_single_table(&params, &tables, policy)?;
     check_sensitive(&params, &tables, entity)?;
     check_views(policy, wh, &tables, &dimensions)?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
@@ -990,8 +989,8 @@ async fn resolve_hierarchies(
     Ok(out)
 }
 
-const OPTIONS: &str = "model, k, l, diversity, algorithm, mapping, m, s, candidates, threshold, climit, seed, keys, orphans, queries, query_seed";
-
+/// Reads the options every algorithm shares; the rest go to the algorithm as written
+/// ([`AlgorithmRequest::options`]), which checks them against its own table.
 fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params, PlanError> {
     let an = policy.anonymize.as_ref().ok_or_else(|| {
         PlanError::Schema(format!(
@@ -1009,7 +1008,8 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         ));
     }
     let mut p = Params::defaults(Model::KAnonymity { k: 0 });
-    let (mut k, mut l, mut model, mut diversity, mut algorithm) = (None, None, None, None, None);
+    p.algorithm.pos = an.pos;
+    let (mut k, mut l, mut model, mut diversity) = (None, None, None, None);
     let text = |v: &Value| match v {
         Value::Text(s) => s.to_ascii_lowercase(),
         Value::Number(n) => n.to_string(),
@@ -1042,8 +1042,8 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                         return Err(at(
                             pos,
                             format!(
-                                "unknown model '{other}'; use model = 'k-anonymity' or 'l-diversity'"
-                            ),
+                            "unknown model '{other}'; use model = 'k-anonymity' or 'l-diversity'"
+                        ),
                         ))
                     }
                 })
@@ -1066,58 +1066,16 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                     other => {
                         return Err(at(
                             pos,
-                            format!("diversity must be 'probabilistic' or 'distinct', found '{other}'"),
+                            format!(
+                                "diversity must be 'probabilistic' or 'distinct', found '{other}'"
+                            ),
                         ))
                     }
                 })
             }
-            "algorithm" => {
-                algorithm = Some((
-                    match text(&value).as_str() {
-                        "miracle" => Algorithm::Miracle,
-                        "miraclex" => Algorithm::Miraclex,
-                        "clustree" => Algorithm::Clustree,
-                        "ctoff" => Algorithm::Ctoff,
-                        "dmiracle" => Algorithm::Dmiracle,
-                        "topdown" => Algorithm::Topdown,
-                        "universal" => Algorithm::Universal,
-                        "per-table" => Algorithm::PerTable,
-                        "bitmap-complete" => Algorithm::BitmapComplete,
-                        "bitmap" | "bitmap-incomplete" => Algorithm::BitmapIncomplete,
-                        other => {
-                            return Err(at(
-                                pos,
-                                format!("unknown algorithm '{other}'; use 'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"),
-                            ))
-                        }
-                    },
-                    pos,
-                ))
-            }
-            "mapping" => {
-                p.mapping = match text(&value).as_str() {
-                    "lsap" => Mapping::Lsap,
-                    "grd" | "greedy" => Mapping::Grd,
-                    other => {
-                        return Err(at(
-                            pos,
-                            format!("mapping must be 'lsap' or 'grd', found '{other}'"),
-                        ))
-                    }
-                }
-            }
-            "m" => p.m = number(0.0, 1e6)?,
-            "s" => {
-                p.s = number(0.0, 1e6)?;
-                if p.s <= 0.0 {
-                    return Err(at(pos, "s must be above 0 (it is the step chi grows by)".to_string()));
-                }
-            }
-            "candidates" => p.candidates = Some(number(1.0, 1e9)? as usize),
+            "algorithm" => p.algorithm.name = Some((text(&value), pos)),
             "queries" => p.queries = number(0.0, 1e6)? as usize,
             "query_seed" => p.query_seed = number(0.0, 9.0e15)? as u64,
-            "threshold" | "th" => p.threshold = number(0.0, 1.0)?,
-            "climit" => p.climit = number(1.0, 1e9)? as usize,
             "seed" => p.seed = Some(number(0.0, 9.0e15)? as u64),
             "keys" => {
                 p.keys = match text(&value).as_str() {
@@ -1143,85 +1101,63 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                     }
                 }
             }
-            other => {
-                return Err(at(
-                    pos,
-                    format!("unknown option '{other}'; known options: {OPTIONS}"),
-                ))
-            }
+            _ => p.algorithm.options.push(RawOption { name, value, pos }),
         }
     }
-    // The model is what was asked for, or what the parameters imply.
+    p.model = model_of(an.pos, &entity.name, model, k, l, diversity)?;
+    Ok(p)
+}
+
+/// The options [`params`] reads itself, in the order messages list them.
+pub const SHARED_OPTIONS: &[&str] = &[
+    "model",
+    "k",
+    "l",
+    "diversity",
+    "algorithm",
+    "seed",
+    "keys",
+    "orphans",
+    "queries",
+    "query_seed",
+];
+
+/// The model is what was asked for, or what the parameters imply.
+fn model_of(
+    pos: Pos,
+    e: &str,
+    model: Option<bool>,
+    k: Option<(usize, Pos)>,
+    l: Option<(usize, Pos)>,
+    diversity: Option<Diversity>,
+) -> Result<Model, PlanError> {
     let ldiv = model.unwrap_or(l.is_some() && k.is_none());
-    let e = &entity.name;
-    p.model = if ldiv {
+    if ldiv {
         if let Some((_, pos)) = k {
             return Err(at(pos, "k belongs to k-anonymity; with model = 'l-diversity' write l = ... (every EC then holds at least l entities)".to_string()));
         }
         let (l, _) = l.ok_or_else(|| {
-            at(an.pos, format!("l-diversity needs l; write ANONYMIZE {e} WITH (model = 'l-diversity', l = 3, ...)"))
+            at(pos, format!("l-diversity needs l; write ANONYMIZE {e} WITH (model = 'l-diversity', l = 3, ...)"))
         })?;
-        Model::LDiversity {
+        return Ok(Model::LDiversity {
             l,
             diversity: diversity.unwrap_or(Diversity::Probabilistic),
-        }
-    } else {
-        if let Some((_, pos)) = l {
-            return Err(at(
-                pos,
-                "l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity"
-                    .to_string(),
-            ));
-        }
-        let (k, _) = k.ok_or_else(|| {
-            at(
-                an.pos,
-                format!("k-anonymity needs k; write ANONYMIZE {e} WITH (k = 5, ...)"),
-            )
-        })?;
-        Model::KAnonymity { k }
-    };
-    let (algorithm, apos) = algorithm.unwrap_or(if ldiv {
-        (Algorithm::Clustree, an.pos)
-    } else {
-        (Algorithm::Miraclex, an.pos)
-    });
-    match (ldiv, algorithm) {
-        (true, Algorithm::Miracle | Algorithm::Miraclex | Algorithm::Topdown) => return Err(at(apos, format!("{} is a k-anonymity algorithm and ignores sensitive values; for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(algorithm)))),
-        (true, a) if a.is_baseline() => return Err(at(apos, format!("{} is a k-anonymity baseline (001 Sec. III); for l-diversity use algorithm = 'clustree', 'ctoff' or 'dmiracle'", name_of(a)))),
-        (false, Algorithm::Dmiracle) => return Err(at(apos, "dmiracle is MiRaCle's l-diversity extension; write model = 'l-diversity', l = ..., or use algorithm = 'miracle' for k-anonymity".to_string())),
-        _ => {}
+        });
     }
-    p.algorithm = algorithm;
-    Ok(p)
-}
-
-/// TopDown recodes the entity table's rows one by one; it has no notion of an entity's child
-/// rows, so a family with child tables is refused rather than released without them.
-fn check_single_table(
-    params: &Params,
-    tables: &[FamilyTable],
-    policy: &Policy,
-) -> Result<(), PlanError> {
-    if params.algorithm != Algorithm::Topdown || tables.len() < 2 {
-        return Ok(());
+    if let Some((_, pos)) = l {
+        return Err(at(
+            pos,
+            "l belongs to l-diversity; write model = 'l-diversity' or use k for k-anonymity"
+                .to_string(),
+        ));
     }
-    let children: Vec<&str> = tables[1..].iter().map(|t| t.name.as_str()).collect();
-    let message = format!(
-        "algorithm = 'topdown' anonymizes a single table, but the {} family also has {}; use algorithm = 'miraclex' (or 'clustree') for an entity with child tables",
-        tables[0].name,
-        children.join(", ")
-    );
-    Err(match policy.anonymize.as_ref() {
-        Some(an) => at(
-            an.options
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case("algorithm"))
-                .map_or(an.pos, |(_, o)| o.pos),
-            message,
-        ),
-        None => PlanError::Schema(message),
-    })
+    let (k, _) = k.ok_or_else(|| {
+        at(
+            pos,
+            format!("k-anonymity needs k; write ANONYMIZE {e} WITH (k = 5, ...)"),
+        )
+    })?;
+    Ok(Model::KAnonymity { k })
 }
 
 /// l-diversity without a sensitive column would be k-anonymity under another name.
@@ -1242,21 +1178,6 @@ fn check_sensitive(
         )));
     }
     Ok(())
-}
-
-fn name_of(a: Algorithm) -> &'static str {
-    match a {
-        Algorithm::Miracle => "miracle",
-        Algorithm::Miraclex => "miraclex",
-        Algorithm::Clustree => "clustree",
-        Algorithm::Ctoff => "ctoff",
-        Algorithm::Dmiracle => "dmiracle",
-        Algorithm::Topdown => "topdown",
-        Algorithm::Universal => "universal",
-        Algorithm::PerTable => "per-table",
-        Algorithm::BitmapComplete => "bitmap-complete",
-        Algorithm::BitmapIncomplete => "bitmap-incomplete",
-    }
 }
 
 /// Released table name -> its columns and whether each is an IDENTIFIER.

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use crate::policy::{DatePart, Pos, ViewDecl};
 
 mod build;
-pub use build::{build, PlanError};
+pub use build::{build, PlanError, SHARED_OPTIONS};
 
 /// A validated, ready-to-run description of one anonymization.
 #[derive(Debug, Clone)]
@@ -348,25 +348,14 @@ impl HierarchyDef {
     }
 }
 
-/// The privacy model and algorithm parameters (`ANONYMIZE ... WITH (...)` and `SET`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// The privacy model, the algorithm asked for and the options every algorithm shares
+/// (`ANONYMIZE ... WITH (...)` and `SET`). The algorithm's own options are checked by the
+/// algorithm ([`crate::algo::configure`]), which owns them.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Params {
     pub model: Model,
-    pub algorithm: Algorithm,
-    /// CDGH distance threshold in [0, 1] (001 Alg. 2 line 6).
-    pub threshold: f64,
-    /// At most this many open clusters (001 Alg. 2 line 6).
-    pub climit: usize,
-    /// How ClusTree / CToff pair up sibling subtrees (000 Alg. 2 or 3).
-    pub mapping: Mapping,
-    /// ClusTree's largest finite outlier multiplier chi (000 Alg. 5 line 26).
-    pub m: f64,
-    /// ClusTree's step for chi (000 Alg. 5 line 25).
-    pub s: f64,
-    /// ClusTree / CToff candidate blocking: CreateCluster weighs only this many remaining
-    /// records nearest the seed (`None`, the default: all of them, as 000 Alg. 4 does).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub candidates: Option<usize>,
+    /// The algorithm named and the options the plan does not know, as written.
+    pub algorithm: AlgorithmRequest,
     /// Seeds the random count queries of the utility report. Not secret: the queries are
     /// printed nowhere and only their accuracy is reported.
     pub query_seed: u64,
@@ -374,25 +363,19 @@ pub struct Params {
     pub queries: usize,
     /// Seeds the key surrogates. `None` (the default) draws them from the OS: a public or
     /// default seed would let anyone replay the permutation and map released keys back to the
-    /// source's key order. Never serialized, so report.json cannot leak it (nor read back).
-    #[serde(skip)]
+    /// source's key order. Never written to the report (nor read back).
     pub seed: Option<u64>,
     pub keys: KeyPolicy,
     pub orphans: OrphanPolicy,
 }
 
 impl Params {
-    /// Every option at its documented default, under `model` (README, `ANONYMIZE` options).
+    /// Every option at its documented default, under `model`, the algorithm left to the
+    /// model's default.
     pub fn defaults(model: Model) -> Params {
         Params {
             model,
-            algorithm: Algorithm::Miraclex,
-            threshold: 0.3,
-            climit: 150,
-            mapping: Mapping::Lsap,
-            m: 4.0,
-            s: 0.5,
-            candidates: None,
+            algorithm: AlgorithmRequest::default(),
             query_seed: 1,
             queries: 200,
             seed: None,
@@ -400,6 +383,33 @@ impl Params {
             orphans: OrphanPolicy::Refuse,
         }
     }
+}
+
+/// The algorithm as the declarations ask for it, before the algorithm checks its options.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AlgorithmRequest {
+    /// `algorithm = '...'`, lower-cased, with where it was written; `None`: the model's
+    /// default.
+    pub name: Option<(String, Pos)>,
+    /// Where `ANONYMIZE` is, for messages about an algorithm not named.
+    pub pos: Pos,
+    /// Every option the plan does not know, in the order written (`SET` first).
+    pub options: Vec<RawOption>,
+}
+
+impl AlgorithmRequest {
+    /// Where a message about the algorithm points: its option, or `ANONYMIZE`.
+    pub fn at(&self) -> Pos {
+        self.name.as_ref().map_or(self.pos, |(_, p)| *p)
+    }
+}
+
+/// One option as written: a lower-case name, the value, where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawOption {
+    pub name: String,
+    pub value: crate::policy::Value,
+    pub pos: Pos,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -441,59 +451,6 @@ pub enum Diversity {
     Probabilistic,
     /// At least l distinct values (weaker for groups larger than l).
     Distinct,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Algorithm {
-    /// 001 Alg. 2-4.
-    Miracle,
-    /// 001 Alg. 2, 3, 5.
-    Miraclex,
-    /// 000 Alg. 1-5.
-    Clustree,
-    /// 000 Alg. 5 with chi = infinity from the start.
-    Ctoff,
-    /// MiRaCle's l-diversity extension as 000 Sec. 2.4 describes it.
-    Dmiracle,
-    /// Local recoding of one table (an entity table without child tables): top-down
-    /// partitioning over the DGHs, an optimal cut into groups, local search
-    /// ([`crate::algo::topdown`]).
-    Topdown,
-    /// Baseline (001 Sec. III-A): the universal relation anonymized as one table. Not
-    /// multi-relationally k-anonymous; exists to be measured and attacked.
-    Universal,
-    /// Baseline (001 Sec. III-B): every table anonymized on its own. Not multi-relationally
-    /// k-anonymous either.
-    PerTable,
-    /// Baseline (001 Sec. III-C): one bit per child value path, absent paths known to be
-    /// absent (a complete database: "0").
-    BitmapComplete,
-    /// The same with absent paths unknown (an incomplete database: "*").
-    BitmapIncomplete,
-}
-
-impl Algorithm {
-    /// The single-table baselines of 001 Sec. III, which the release may not satisfy
-    /// multi-relational k-anonymity with.
-    pub fn is_baseline(self) -> bool {
-        matches!(
-            self,
-            Algorithm::Universal
-                | Algorithm::PerTable
-                | Algorithm::BitmapComplete
-                | Algorithm::BitmapIncomplete
-        )
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mapping {
-    /// 000 Alg. 3: an optimal assignment with dummy suppression rows.
-    Lsap,
-    /// 000 Alg. 2: greedy, one sibling at a time.
-    Grd,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -4,10 +4,10 @@
 //! ClusTree's memory across passes under candidate blocking against the blocked search alone.
 
 use relanon::algo::clustree::{cluster, ClustreeParams, Search};
-use relanon::algo::diversify::{Diversifier, Rule};
-use relanon::algo::tree::Rep;
+use relanon::algo::kernel::diversify::{Diversifier, Mapping, Rule};
+use relanon::algo::kernel::tree::Rep;
 use relanon::forest::Forest;
-use relanon::plan::{Diversity, Mapping};
+use relanon::plan::Diversity;
 use relanon::progress::Progress;
 
 use crate::common::root;

@@ -1,5 +1,23 @@
 //! Integration tests: the `relanon` binary run on fixtures, and property tests over random
 //! snowflake warehouses. One test crate with modules keeps the link cost to one binary.
+//!
+//! - `table2`, `university`, `adult`, `tpch`: the papers' and the bundled workloads, from
+//!   SQLite and Parquet, verified standalone, tampering caught (Adult skipped without the data
+//!   unless `CI` is set); one thread releases what two do.
+//! - `realworld`: sales, rental and university warehouses shaped like public sample databases,
+//!   and values with surrounding spaces, from SQLite and Parquet: anonymize, verify, attack on
+//!   composite-key facts; second FK paths agreeing, disagreeing, and rows hanging at the
+//!   ancestor; tampered second paths and split keys caught.
+//! - `bad_input`: every refusal is one line, exit 2, the source unchanged, no partial target.
+//! - `dimensions`, `ldiversity`, `baselines`, `attack`, `experiments`, `clustree_search`: one
+//!   capability each (the baselines refused, then caught by verify and attack).
+//! - `properties`: proptest over random snowflakes (composite, shared and surrogate keys;
+//!   spaced, quoted and non-ASCII names; NULL FKs; second paths), every algorithm, always
+//!   verified.
+//! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
+//!   drawn on a pseudo-terminal (each skipped without its tool unless `CI` is set).
+//! - `tidy`: ARCHITECTURE.md's invariants as a text scan of src/, each failing with the rule
+//!   it names and the lines that break it.
 
 mod adult;
 mod attack;

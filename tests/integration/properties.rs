@@ -10,6 +10,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use relanon::pipeline::{anonymize, verify_release, Request};
+use relanon::progress::Progress;
 
 #[derive(Debug, Clone)]
 struct Warehouse {
@@ -275,16 +276,19 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
         }
     }
     let model = if diverse(w.algorithm) {
-        format!(
-            "model = 'l-diversity', l = {}, mapping = '{}', s = 1",
-            w.k, w.mapping
-        )
+        format!("model = 'l-diversity', l = {}", w.k)
     } else {
         format!("k = {}", w.k)
     };
+    // Each algorithm takes its own options: ClusTree's pairing and step, CDGH's threshold.
+    let options = if matches!(w.algorithm, "clustree" | "ctoff") {
+        format!("mapping = '{}', s = 1", w.mapping)
+    } else {
+        format!("threshold = {}", w.threshold)
+    };
     text += &format!(
-        "ANONYMIZE person WITH ({model}, algorithm = '{}', threshold = {}, seed = 7, queries = 10);\n",
-        w.algorithm, w.threshold
+        "ANONYMIZE person WITH ({model}, algorithm = '{}', {options}, seed = 7, queries = 10);\n",
+        w.algorithm
     );
     text
 }
@@ -304,7 +308,7 @@ proptest! {
             ..Request::default()
         };
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let outcome = rt.block_on(anonymize(&req));
+        let outcome = rt.block_on(anonymize(&req, &Progress::new()));
         let outcome = match outcome {
             Ok(o) => o,
             // Too few distinct entity values for l: refusing is the right answer.
@@ -313,7 +317,7 @@ proptest! {
         };
         prop_assert!(outcome.report.smallest_ec.unwrap_or(w.k) >= w.k);
         prop_assert_eq!(outcome.report.entities_released + outcome.report.suppressed_entities, w.entities);
-        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")))).expect("verify runs");
+        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")), &Progress::new())).expect("verify runs");
         prop_assert!(verdict.passed(), "{}", verdict.summary());
     }
 
@@ -336,10 +340,10 @@ proptest! {
         };
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let outcome = rt
-            .block_on(anonymize(&req))
+            .block_on(anonymize(&req, &Progress::new()))
             .map_err(|e| TestCaseError::fail(format!("{e:#}\n{}", req.text)))?;
         prop_assert_eq!(outcome.report.verified, outcome.verdict.passed());
-        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")))).expect("verify runs");
+        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")), &Progress::new())).expect("verify runs");
         for check in &verdict.checks {
             prop_assert!(check.name == "k-anonymity" || check.passed(), "{}", verdict.summary());
         }

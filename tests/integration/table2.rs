@@ -157,7 +157,8 @@ fn key_pseudonyms_are_not_replayable() {
 }
 
 /// `--with` replaces the options it names and keeps the file's others; verify hears the same
-/// override, and a malformed or unknown option is refused with exit code 2.
+/// override, and a malformed or unknown option, or one the algorithm does not read, is refused
+/// with exit code 2.
 #[test]
 fn with_overrides_anonymize_options() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -202,6 +203,20 @@ fn with_overrides_anonymize_options() {
     for (with, says) in [
         ("k = ", "expected a value"),
         ("kk = 3", "unknown option 'kk'"),
+        (
+            "threshold = 2",
+            "threshold must be a number between 0 and 1, found 2",
+        ),
+        (
+            "algorithm = 'nope'",
+            "unknown algorithm 'nope'; use 'miracle'",
+        ),
+        // Each algorithm owns its options: another's is refused, saying whose it is.
+        ("m = 8", "m is an option of clustree, ctoff, not of miracle"),
+        (
+            "algorithm = 'ctoff'",
+            "climit is an option of miracle, miraclex, dmiracle",
+        ),
     ] {
         let o = anonymize_table2(dir.path(), &table2_text(), &["--with", with, "--overwrite"]);
         assert_eq!(o.status.code(), Some(2), "--with '{with}' was accepted");

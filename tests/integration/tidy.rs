@@ -47,6 +47,23 @@ fn code_lines(under: &str) -> Vec<(String, usize, String)> {
     out
 }
 
+/// `code_lines` without each file's `#[cfg(test)]` module and what follows it (tests may
+/// print what they measured).
+fn library_lines(under: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    let mut in_tests: Option<String> = None;
+    for (f, n, l) in code_lines(under) {
+        if in_tests.as_deref() != Some(f.as_str()) {
+            if l.trim() == "#[cfg(test)]" {
+                in_tests = Some(f.clone());
+                continue;
+            }
+            out.push((f, n, l));
+        }
+    }
+    out
+}
+
 /// Fails naming `rule` and every line of `lines` that holds one of `banned`.
 fn forbid(rule: &str, lines: &[(String, usize, String)], banned: &[&str]) {
     let hits: Vec<String> = lines
@@ -87,7 +104,7 @@ fn algorithms_and_the_release_do_no_io_and_no_sql() {
     ];
     for under in ["algo", "release.rs"] {
         forbid(
-            &format!("src/{under} does no I/O and knows no SQL (algorithms get a Forest, the release a Generalization)"),
+            &format!("src/{under} does no I/O and knows no SQL (algorithms get a Forest, the release an algo::Output)"),
             &code_lines(under),
             &banned,
         );
@@ -133,5 +150,73 @@ fn every_source_file_opens_with_its_module_header() {
         missing.is_empty(),
         "every file under src/ opens with a //! header saying what it is for:\n  {}",
         missing.join("\n  ")
+    );
+}
+
+#[test]
+fn the_library_reports_only_through_progress() {
+    let library: Vec<(String, usize, String)> = library_lines("")
+        .into_iter()
+        .filter(|(f, _, _)| !f.starts_with("src/cli/") && f != "src/main.rs")
+        .collect();
+    forbid(
+        "the library prints nothing and draws nothing: phases, counts and warnings go through progress::Progress, which the binary (src/cli) shows",
+        &library,
+        &["indicatif", "println!", "print!(", "std::io::stderr", "std::io::stdout"],
+    );
+}
+
+#[test]
+fn kernels_know_no_algorithm_and_algorithms_reach_each_other_only_through_the_registry() {
+    let algorithms = ["miracle", "clustree", "dmiracle", "topdown", "baseline"];
+    let banned: Vec<String> = algorithms.iter().map(|a| format!("algo::{a}")).collect();
+    let banned: Vec<&str> = banned.iter().map(String::as_str).collect();
+    forbid(
+        "algo/kernel is shared by the algorithms and names none of them",
+        &code_lines("algo/kernel"),
+        &banned,
+    );
+    for a in algorithms {
+        let others: Vec<&str> = banned
+            .iter()
+            .copied()
+            .filter(|b| *b != format!("algo::{a}"))
+            .collect();
+        let path = if a == "baseline" {
+            "algo/baseline".to_string()
+        } else {
+            format!("algo/{a}.rs")
+        };
+        forbid(
+            &format!(
+                "src/{path} uses another algorithm only through the registry (algo::ALGORITHMS)"
+            ),
+            &code_lines(&path),
+            &others,
+        );
+    }
+}
+
+#[test]
+fn only_the_output_crosses_from_the_algorithms_into_release_utility_and_report() {
+    for under in ["release.rs", "utility.rs", "report.rs", "html.rs"] {
+        let lines: Vec<(String, usize, String)> = code_lines(under)
+            .into_iter()
+            .filter(|(_, _, l)| l.contains("crate::algo::"))
+            .collect();
+        forbid(
+            &format!("src/{under} reads what an algorithm made through algo::Output (and the report its options), never an algorithm or a kernel"),
+            &lines,
+            &["algo::kernel", "algo::miracle", "algo::clustree", "algo::dmiracle", "algo::topdown", "algo::baseline"],
+        );
+    }
+}
+
+#[test]
+fn the_plan_does_not_know_the_algorithms() {
+    forbid(
+        "plan is upstream of algo (declarations -> plan -> forest -> algorithm): the algorithm checks its own options in algo::configure",
+        &code_lines("plan"),
+        &["crate::algo"],
     );
 }

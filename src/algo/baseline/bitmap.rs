@@ -18,11 +18,11 @@
 
 use std::collections::HashMap;
 
-use crate::algo::cdgh::Clustering;
-use crate::algo::generalization::Generalization;
+use crate::algo::kernel::cdgh::CdghParams;
+use crate::algo::kernel::tree::Clustering;
+use crate::algo::output::Generalization;
 use crate::forest::Forest;
 use crate::hierarchy::Hierarchy;
-use crate::plan::Params;
 use crate::progress::Progress;
 
 use super::{cluster_flat, FlatTable};
@@ -43,7 +43,7 @@ struct Paths {
 /// 001 Sec. III-C over the whole forest.
 pub fn bitmap(
     forest: &Forest,
-    params: &Params,
+    params: CdghParams,
     complete: bool,
     progress: &Progress,
 ) -> Generalization {

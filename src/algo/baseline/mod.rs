@@ -21,13 +21,66 @@ use std::sync::Arc;
 use arrow::datatypes::Schema;
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
-use crate::algo::cdgh::{self, CdghParams, Clustering};
-use crate::algo::generalization::Generalization;
-use crate::algo::pairwise::Pairwise;
+use crate::algo::kernel::cdgh::{self, CdghParams};
+use crate::algo::kernel::pairwise::{Pairwise, Siblings};
+use crate::algo::kernel::tree::Clustering;
+use crate::algo::output::Generalization;
+use crate::algo::{Options, Output, Spec};
 use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
-use crate::plan::{Algorithm, Params};
+use crate::plan::Model;
 use crate::progress::Progress;
+
+pub static UNIVERSAL: Spec = baseline("universal", &[], run_universal);
+pub static PER_TABLE: Spec = baseline("per-table", &[], run_per_table);
+pub static BITMAP_COMPLETE: Spec = baseline("bitmap-complete", &[], run_bitmap_complete);
+pub static BITMAP_INCOMPLETE: Spec =
+    baseline("bitmap-incomplete", &["bitmap"], run_bitmap_incomplete);
+
+/// A baseline's entry: CDGH's options, k-anonymity only, any plan.
+const fn baseline(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    run: fn(&Forest, &Model, &Options, &Progress) -> Output,
+) -> Spec {
+    Spec {
+        name,
+        aliases,
+        note: "",
+        baseline: true,
+        options: cdgh::OPTIONS,
+        serves: k_anonymity_baseline,
+        refuses: crate::algo::takes_any_plan,
+        run,
+    }
+}
+
+fn k_anonymity_baseline(model: &Model) -> Result<(), String> {
+    match model {
+        Model::KAnonymity { .. } => Ok(()),
+        Model::LDiversity { .. } => Err("is a k-anonymity baseline (001 Sec. III)".to_string()),
+    }
+}
+
+fn run_universal(forest: &Forest, model: &Model, o: &Options, progress: &Progress) -> Output {
+    let params = CdghParams::from_options(model.min_group(), o);
+    Output::Generalized(universal(forest, params, progress))
+}
+
+fn run_per_table(forest: &Forest, model: &Model, o: &Options, progress: &Progress) -> Output {
+    let params = CdghParams::from_options(model.min_group(), o);
+    Output::Generalized(per_table(forest, params, progress))
+}
+
+fn run_bitmap_complete(forest: &Forest, model: &Model, o: &Options, p: &Progress) -> Output {
+    let params = CdghParams::from_options(model.min_group(), o);
+    Output::Generalized(bitmap(forest, params, true, p))
+}
+
+fn run_bitmap_incomplete(forest: &Forest, model: &Model, o: &Options, p: &Progress) -> Output {
+    let params = CdghParams::from_options(model.min_group(), o);
+    Output::Generalized(bitmap(forest, params, false, p))
+}
 
 /// A single table for the single-table algorithm: `rows` records of row-major QI codes.
 struct FlatTable {
@@ -65,22 +118,12 @@ impl FlatTable {
 /// 001 Alg. 2 over a flat table, rows visited in order: clusters of at least k rows whose
 /// representative carries the generalized codes; leftovers suppressed (line 22). `progress`
 /// counts flat rows.
-fn cluster_flat(table: FlatTable, params: &Params, progress: &Progress) -> Clustering {
+fn cluster_flat(table: FlatTable, params: CdghParams, progress: &Progress) -> Clustering {
     let forest = table.into_forest();
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     // Node matching is all a childless row needs; MiRaCle and MiRaCleX agree here.
-    let pw = Pairwise::new(&forest, Algorithm::Miraclex);
-    cdgh::cluster(
-        &forest,
-        &pw,
-        &order,
-        CdghParams {
-            k: params.model.min_group(),
-            threshold: params.threshold,
-            climit: params.climit,
-        },
-        progress,
-    )
+    let pw = Pairwise::new(&forest, Siblings::ByNode);
+    cdgh::cluster(&forest, &pw, &order, params, progress)
 }
 
 /// The classes a single-table tool reports for the entity table: released entities grouped

@@ -5,15 +5,15 @@
 //! (clustering it would only suppress leftovers for nothing). A row the single-table run
 //! suppresses takes its descendants with it, so every released FK still joins.
 
-use crate::algo::generalization::Generalization;
+use crate::algo::kernel::cdgh::CdghParams;
+use crate::algo::output::Generalization;
 use crate::forest::Forest;
-use crate::plan::Params;
 use crate::progress::Progress;
 
 use super::{cluster_flat, entity_table_classes, FlatTable};
 
 /// 001 Sec. III-B over the whole forest.
-pub fn per_table(forest: &Forest, params: &Params, progress: &Progress) -> Generalization {
+pub fn per_table(forest: &Forest, params: CdghParams, progress: &Progress) -> Generalization {
     let mut g = Generalization::empty(forest);
     for (t, nodes) in forest.tables.iter().enumerate() {
         if nodes.nqi() == 0 {

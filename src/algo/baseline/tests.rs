@@ -69,13 +69,40 @@ fn nodes(name: &str, hierarchies: Vec<Hierarchy>, qi: Vec<u32>, parent: Vec<u32>
     }
 }
 
-fn params(algorithm: Algorithm, k: usize) -> Params {
-    Params {
-        algorithm,
+fn params(k: usize) -> CdghParams {
+    CdghParams {
+        k,
         threshold: 1.0,
-        queries: 0,
-        seed: Some(1),
-        ..Params::defaults(Model::KAnonymity { k })
+        climit: 150,
+    }
+}
+
+/// The registry's entry for `name`.
+fn registered(name: &str) -> &'static crate::algo::Spec {
+    crate::algo::ALGORITHMS
+        .iter()
+        .copied()
+        .find(|s| s.name == name)
+        .expect("a registered algorithm")
+}
+
+/// Runs a registered algorithm as `configure` would set it up, with threshold = 1 where
+/// the algorithm reads it.
+fn run(forest: &Forest, spec: &crate::algo::Spec, k: usize, progress: &Progress) -> Generalization {
+    let threshold = crate::plan::RawOption {
+        name: "threshold".to_string(),
+        value: crate::policy::Value::Number(1.0),
+        pos: crate::policy::Pos::default(),
+    };
+    let written: Vec<_> = spec
+        .options
+        .iter()
+        .filter(|o| o.name == "threshold")
+        .map(|_| threshold.clone())
+        .collect();
+    let options = Options::read(spec.options, &written).expect("threshold = 1 is valid");
+    match (spec.run)(forest, &Model::KAnonymity { k }, &options, progress) {
+        Output::Generalized(g) => g,
     }
 }
 
@@ -99,7 +126,7 @@ fn published(forest: &Forest, g: &Generalization) -> Vec<Vec<u32>> {
 #[test]
 fn universal_keeps_the_shape_that_singles_s1_out() {
     let forest = table2_like();
-    let g = universal(&forest, &params(Algorithm::Universal, 2), &Progress::new());
+    let g = universal(&forest, params(2), &Progress::new());
     // 11 tuples: 5 pairs of 2 and the last tuple suppressed (001 Alg. 2 line 22).
     let kept_courses = g.kept[1].iter().filter(|&&k| k).count();
     assert_eq!(kept_courses, 10);
@@ -116,7 +143,7 @@ fn universal_keeps_the_shape_that_singles_s1_out() {
 #[test]
 fn universal_writes_back_the_common_ancestor_of_a_rows_versions() {
     let forest = table2_like();
-    let g = universal(&forest, &params(Algorithm::Universal, 2), &Progress::new());
+    let g = universal(&forest, params(2), &Progress::new());
     let h = &forest.tables[1].hierarchies[0];
     // Each published course is its own value or an ancestor of it.
     for c in 0..forest.tables[1].rows() as u32 {
@@ -131,7 +158,7 @@ fn universal_writes_back_the_common_ancestor_of_a_rows_versions() {
 #[test]
 fn per_table_publishes_a_table_without_qis_whole_and_drops_orphaned_children() {
     let forest = table2_like();
-    let g = per_table(&forest, &params(Algorithm::PerTable, 2), &Progress::new());
+    let g = per_table(&forest, params(2), &Progress::new());
     assert!(
         g.kept[0].iter().all(|&k| k),
         "students have no QI: one class"
@@ -139,7 +166,7 @@ fn per_table_publishes_a_table_without_qis_whole_and_drops_orphaned_children() {
     assert_eq!(g.kept[1].iter().filter(|&&k| k).count(), 10);
     // With k = 4 the students (no QI) still all survive; a suppressed student would take
     // its courses along.
-    let mut g = per_table(&forest, &params(Algorithm::PerTable, 4), &Progress::new());
+    let mut g = per_table(&forest, params(4), &Progress::new());
     g.kept[0][0] = false;
     g.close_under_parents(&forest);
     assert!(forest.tables[0].children[0]
@@ -152,12 +179,7 @@ fn per_table_publishes_a_table_without_qis_whole_and_drops_orphaned_children() {
 fn bitmap_classes_publish_identical_trees() {
     let forest = table2_like();
     for complete in [false, true] {
-        let g = bitmap(
-            &forest,
-            &params(Algorithm::BitmapIncomplete, 2),
-            complete,
-            &Progress::new(),
-        );
+        let g = bitmap(&forest, params(2), complete, &Progress::new());
         assert_eq!(g.ec_sizes.iter().sum::<usize>() + g.suppressed_entities, 4);
         let pubs = published(&forest, &g);
         // Within a class of two, both members show the same courses (no generalization:
@@ -192,24 +214,19 @@ fn bitmap_publishes_a_repeated_path_once() {
     let forest = Forest {
         tables: vec![students, courses],
     };
-    let g = bitmap(
-        &forest,
-        &params(Algorithm::BitmapComplete, 2),
-        true,
-        &Progress::new(),
-    );
+    let g = bitmap(&forest, params(2), true, &Progress::new());
     assert_eq!(g.kept[1], vec![true, false, true, false]);
     assert_eq!(g.ec_sizes, vec![2]);
 }
 
-// Progress of `algo::run` on the same forest.
+// Progress of the registered algorithms on the same forest.
 
 #[test]
 fn miracle_counts_every_entity_it_visits() {
     let forest = table2_like();
     let progress = Progress::new();
     // k = 4: the four students make one class, so visiting them is the only stage.
-    let g = crate::algo::run(&forest, &params(Algorithm::Miracle, 4), &progress);
+    let g = run(&forest, registered("miracle"), 4, &progress);
     assert_eq!(g.ec_sizes, vec![4]);
     let expected = Snapshot {
         label: "clustering".to_string(),
@@ -224,7 +241,7 @@ fn clustree_counts_the_seeds_of_its_first_pass() {
     let forest = table2_like();
     let progress = Progress::new();
     // Two classes of two; the first two cluster costs are never outliers, so one pass.
-    crate::algo::run(&forest, &params(Algorithm::Clustree, 2), &progress);
+    run(&forest, registered("clustree"), 2, &progress);
     let expected = Snapshot {
         label: "pass 1 (chi 0.00; 0 of 4 placed)".to_string(),
         done: 4,
@@ -236,19 +253,13 @@ fn clustree_counts_the_seeds_of_its_first_pass() {
 #[test]
 fn every_algorithm_completes_its_last_stage() {
     let forest = table2_like();
-    for algorithm in [
-        Algorithm::Miracle,
-        Algorithm::Miraclex,
-        Algorithm::Clustree,
-        Algorithm::Ctoff,
-        Algorithm::Dmiracle,
-        Algorithm::Universal,
-        Algorithm::PerTable,
-        Algorithm::BitmapComplete,
-        Algorithm::BitmapIncomplete,
-    ] {
+    for spec in crate::algo::ALGORITHMS
+        .iter()
+        .filter(|s| s.name != "topdown")
+    {
+        let algorithm = spec.name;
         let progress = Progress::new();
-        crate::algo::run(&forest, &params(algorithm, 3), &progress);
+        run(&forest, spec, 3, &progress);
         let s = progress.snapshot();
         assert!(!s.label.is_empty(), "{algorithm:?}: no stage");
         assert!(s.total > 0 && s.done == s.total, "{algorithm:?}: {s:?}");

@@ -10,9 +10,9 @@
 //! least generalization consistent with every tuple. A row is published if any tuple it lies
 //! on survives.
 
-use crate::algo::generalization::Generalization;
+use crate::algo::kernel::cdgh::CdghParams;
+use crate::algo::output::Generalization;
 use crate::forest::Forest;
-use crate::plan::Params;
 use crate::progress::Progress;
 
 use super::{cluster_flat, entity_table_classes, FlatTable};
@@ -21,7 +21,7 @@ use super::{cluster_flat, entity_table_classes, FlatTable};
 type Path = Vec<(usize, u32)>;
 
 /// 001 Sec. III-A over the whole forest.
-pub fn universal(forest: &Forest, params: &Params, progress: &Progress) -> Generalization {
+pub fn universal(forest: &Forest, params: CdghParams, progress: &Progress) -> Generalization {
     let offsets = column_offsets(forest);
     let paths = universal_relation(forest);
     let table = flat_relation(forest, &paths, &offsets);

@@ -5,19 +5,11 @@
 
 use rayon::prelude::*;
 
-use crate::algo::pairwise::Pairwise;
-use crate::algo::tree::Rep;
+use crate::algo::kernel::pairwise::Pairwise;
+use crate::algo::kernel::tree::{Clustering, Rep};
+use crate::algo::options::{Default, Kind, OptionSpec, Options};
 use crate::forest::Forest;
 use crate::progress::Progress;
-
-/// The result of clustering: closed equivalence classes and the entities suppressed whole.
-#[derive(Debug, Clone)]
-pub struct Clustering {
-    /// One representative per EC; `rep.members` are the member entities' rows.
-    pub ecs: Vec<Rep>,
-    /// Entity rows left in a last cluster smaller than k (001 Alg. 2 line 22).
-    pub suppressed: Vec<u32>,
-}
 
 /// Parameters of Alg. 2.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +17,38 @@ pub struct CdghParams {
     pub k: usize,
     pub threshold: f64,
     pub climit: usize,
+}
+
+/// The options of Alg. 2, read by every algorithm built on it.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "threshold",
+        aliases: &["th"],
+        kind: Kind::Number { min: 0.0, max: 1.0 },
+        default: Default::Number(0.3),
+        check: None,
+        doc:
+            "an entity opens a new cluster when the nearest open one is farther than this (line 6)",
+    },
+    OptionSpec {
+        name: "climit",
+        aliases: &[],
+        kind: Kind::Count { min: 1.0, max: 1e9 },
+        default: Default::Count(150),
+        check: None,
+        doc: "at most this many clusters open at once (line 6)",
+    },
+];
+
+impl CdghParams {
+    /// Alg. 2's parameters for groups of `k` from the [`OPTIONS`] in `options`.
+    pub fn from_options(k: usize, options: &Options) -> CdghParams {
+        CdghParams {
+            k,
+            threshold: options.number("threshold"),
+            climit: options.count("climit"),
+        }
+    }
 }
 
 /// The open clusters with each one's [`Pairwise::weight`], kept beside them because every

@@ -8,9 +8,16 @@
 //! free. The normalized distance divides by the total weight of both inputs, so it lies in
 //! [0, 1] like the paper's threshold `th`.
 
-use crate::algo::tree::Rep;
+use crate::algo::kernel::tree::Rep;
 use crate::forest::Forest;
-use crate::plan::Algorithm;
+
+/// How AnonymizeSets ranks sibling candidates: MiRaCle by their whole subtree (001 Alg. 4),
+/// MiRaCleX by the node alone (Alg. 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Siblings {
+    BySubtree,
+    ByNode,
+}
 
 /// What pairwise anonymization needs to know about the forest.
 pub struct Pairwise<'a> {
@@ -30,7 +37,7 @@ struct Matching {
 }
 
 impl<'a> Pairwise<'a> {
-    pub fn new(forest: &'a Forest, algorithm: Algorithm) -> Self {
+    pub fn new(forest: &'a Forest, siblings: Siblings) -> Self {
         let weights = forest
             .tables
             .iter()
@@ -39,7 +46,7 @@ impl<'a> Pairwise<'a> {
         Pairwise {
             forest,
             weights,
-            subtree: !matches!(algorithm, Algorithm::Miraclex),
+            subtree: siblings == Siblings::BySubtree,
         }
     }
 
@@ -157,16 +164,7 @@ impl<'a> Pairwise<'a> {
     /// Anonymize (001 Alg. 3): the merged representative of `a` and `b`, members of `a`
     /// first. Unmatched children of either side are suppressed (left out).
     pub fn merge(&self, a: &Rep, b: &Rep) -> Rep {
-        let t = &self.forest.tables[a.table as usize];
-        let qi =
-            a.qi.iter()
-                .zip(&b.qi)
-                .zip(&t.hierarchies)
-                .map(|((&x, &y), h)| h.lca(x, y))
-                .collect();
-        let mut members = Vec::with_capacity(a.members.len() + b.members.len());
-        members.extend_from_slice(&a.members);
-        members.extend_from_slice(&b.members);
+        let (qi, members) = Rep::merged_node(a, b, &self.forest.tables[a.table as usize]);
         let mut children = Vec::new();
         for ct in self.child_tables(a.table) {
             let (xs, ys) = (a.children_of(ct), b.children_of(ct));

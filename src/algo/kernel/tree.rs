@@ -1,8 +1,8 @@
-//! Cluster representatives (001 Alg. 2 "MR_c"): one anonymized tree standing for every member
+//! Cluster representatives (001 Alg. 2 "MR_c") and the clusterings made of them: one anonymized tree standing for every member
 //! of a cluster. Each node keeps, per member, the source row it stands for, so the release can
 //! copy the representative to every member (001 Alg. 2 line 21) and drop what was suppressed.
 
-use crate::forest::Forest;
+use crate::forest::{Forest, TableNodes};
 
 /// One node of a representative tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,21 @@ pub struct Rep {
 }
 
 impl Rep {
+    /// The node a merge of `a` and `b` (two nodes of `table`) starts from: QIs generalized to
+    /// their common ancestors (`gen` of 001 Alg. 3), members of `a` first.
+    pub fn merged_node(a: &Rep, b: &Rep, table: &TableNodes) -> (Vec<u32>, Vec<u32>) {
+        let qi =
+            a.qi.iter()
+                .zip(&b.qi)
+                .zip(&table.hierarchies)
+                .map(|((&x, &y), h)| h.lca(x, y))
+                .collect();
+        let mut members = Vec::with_capacity(a.members.len() + b.members.len());
+        members.extend_from_slice(&a.members);
+        members.extend_from_slice(&b.members);
+        (qi, members)
+    }
+
     /// An entity's own tree: every row reachable from `row` of table `table`.
     pub fn from_forest(forest: &Forest, table: usize, row: u32) -> Rep {
         let t = &forest.tables[table];
@@ -55,4 +70,13 @@ impl Rep {
         let end = self.children.partition_point(|c| c.table <= table);
         start..end
     }
+}
+
+/// The result of clustering: closed equivalence classes and the entities suppressed whole.
+#[derive(Debug, Clone)]
+pub struct Clustering {
+    /// One representative per EC; `rep.members` are the member entities' rows.
+    pub ecs: Vec<Rep>,
+    /// Entity rows left in a last cluster smaller than k (001 Alg. 2 line 22).
+    pub suppressed: Vec<u32>,
 }

@@ -1,11 +1,24 @@
-//! What every algorithm hands to the release: per source row, whether it is published and the
-//! generalized QI codes it carries. Clustering algorithms produce it by copying each EC's
-//! representative onto its members (001 Alg. 2 line 21); the single-table baselines write it
-//! row by row.
+//! What an algorithm hands to the release, `utility` and `report`: an [`Output`]. Today every
+//! algorithm generalizes, so its output is a [`Generalization`]: per source row, whether it is
+//! published and the generalized QI codes it carries. Clustering algorithms produce it by
+//! copying each EC's representative onto its members (001 Alg. 2 line 21); the single-table
+//! baselines write it row by row.
+//!
+//! An anatomy (000 Ch. 3: groups, slots, a QI side and an SA side) and column fragments (004:
+//! several fragments, each generalized) join as variants of [`Output`] with the algorithms
+//! that make them; the readers match on it, so the compiler lists each one that must learn the
+//! new kind. `verify` never sees an `Output`: it checks the declared model on the release.
 
-use crate::algo::cdgh::Clustering;
-use crate::algo::tree::Rep;
+use crate::algo::kernel::tree::Clustering;
+use crate::algo::kernel::tree::Rep;
 use crate::forest::Forest;
+
+/// What an algorithm produced.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// Rows kept or suppressed, kept rows with generalized QI codes.
+    Generalized(Generalization),
+}
 
 /// `Generalization::groups` of a row no representative vertex stands for.
 pub const NO_GROUP: u32 = u32::MAX;

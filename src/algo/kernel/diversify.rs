@@ -10,10 +10,19 @@
 
 use std::cell::RefCell;
 
-use crate::algo::lca_loss::LcaLoss;
-use crate::algo::tree::Rep;
+use crate::algo::kernel::lca_loss::LcaLoss;
+use crate::algo::kernel::tree::Rep;
 use crate::forest::Forest;
-use crate::plan::{Diversity, Mapping};
+use crate::plan::Diversity;
+
+/// How sibling subtrees are paired up (option `mapping` of ClusTree and CToff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mapping {
+    /// 000 Alg. 3: an optimal assignment with dummy suppression rows.
+    Lsap,
+    /// 000 Alg. 2: greedy, one sibling at a time.
+    Grd,
+}
 
 /// Costs are scaled to integers for the assignment solver (which needs a totally ordered
 /// cost); 1e-6 of a cell is far below any difference LM' can make.
@@ -977,16 +986,7 @@ impl<'a> Diversifier<'a> {
         if !self.diverse(a, b) {
             return None;
         }
-        let t = &self.forest.tables[a.table as usize];
-        let qi =
-            a.qi.iter()
-                .zip(&b.qi)
-                .zip(&t.hierarchies)
-                .map(|((&x, &y), h)| h.lca(x, y))
-                .collect();
-        let mut members = Vec::with_capacity(a.members.len() + b.members.len());
-        members.extend_from_slice(&a.members);
-        members.extend_from_slice(&b.members);
+        let (qi, members) = Rep::merged_node(a, b, &self.forest.tables[a.table as usize]);
         let mut children = Vec::new();
         for ct in self.child_tables(a.table) {
             let (xs, ys) = (a.children_of(ct), b.children_of(ct));

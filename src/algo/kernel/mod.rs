@@ -1,0 +1,10 @@
+//! What several algorithms share. A kernel knows no algorithm: algorithms import kernels,
+//! never the other way round, and never each other (the registry in `algo` is the one place
+//! that names them all).
+
+pub mod ahead;
+pub mod cdgh;
+pub mod diversify;
+pub mod lca_loss;
+pub mod pairwise;
+pub mod tree;

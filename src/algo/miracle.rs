@@ -1,0 +1,47 @@
+//! MiRaCle and MiRaCleX (001): k-anonymity of whole records by the CDGH clustering skeleton
+//! (001 Alg. 2, `kernel::cdgh`) over pairwise anonymization (`kernel::pairwise`); MiRaCle
+//! matches sibling subtrees whole (Alg. 4), MiRaCleX node by node (Alg. 5).
+
+use crate::algo::kernel::cdgh::{self, CdghParams};
+use crate::algo::kernel::pairwise::{Pairwise, Siblings};
+use crate::algo::{self, Generalization, Options, Output, Spec};
+use crate::forest::Forest;
+use crate::plan::Model;
+use crate::progress::Progress;
+
+pub static MIRACLE: Spec = Spec::plain(
+    "miracle",
+    cdgh::OPTIONS,
+    algo::k_anonymity_only,
+    run_miracle,
+);
+
+pub static MIRACLEX: Spec = Spec::plain(
+    "miraclex",
+    cdgh::OPTIONS,
+    algo::k_anonymity_only,
+    run_miraclex,
+);
+
+fn run_miracle(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+    run(forest, model, options, Siblings::BySubtree, progress)
+}
+
+fn run_miraclex(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+    run(forest, model, options, Siblings::ByNode, progress)
+}
+
+/// 001 Alg. 2 over the whole forest, entities in key order.
+fn run(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    siblings: Siblings,
+    progress: &Progress,
+) -> Output {
+    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let pw = Pairwise::new(forest, siblings);
+    let params = CdghParams::from_options(model.min_group(), options);
+    let clustering = cdgh::cluster(forest, &pw, &order, params, progress);
+    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+}

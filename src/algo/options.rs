@@ -1,0 +1,285 @@
+//! The options an algorithm reads (`ANONYMIZE ... WITH (name = value)` or `SET name = value`),
+//! declared by the algorithm as a table of [`OptionSpec`]s: what values each takes, its
+//! default, one line on what it does. [`Options::read`] checks what the declarations wrote
+//! against the chosen algorithm's table and fills in the defaults; an algorithm then reads its
+//! values by name ([`Options::number`], [`Options::count`], [`Options::choice`]), each the
+//! value its own table declared.
+
+use crate::plan::RawOption;
+use crate::policy::{Pos, Value};
+
+/// What values an option takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// A number in `[min, max]`.
+    Number { min: f64, max: f64 },
+    /// A count in `[min, max]`, read as a number and truncated to a whole one.
+    Count { min: f64, max: f64 },
+    /// One of the spellings, each `(written, meant)`: the option holds the meant name.
+    Choice(&'static [(&'static str, &'static str)]),
+}
+
+/// An option's value when the declarations do not set it.
+#[derive(Debug, Clone, Copy)]
+pub enum Default {
+    Number(f64),
+    Count(usize),
+    Choice(&'static str),
+    /// Not set: the algorithm's own behaviour applies (`candidates`: no blocking).
+    Unset,
+}
+
+/// One option of an algorithm's table.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    pub name: &'static str,
+    /// Other names the option may be written as (`th` for `threshold`).
+    pub aliases: &'static [&'static str],
+    pub kind: Kind,
+    pub default: Default,
+    /// A further condition on a number, with what to write instead (`s` must be above 0).
+    pub check: Option<fn(f64) -> Result<(), String>>,
+    /// What it does, one line.
+    pub doc: &'static str,
+}
+
+impl OptionSpec {
+    /// Whether the declarations' (lower-case) `name` means this option.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+
+    /// The option's value from what was written, or what to write instead.
+    fn value(&self, raw: &RawOption) -> Result<OptionValue, String> {
+        let name = &raw.name;
+        let number = |min: f64, max: f64| match raw.value {
+            Value::Number(n) if n >= min && n <= max => Ok(n),
+            ref value => Err(format!(
+                "{name} must be a number between {min} and {max}, found {value}"
+            )),
+        };
+        let value = match self.kind {
+            Kind::Number { min, max } => OptionValue::Number(number(min, max)?),
+            Kind::Count { min, max } => OptionValue::Count(number(min, max)? as usize),
+            Kind::Choice(spellings) => {
+                let written = match &raw.value {
+                    Value::Text(s) => s.to_ascii_lowercase(),
+                    Value::Number(n) => n.to_string(),
+                };
+                let meant = spellings
+                    .iter()
+                    .find(|(w, _)| *w == written)
+                    .map(|(_, m)| *m)
+                    .ok_or_else(|| {
+                        let mut names: Vec<&str> = spellings.iter().map(|(_, m)| *m).collect();
+                        names.dedup();
+                        format!(
+                            "{name} must be {}, found '{written}'",
+                            names
+                                .iter()
+                                .map(|n| format!("'{n}'"))
+                                .collect::<Vec<_>>()
+                                .join(" or ")
+                        )
+                    })?;
+                OptionValue::Choice(meant)
+            }
+        };
+        if let (Some(check), OptionValue::Number(n)) = (self.check, value) {
+            check(n)?;
+        }
+        Ok(value)
+    }
+}
+
+/// An option's value in force.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptionValue {
+    Number(f64),
+    Count(usize),
+    Choice(&'static str),
+    Unset,
+}
+
+impl From<Default> for OptionValue {
+    fn from(d: Default) -> OptionValue {
+        match d {
+            Default::Number(n) => OptionValue::Number(n),
+            Default::Count(n) => OptionValue::Count(n),
+            Default::Choice(c) => OptionValue::Choice(c),
+            Default::Unset => OptionValue::Unset,
+        }
+    }
+}
+
+/// The values of one algorithm's options, in its table's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    values: Vec<(&'static str, OptionValue)>,
+}
+
+impl Options {
+    /// Every option of `table` at its default.
+    pub fn defaults(table: &[OptionSpec]) -> Options {
+        Options {
+            values: table.iter().map(|o| (o.name, o.default.into())).collect(),
+        }
+    }
+
+    /// `written` checked against `table`, later settings overriding earlier ones; an option
+    /// the table lacks is returned to the caller, which knows whose option it is.
+    pub fn read<'r>(
+        table: &[OptionSpec],
+        written: &'r [RawOption],
+    ) -> Result<Options, OptionError<'r>> {
+        let mut options = Options::defaults(table);
+        for raw in written {
+            let Some((i, spec)) = table
+                .iter()
+                .enumerate()
+                .find(|(_, o)| o.answers_to(&raw.name))
+            else {
+                return Err(OptionError::NotInTable(raw));
+            };
+            options.values[i].1 = spec.value(raw).map_err(|message| OptionError::Invalid {
+                pos: raw.pos,
+                message,
+            })?;
+        }
+        Ok(options)
+    }
+
+    /// Every option with its value, in the table's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, OptionValue)> + '_ {
+        self.values.iter().copied()
+    }
+
+    fn get(&self, name: &str) -> OptionValue {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .expect("an algorithm reads only the options its own table declares")
+    }
+
+    /// A `Kind::Number` option.
+    pub fn number(&self, name: &str) -> f64 {
+        match self.get(name) {
+            OptionValue::Number(n) => n,
+            other => panic!("option {name} is declared as a number, holds {other:?}"),
+        }
+    }
+
+    /// A `Kind::Count` option with a default.
+    pub fn count(&self, name: &str) -> usize {
+        self.optional_count(name)
+            .expect("a count option read with count() has a default")
+    }
+
+    /// A `Kind::Count` option that may be unset.
+    pub fn optional_count(&self, name: &str) -> Option<usize> {
+        match self.get(name) {
+            OptionValue::Count(n) => Some(n),
+            OptionValue::Unset => None,
+            other => panic!("option {name} is declared as a count, holds {other:?}"),
+        }
+    }
+
+    /// A `Kind::Choice` option: the meant name.
+    pub fn choice(&self, name: &str) -> &'static str {
+        match self.get(name) {
+            OptionValue::Choice(c) => c,
+            other => panic!("option {name} is declared as a choice, holds {other:?}"),
+        }
+    }
+}
+
+/// Why [`Options::read`] did not take what was written.
+#[derive(Debug)]
+pub enum OptionError<'r> {
+    /// The table has no such option.
+    NotInTable(&'r RawOption),
+    /// The option is the table's, the value is not one it takes.
+    Invalid { pos: Pos, message: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CDGH's options and ClusTree's: a number with an alias, a count and a choice.
+    fn table() -> Vec<OptionSpec> {
+        let clustree = crate::algo::ALGORITHMS
+            .iter()
+            .find(|s| s.name == "clustree")
+            .expect("clustree is registered");
+        crate::algo::kernel::cdgh::OPTIONS
+            .iter()
+            .chain(clustree.options)
+            .copied()
+            .collect()
+    }
+
+    fn raw(name: &str, value: Value) -> RawOption {
+        RawOption {
+            name: name.to_string(),
+            value,
+            pos: Pos { line: 2, column: 5 },
+        }
+    }
+
+    #[test]
+    fn defaults_fill_what_is_not_written_and_aliases_and_spellings_resolve() {
+        let written = [
+            raw("th", Value::Number(0.5)),
+            raw("mapping", Value::Text("Greedy".into())),
+        ];
+        let o = Options::read(&table(), &written).expect("valid");
+        assert_eq!(o.number("threshold"), 0.5);
+        assert_eq!(o.choice("mapping"), "grd");
+        assert_eq!(o.optional_count("candidates"), None);
+        let names: Vec<&str> = o.iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            ["threshold", "climit", "mapping", "m", "s", "candidates"]
+        );
+        assert_eq!(o.count("climit"), 150);
+    }
+
+    #[test]
+    fn a_later_setting_overrides_an_earlier_one() {
+        let written = [
+            raw("candidates", Value::Number(10.0)),
+            raw("candidates", Value::Number(20.9)),
+        ];
+        let o = Options::read(&table(), &written).expect("valid");
+        assert_eq!(o.optional_count("candidates"), Some(20));
+    }
+
+    #[test]
+    fn out_of_range_values_and_unknown_spellings_say_what_is_allowed() {
+        let bad = [raw("threshold", Value::Number(2.0))];
+        match Options::read(&table(), &bad) {
+            Err(OptionError::Invalid { message, pos }) => {
+                assert_eq!(pos.line, 2);
+                assert_eq!(
+                    message,
+                    "threshold must be a number between 0 and 1, found 2"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = [raw("mapping", Value::Text("best".into()))];
+        match Options::read(&table(), &bad) {
+            Err(OptionError::Invalid { message, .. }) => {
+                assert_eq!(message, "mapping must be 'lsap' or 'grd', found 'best'")
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = [raw("k_max", Value::Number(2.0))];
+        assert!(matches!(
+            Options::read(&table(), &bad),
+            Err(OptionError::NotInTable(r)) if r.name == "k_max"
+        ));
+    }
+}
