@@ -276,17 +276,113 @@ async fn assemble(
 
 /// `relanon anonymize`.
 pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
-    let mut timings = BTreeMap::new();
-    let started = Instant::now();
+    let mut clock = Clock::start();
     let (plan, algorithm, wh) = prepare(req, progress).await?;
     for w in &plan.warnings {
         progress.warn(w.clone());
     }
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
+    let forest = load(&plan, &wh, progress).await?;
+    clock.lap("load");
+    progress.phase("cluster", "clustering");
+    let output = algorithm.run(&forest, &plan.params.model, progress);
+    return_free_heap();
+    clock.lap("cluster");
+    progress.phase("materialize", "building the released tables");
+    let materialized = release::materialize(&plan, &forest, &output)?;
+    clock.lap("materialize");
+    progress.phase(
+        "utility",
+        "count queries and divergences, source and release",
+    );
+    let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
+    clock.lap("utility");
+    // The forest holds a copy of every family table; verify reads the source and the release
+    // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
+    drop(output);
+    drop(forest);
+    progress.phase("assemble", "dimension tables and views");
+    let set = assemble(&plan, &wh, &materialized).await?;
+    clock.lap("assemble");
+    progress.phase("write", "staging the release");
+    let staged = write_staged(&target, &set, req.overwrite)?;
+    drop(set);
+    clock.lap("write");
+    progress.phase("verify", "checking the staged release independently");
+    let mut report = report::build(
+        &plan,
+        &algorithm,
+        &materialized,
+        utility,
+        clock.laps.clone(),
+    );
+    let verdict = self_verify(&plan, &wh, staged.path(), &materialized, &report).await?;
+    if !verdict.passed() && !req.allow_unverified {
+        let hint = if algorithm.spec.baseline {
+            "\n(the single-table baselines are not multi-relationally k-anonymous; pass --allow-unverified to write such a release for study, never for publication)"
+        } else {
+            ""
+        };
+        bail!(
+            "the release failed verification and was not written:\n{}{hint}",
+            verdict.summary()
+        );
+    }
+    report.verified = verdict.passed();
+    clock.lap("verify");
+    let target = staged.commit()?;
+    report.timings_ms = clock.total();
+    let report_path = write_beside(req, &target, &report, &materialized)?;
+    // Only a released key can link back; a family without keys releases none.
+    let has_keys = plan.tables.iter().any(|t| !t.primary_key.is_empty());
+    if plan.params.keys == KeyPolicy::Preserve && has_keys {
+        progress.warn("keys = 'preserve': released keys are the source's and can link rows back to other systems");
+    }
+    Ok(Outcome {
+        report,
+        target,
+        report_path,
+        verdict,
+    })
+}
+
+/// The report's timings: each phase from the end of the one before, and the total.
+struct Clock {
+    started: Instant,
+    lap: Instant,
+    laps: BTreeMap<String, f64>,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        let now = Instant::now();
+        Clock {
+            started: now,
+            lap: now,
+            laps: BTreeMap::new(),
+        }
+    }
+
+    /// Phase `name` ended now.
+    fn lap(&mut self, name: &str) {
+        self.laps.insert(name.to_string(), ms(self.lap));
+        self.lap = Instant::now();
+    }
+
+    /// Every phase and the total so far.
+    fn total(mut self) -> BTreeMap<String, f64> {
+        self.laps.insert("total".to_string(), ms(self.started));
+        self.laps
+    }
+}
+
+/// The entity forest, with what the data owner should know about it, refused when it holds
+/// fewer entities than a class needs.
+async fn load(plan: &Plan, wh: &Warehouse, progress: &Progress) -> Result<forest::Forest> {
     progress.phase("load", "loading the entity forest");
-    let forest = forest::load(&plan, &wh).await?;
-    for w in parentless_warnings(&plan, &forest) {
+    let forest = forest::load(plan, wh).await?;
+    for w in parentless_warnings(plan, &forest) {
         progress.warn(w);
     }
     // Loading renders every QI cell on every thread; what it freed there goes back too.
@@ -305,75 +401,47 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
             plan.tables[0].name
         );
     }
-    for w in diversity_warnings(&plan, &forest)? {
+    for w in diversity_warnings(plan, &forest)? {
         progress.warn(w);
     }
-    timings.insert("load".to_string(), ms(started));
-    let t = Instant::now();
-    progress.phase("cluster", "clustering");
-    let output = algorithm.run(&forest, &plan.params.model, progress);
-    return_free_heap();
-    timings.insert("cluster".to_string(), ms(t));
-    let t = Instant::now();
-    progress.phase("materialize", "building the released tables");
-    let materialized = release::materialize(&plan, &forest, &output)?;
-    timings.insert("materialize".to_string(), ms(t));
-    let t = Instant::now();
-    progress.phase(
-        "utility",
-        "count queries and divergences, source and release",
-    );
-    let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
-    timings.insert("utility".to_string(), ms(t));
-    let t = Instant::now();
-    // The forest holds a copy of every family table; verify reads the source and the release
-    // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
-    drop(output);
-    drop(forest);
-    progress.phase("assemble", "dimension tables and views");
-    let set = assemble(&plan, &wh, &materialized).await?;
-    timings.insert("assemble".to_string(), ms(t));
-    let t = Instant::now();
-    progress.phase("write", "staging the release");
-    let staged = write_staged(&target, &set, req.overwrite)?;
-    drop(set);
-    timings.insert("write".to_string(), ms(t));
-    let t = Instant::now();
-    progress.phase("verify", "checking the staged release independently");
-    let mut report = report::build(&plan, &algorithm, &materialized, utility, timings.clone());
-    let report_json = serde_json::to_value(&report)?;
-    let released = Warehouse::open(staged.path())
+    Ok(forest)
+}
+
+/// The independent verifier on the staged release, tracing keys through the key map in
+/// memory and checking the report's figures against the release.
+async fn self_verify(
+    plan: &Plan,
+    wh: &Warehouse,
+    staged: &Path,
+    materialized: &release::Materialized,
+    report: &Report,
+) -> Result<Verdict> {
+    let report_json = serde_json::to_value(report)?;
+    let released = Warehouse::open(staged)
         .await
         .context("re-reading the staged release")?;
-    let verdict = verify::verify(
-        &plan,
-        &wh,
+    Ok(verify::verify(
+        plan,
+        wh,
         &released,
         Keys::Map(&materialized.keys),
         Some(&report_json),
     )
-    .await?;
-    drop(released);
-    if !verdict.passed() && !req.allow_unverified {
-        let hint = if algorithm.spec.baseline {
-            "\n(the single-table baselines are not multi-relationally k-anonymous; pass --allow-unverified to write such a release for study, never for publication)"
-        } else {
-            ""
-        };
-        bail!(
-            "the release failed verification and was not written:\n{}{hint}",
-            verdict.summary()
-        );
-    }
-    report.verified = verdict.passed();
-    timings.insert("verify".to_string(), ms(t));
-    let target = staged.commit()?;
-    timings.insert("total".to_string(), ms(started));
-    report.timings_ms = timings;
-    let report_path = report_path(&target);
+    .await?)
+}
+
+/// Writes report.json beside the committed release and the key map where asked; returns
+/// report.json's path.
+fn write_beside(
+    req: &Request,
+    target: &Path,
+    report: &Report,
+    materialized: &release::Materialized,
+) -> Result<PathBuf> {
+    let report_path = report_path(target);
     write_file_atomic(
         &report_path,
-        serde_json::to_string_pretty(&report)?.as_bytes(),
+        serde_json::to_string_pretty(report)?.as_bytes(),
         None,
     )?;
     if let Some(km) = &req.key_map {
@@ -383,17 +451,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
             Some(0o600),
         )?;
     }
-    // Only a released key can link back; a family without keys releases none.
-    let has_keys = plan.tables.iter().any(|t| !t.primary_key.is_empty());
-    if plan.params.keys == KeyPolicy::Preserve && has_keys {
-        progress.warn("keys = 'preserve': released keys are the source's and can link rows back to other systems");
-    }
-    Ok(Outcome {
-        report,
-        target,
-        report_path,
-        verdict,
-    })
+    Ok(report_path)
 }
 
 /// The plan, the source, an existing release and its path (`release_path`, default: SET

@@ -17,9 +17,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::algo::output::NO_GROUP;
 use crate::algo::{Generalization, Output};
-use crate::forest::Forest;
+use crate::forest::{Forest, TableNodes};
 use crate::keymap::{KeyMap, KeyPair, KeyValue, TableKeys};
-use crate::plan::{ColumnRole, KeyPolicy, Plan, ReleasedKey};
+use crate::plan::{ColumnRole, KeyPolicy, Plan, RedundantFk, ReleasedKey};
 use crate::warehouse::{render_value, ForeignKey, ReleaseTable};
 
 #[derive(Debug, thiserror::Error)]
@@ -190,6 +190,57 @@ struct Released {
     lm_sum_by_column: Vec<(String, f64)>,
 }
 
+/// A second FK path's released values for the kept `rows`: the ancestor's released key read
+/// up the tree (the forest checked that both paths agree). `original` holds the kept rows'
+/// source values in order: a NULL second FK stays NULL, since it claimed nothing.
+fn second_path_keys(
+    plan: &Plan,
+    forest: &Forest,
+    ti: usize,
+    rows: &[u32],
+    second: &RedundantFk,
+    ancestor_keys: &[Option<i64>],
+    original: &ArrayRef,
+) -> Vec<Option<i64>> {
+    let up = ancestor_rows(plan, forest, ti, second.ancestor);
+    rows.iter()
+        .enumerate()
+        .map(|(i, &row)| {
+            if original.is_null(i) {
+                None
+            } else {
+                ancestor_keys[up[row as usize] as usize]
+            }
+        })
+        .collect()
+}
+
+/// The labels of QI column `qi` (the table's `qi`-th) for the kept `rows`, and their summed
+/// loss (LM' of 001 Def. 8), each loss also added to the table's `total` row by row (the
+/// report's sums are the same to the last bit for the same release).
+fn qi_labels(
+    nodes: &TableNodes,
+    rows: &[u32],
+    codes: &[u32],
+    qi: usize,
+    total: &mut f64,
+) -> (StringArray, f64) {
+    let h = &nodes.hierarchies[qi];
+    let nqi = nodes.nqi();
+    let mut sum = 0.0;
+    let labels = rows
+        .iter()
+        .map(|&r| {
+            let code = codes[r as usize * nqi + qi];
+            let loss = h.loss(code);
+            *total += loss;
+            sum += loss;
+            h.label(code)
+        })
+        .collect();
+    (labels, sum)
+}
+
 /// The released columns of table `ti`'s kept `rows`: keys as the plan says (own pseudonyms
 /// `own`, the parent's or an ancestor's from `surrogate`, a surrogate column first), QI cells
 /// as hierarchy labels, identifiers left out, other cells as the source holds them.
@@ -261,26 +312,12 @@ fn release_rows(
                 redundant_done.push(i);
                 match surrogate[r.ancestor].as_ref() {
                     Some(ints) => {
-                        let up = ancestor_rows(plan, forest, ti, r.ancestor);
-                        // `original` holds the kept rows in order. A NULL second FK
-                        // stays NULL: it claimed nothing.
-                        let values: Vec<Option<i64>> = rows
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &row)| {
-                                let key = ints[up[row as usize] as usize];
-                                if original.is_null(i) {
-                                    None
-                                } else {
-                                    key
-                                }
-                            })
-                            .collect();
                         let name = if r.replaced() {
                             &r.released_columns[0]
                         } else {
                             &col.name
                         };
+                        let values = second_path_keys(plan, forest, ti, rows, r, ints, original);
                         fields.push(Field::new(name, DataType::Int64, true));
                         columns.push(Arc::new(Int64Array::from(values)));
                     }
@@ -303,10 +340,9 @@ fn release_rows(
                         ft.name
                     ))
                 })?;
-                let parent_rows = &nodes.parent;
                 let values = rows
                     .iter()
-                    .map(|&r| ints[parent_rows[r as usize] as usize])
+                    .map(|&r| ints[nodes.parent[r as usize] as usize])
                     .collect();
                 let name = if ft.fk_replaced() {
                     &ft.released_fk[0]
@@ -329,18 +365,7 @@ fn release_rows(
                 columns.push(c);
             }
             ColumnRole::QuasiIdentifier { .. } => {
-                let h = &nodes.hierarchies[qi_index];
-                let mut column_sum = 0.0;
-                let labels: StringArray = rows
-                    .iter()
-                    .map(|&r| {
-                        let code = codes[r as usize * nqi + qi_index];
-                        let loss = h.loss(code);
-                        lm_sum += loss;
-                        column_sum += loss;
-                        h.label(code)
-                    })
-                    .collect();
+                let (labels, column_sum) = qi_labels(nodes, rows, codes, qi_index, &mut lm_sum);
                 lm_sum_by_column.push((col.name.clone(), column_sum));
                 qi_index += 1;
                 fields.push(Field::new(&col.name, DataType::Utf8, true));
