@@ -24,6 +24,7 @@ pub mod generate;
 pub mod hierarchy;
 pub mod html;
 pub mod keymap;
+pub mod outputs;
 pub mod pipeline;
 pub mod plan;
 pub mod policy;

@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::algo::Configured;
 use crate::keymap::KeyMap;
+use crate::outputs::{self, Input, Kind as OutputKind, Output};
 use crate::plan::{KeyPolicy, Plan};
 use crate::policy::Policy;
 use crate::progress::Progress;
@@ -22,7 +23,7 @@ use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
 use crate::warehouse::{
     quote_ident, write_file_atomic, write_staged, ReleaseSet, ReleaseTable, SourceOptions,
-    TargetKind, Warehouse,
+    Warehouse,
 };
 use crate::{algo, decl, forest, plan, release, report, sensitive, utility, views};
 
@@ -43,6 +44,11 @@ pub struct Request {
     /// `--allow-unverified`: commit a release that fails verification (to study the
     /// single-table baselines, which are meant to fail it) instead of refusing it.
     pub allow_unverified: bool,
+    /// The declarations file, when they come from one: never written over.
+    pub path: Option<PathBuf>,
+    /// `--report PATH`: the HTML page the caller writes after the run, checked with the other
+    /// outputs before any work is done.
+    pub page: Option<PathBuf>,
     /// `--with 'k = 10, algorithm = ...'`: `ANONYMIZE` options that replace the file's
     /// options of the same name (the others stay), so one declarations file serves a sweep.
     pub with: Option<String>,
@@ -58,6 +64,7 @@ impl Request {
             text,
             base,
             origin: path.display().to_string(),
+            path: Some(path.to_path_buf()),
             ..Request::default()
         })
     }
@@ -144,19 +151,6 @@ fn target_of(plan: &Plan, origin: &str) -> Result<PathBuf> {
     plan.target.clone().ok_or_else(|| anyhow!("{origin}: no target; add SET target = '<release.sqlite or directory>' (or pass --target)"))
 }
 
-/// Best-effort absolute form of a path that may not exist yet.
-fn absolute(p: &Path) -> PathBuf {
-    if let Ok(c) = p.canonicalize() {
-        return c;
-    }
-    match (p.parent(), p.file_name()) {
-        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => absolute(parent).join(name),
-        _ => std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf()),
-    }
-}
-
 /// The entity forest `anonymize` would cluster for a generated warehouse: `set` is written to
 /// a temporary SQLite source, which the declarations file at `declarations` then describes
 /// (its `SET source` is overridden). For benches and tests that drive an algorithm directly.
@@ -173,37 +167,69 @@ pub fn generated_forest(set: &ReleaseSet, declarations: &Path) -> Result<forest:
     })
 }
 
-/// Where report.json goes: inside a Parquet release directory, beside a SQLite file.
-pub fn report_path(target: &Path) -> PathBuf {
-    match TargetKind::of(target) {
-        TargetKind::Parquet => target.join("report.json"),
-        TargetKind::Sqlite => target.with_extension("report.json"),
-    }
-}
+pub use crate::outputs::report_path;
 
-/// Refuses a target that is the source (or inside it), a key map inside the release, and an
-/// existing target without `--overwrite`, before any work is done.
+/// Refuses, before any work is done, an output that is (or holds) what the run reads, two
+/// outputs on one path, a key map inside the release, and an existing file without
+/// `--overwrite` or not written by relanon (see [`crate::outputs`]).
 fn check_target(req: &Request, plan: &Plan, target: &Path) -> Result<()> {
-    let (src_abs, tgt_abs) = (absolute(&plan.source), absolute(target));
-    if src_abs == tgt_abs || tgt_abs.starts_with(&src_abs) {
-        bail!("target '{}' is the source (or inside it); choose another target: the source is never modified", target.display());
-    }
+    let tgt_abs = outputs::absolute(target);
     if let Some(km) = &req.key_map {
-        let km_abs = absolute(km);
-        if km_abs.starts_with(&tgt_abs) || km_abs == absolute(&report_path(target)) {
+        let km_abs = outputs::absolute(km);
+        if km_abs.starts_with(&tgt_abs) || km_abs == outputs::absolute(&report_path(target)) {
             bail!(
                 "key map '{}' is inside the release; write it outside, analysts must never get it",
                 km.display()
             );
         }
     }
-    if target.exists() && !req.overwrite {
-        bail!(
-            "target '{}' exists: pass --overwrite to replace it",
-            target.display()
-        );
+    let mut written = vec![
+        Output {
+            kind: OutputKind::Release,
+            path: target.to_path_buf(),
+            option: "target",
+        },
+        Output {
+            kind: OutputKind::ReportJson,
+            path: report_path(target),
+            option: "report.json",
+        },
+    ];
+    if let Some(km) = &req.key_map {
+        written.push(Output {
+            kind: OutputKind::KeyMap,
+            path: km.clone(),
+            option: "--key-map",
+        });
     }
+    if let Some(page) = &req.page {
+        written.push(Output {
+            kind: OutputKind::Page,
+            path: page.clone(),
+            option: "--report",
+        });
+    }
+    outputs::check(&written, &inputs(req, plan), req.overwrite)?;
     Ok(())
+}
+
+/// The files a run reads: the source, the declarations, the hierarchy files.
+fn inputs(req: &Request, plan: &Plan) -> Vec<Input> {
+    let mut read = vec![Input {
+        path: plan.source.clone(),
+        what: "the source",
+    }];
+    if let Some(p) = &req.path {
+        read.push(Input {
+            path: p.clone(),
+            what: "the declarations",
+        });
+    }
+    read.extend(plan.hierarchy_files.iter().map(|p| Input {
+        path: p.clone(),
+        what: "a hierarchy file",
+    }));
+    read
 }
 
 /// One warning per family table with rows left out for having no parent, saying why.

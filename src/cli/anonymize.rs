@@ -46,11 +46,13 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     req.with = args.overrides.with;
     req.key_map = args.key_map;
     req.allow_unverified = args.allow_unverified;
+    req.page = args.report.clone();
     let watch = Watch::start(quiet);
     let outcome = pipeline::anonymize(&req, watch.progress()).await?;
     drop(watch);
     if let Some(path) = &args.report {
-        write_page(path, &relanon::html::report_page(&outcome.report)?)?;
+        // Checked against the run's inputs before the run (`Request::page`).
+        write_page(path, &relanon::html::report_page(&outcome.report)?, &[])?;
     }
     let verified = outcome.verdict.passed();
     if args.json {

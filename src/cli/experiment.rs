@@ -161,7 +161,7 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     }
     if let Some(path) = html {
         let title = format!("{title} ({students} students, seed {seed})");
-        write_page(path, &relanon::html::experiment_page(&title, rows)?)?;
+        write_page(path, &relanon::html::experiment_page(&title, rows)?, &[])?;
     }
     println!("{}", experiment::markdown(rows));
     Ok(failures(&table.failed))
@@ -208,6 +208,7 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
         write_page(
             path,
             &relanon::html::miracle_page(&table.rows, args.sweep_k)?,
+            &[],
         )?;
     }
     println!("{}", experiment::k_markdown(&table.rows));

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use relanon::outputs::{self, Input, Kind, Output};
 use relanon::pipeline::Request;
 
 mod anonymize;
@@ -109,9 +110,18 @@ pub enum Generated {
     Tpch,
 }
 
-/// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`).
-fn write_page(path: &Path, html: &str) -> Result<()> {
-    std::fs::write(path, html).with_context(|| {
+/// Writes an HTML page (`relanon report`, `anonymize --report`, `experiment --html`) through
+/// a temporary file and a rename, so a full disk never leaves half a page; `reads` are the
+/// files the command read, never written over, and an existing file is replaced only if it
+/// is a page relanon drew.
+fn write_page(path: &Path, html: &str, reads: &[Input]) -> Result<()> {
+    let page = Output {
+        kind: Kind::Page,
+        path: path.to_path_buf(),
+        option: "the page",
+    };
+    outputs::check(&[page], reads, true)?;
+    relanon::warehouse::write_file_atomic(path, html.as_bytes(), None).with_context(|| {
         format!(
             "cannot write the HTML page '{}'; check that its directory exists and is writable",
             path.display()

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
+use relanon::outputs::Input;
+
 use super::write_page;
 
 #[derive(Args)]
@@ -23,7 +25,11 @@ pub fn report(args: ReportArgs, quiet: bool) -> Result<ExitCode> {
         .out
         .unwrap_or_else(|| args.report.with_extension("html"));
     let parsed = relanon::report::read(&args.report)?;
-    write_page(&out, &relanon::html::report_page(&parsed)?)?;
+    let reads = [Input {
+        path: args.report.clone(),
+        what: "the report.json it draws",
+    }];
+    write_page(&out, &relanon::html::report_page(&parsed)?, &reads)?;
     if !quiet {
         println!("wrote {}", out.display());
     }

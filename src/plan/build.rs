@@ -120,9 +120,11 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
             !tables.iter().any(|t| &t.name == n) && !dimensions.iter().any(|d| &d.name == n)
         })
         .collect();
+    let reads_warnings = check_hierarchy_reads(policy, wh, &tables, &dimensions)?;
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let params = params(policy, entity)?;
-    let warnings = raw_key_warnings(wh, &tables, &dropped, &params);
+    let mut warnings = raw_key_warnings(wh, &tables, &dropped, &params);
+    warnings.extend(reads_warnings);
     check_sensitive(&params, &tables, entity)?;
     check_views(policy, wh, &tables, &dimensions)?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
@@ -140,6 +142,14 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         params,
         views: policy.views.clone(),
         source,
+        hierarchy_files: policy
+            .hierarchies
+            .iter()
+            .filter_map(|h| match &h.source {
+                HierarchySource::Csv(path) => Some(base.join(path)),
+                _ => None,
+            })
+            .collect(),
         target: resolve(&policy.target),
     })
 }
@@ -1243,10 +1253,113 @@ impl Visitor for Columns {
     }
 }
 
+/// What a query reads from the source: its source tables with their aliases, and per column
+/// reference the tables of the query that may hold it (`alias.column` through the query's
+/// aliases, a bare `column` every table of the query that has it; with `wildcards`, a
+/// wildcard every column of its tables).
+struct Reads {
+    tables: Vec<(String, Option<String>)>,
+    columns: Vec<(Vec<String>, String)>,
+}
+
+impl Reads {
+    fn of(query: &impl Visit, wh: &Warehouse, wildcards: bool) -> Reads {
+        let mut rels = Relations(Vec::new());
+        let _ = query.visit(&mut rels);
+        // Relations that are source tables; CTE names and the like are not.
+        let tables: Vec<(String, Option<String>)> = rels
+            .0
+            .into_iter()
+            .filter_map(|(written, alias)| wh.table(&written).map(|m| (m.name.clone(), alias)))
+            .collect();
+        let has = |t: &str, col: &str| wh.table(t).is_some_and(|m| m.column(col).is_some());
+        let named = |q: &str| -> Vec<String> {
+            tables
+                .iter()
+                .filter(|(t, a)| match a {
+                    Some(a) => a.eq_ignore_ascii_case(q),
+                    None => t.eq_ignore_ascii_case(q),
+                })
+                .map(|(t, _)| t.clone())
+                .collect()
+        };
+        let mut cols = Columns(Vec::new());
+        let _ = query.visit(&mut cols);
+        let mut columns = Vec::new();
+        for (qualifier, col) in cols.0 {
+            let owners: Vec<String> = match &qualifier {
+                Some(q) => named(q),
+                None => tables
+                    .iter()
+                    .filter(|(t, _)| has(t, &col))
+                    .map(|(t, _)| t.clone())
+                    .collect(),
+            };
+            columns.push((owners, col));
+        }
+        let mut stars = Wildcards(Vec::new());
+        if wildcards {
+            let _ = query.visit(&mut stars);
+        }
+        for qualifier in stars.0 {
+            let owners = match &qualifier {
+                Some(q) => named(q),
+                None => tables.iter().map(|(t, _)| t.clone()).collect(),
+            };
+            for t in owners {
+                if let Some(meta) = wh.table(&t) {
+                    for c in &meta.columns {
+                        columns.push((vec![t.clone()], c.name.clone()));
+                    }
+                }
+            }
+        }
+        Reads { tables, columns }
+    }
+}
+
+/// Wildcards of a query's select lists: `*` (None) or `alias.*`.
+struct Wildcards(Vec<Option<String>>);
+impl Visitor for Wildcards {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &sqlparser::ast::Query) -> ControlFlow<()> {
+        if let sqlparser::ast::SetExpr::Select(select) = q.body.as_ref() {
+            for item in &select.projection {
+                match item {
+                    sqlparser::ast::SelectItem::Wildcard(_) => self.0.push(None),
+                    sqlparser::ast::SelectItem::QualifiedWildcard(kind, _) => {
+                        // `alias.*`; an expression's `.*` could be anything, so all tables.
+                        self.0.push(match kind {
+                            sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                                Some(last(n))
+                            }
+                            _ => None,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Whether `col` of `table` is labelled IDENTIFIER (`None`: the table has no roles).
+fn is_identifier(
+    released: &BTreeMap<String, Vec<(String, bool)>>,
+    table: &str,
+    col: &str,
+) -> Option<bool> {
+    released.get(table).and_then(|cs| {
+        cs.iter()
+            .find(|(c, _)| c == col)
+            .or_else(|| cs.iter().find(|(c, _)| c.eq_ignore_ascii_case(col)))
+            .map(|(_, identifier)| *identifier)
+    })
+}
+
 /// Views are written against the source; one that reads an IDENTIFIER column would publish
-/// it, and one that reads a table left out of the release cannot run on it. Each column
-/// reference is resolved to the table it names: `alias.column` through the query's aliases,
-/// a bare `column` to the tables of the query that have it.
+/// it, and one that reads a table left out of the release cannot run on it.
 fn check_views(
     policy: &Policy,
     wh: &Warehouse,
@@ -1255,57 +1368,25 @@ fn check_views(
 ) -> Result<(), PlanError> {
     let released = released_identifiers(tables, dimensions);
     for v in &policy.views {
-        let mut rels = Relations(Vec::new());
-        let _ = v.query.visit(&mut rels);
-        // Relations of the view that are source tables; CTE names and the like are not.
-        let mut in_view: Vec<(String, Option<String>)> = Vec::new();
-        for (written, alias) in rels.0 {
-            let Some(meta) = wh.table(&written) else {
-                continue;
-            };
-            if !released.contains_key(&meta.name) {
-                return Err(at(
-                    v.pos,
-                    format!(
-                        "view {} reads table {}, which is not released (neither in the family nor declared a dimension); declare it with LABEL TABLE {} AS DIMENSION or remove it from the view",
-                        v.name,
-                        meta.name,
-                        crate::warehouse::quote_ident(&meta.name)
-                    ),
-                ));
-            }
-            in_view.push((meta.name.clone(), alias));
+        // A view runs on the release, where `*` holds no IDENTIFIER column.
+        let reads = Reads::of(&v.query, wh, false);
+        if let Some((t, _)) = reads.tables.iter().find(|(t, _)| !released.contains_key(t)) {
+            return Err(at(
+                v.pos,
+                format!(
+                    "view {} reads table {t}, which is not released (neither in the family nor declared a dimension); declare it with LABEL TABLE {} AS DIMENSION or remove it from the view",
+                    v.name,
+                    crate::warehouse::quote_ident(t)
+                ),
+            ));
         }
-        let mut cols = Columns(Vec::new());
-        let _ = v.query.visit(&mut cols);
-        let role_in = |table: &str, col: &str| -> Option<bool> {
-            released.get(table).and_then(|cs| {
-                cs.iter()
-                    .find(|(c, _)| c == col)
-                    .or_else(|| cs.iter().find(|(c, _)| c.eq_ignore_ascii_case(col)))
-                    .map(|(_, identifier)| *identifier)
-            })
-        };
-        for (qualifier, col) in cols.0 {
-            let owners: Vec<&str> = match &qualifier {
-                Some(q) => in_view
-                    .iter()
-                    .filter(|(t, a)| match a {
-                        Some(a) => a.eq_ignore_ascii_case(q),
-                        None => t.eq_ignore_ascii_case(q),
-                    })
-                    .map(|(t, _)| t.as_str())
-                    .collect(),
-                None => in_view
-                    .iter()
-                    .filter(|(t, _)| role_in(t, &col).is_some())
-                    .map(|(t, _)| t.as_str())
-                    .collect(),
-            };
+        for (owners, col) in &reads.columns {
             // A bare name several tables have is resolved by the SQL engine (or refused
             // as ambiguous); it reads an IDENTIFIER only if every candidate is one.
-            let identifier =
-                !owners.is_empty() && owners.iter().all(|t| role_in(t, &col) == Some(true));
+            let identifier = !owners.is_empty()
+                && owners
+                    .iter()
+                    .all(|t| is_identifier(&released, t, col) == Some(true));
             if identifier {
                 return Err(at(
                     v.pos,
@@ -1318,4 +1399,59 @@ fn check_views(
         }
     }
     Ok(())
+}
+
+/// A `SELECT` hierarchy runs on the source and its labels are released: one that reads an
+/// IDENTIFIER column (anywhere in the query) could publish it, and is refused. One that reads
+/// a table with no roles (left out of the release) is warned about: whatever it puts in a
+/// label is published unchecked.
+fn check_hierarchy_reads(
+    policy: &Policy,
+    wh: &Warehouse,
+    tables: &[FamilyTable],
+    dimensions: &[DimensionTable],
+) -> Result<Vec<String>, PlanError> {
+    let used: BTreeSet<&str> = tables
+        .iter()
+        .flat_map(|t| t.qi_columns().map(|(_, h)| h))
+        .collect();
+    let released = released_identifiers(tables, dimensions);
+    let mut warnings = Vec::new();
+    for h in &policy.hierarchies {
+        let HierarchySource::Select(sql) = &h.source else {
+            continue;
+        };
+        if !used.contains(h.name.as_str()) {
+            continue;
+        }
+        let dialect = sqlparser::dialect::GenericDialect {};
+        let statements = sqlparser::parser::Parser::parse_sql(&dialect, sql)
+            .map_err(|e| at(h.pos, format!("hierarchy {} is not a query relanon can read ({e}); write SELECT leaf, parent, ... FROM ...", h.name)))?;
+        // A hierarchy runs on the source, where `*` holds them all.
+        let reads = Reads::of(&statements, wh, true);
+        for (owners, col) in &reads.columns {
+            if let Some(t) = owners
+                .iter()
+                .find(|t| is_identifier(&released, t, col) == Some(true))
+            {
+                return Err(at(
+                    h.pos,
+                    format!(
+                        "hierarchy {} reads the IDENTIFIER column {t}.{col}; a hierarchy's labels are released, so they could publish it: build the hierarchy from other columns",
+                        h.name
+                    ),
+                ));
+            }
+        }
+        for (t, _) in &reads.tables {
+            if !released.contains_key(t) {
+                warnings.push(format!(
+                    "hierarchy {} reads table {t}, which has no roles (it is not released): every value it puts in a label is published unchecked; declare it with LABEL TABLE {} AS DIMENSION and label its personal columns IDENTIFIER to have them checked",
+                    h.name,
+                    crate::warehouse::quote_ident(t)
+                ));
+            }
+        }
+    }
+    Ok(warnings)
 }

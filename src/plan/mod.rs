@@ -46,6 +46,8 @@ pub struct Plan {
     pub params: Params,
     pub views: Vec<ViewDecl>,
     pub source: PathBuf,
+    /// Hierarchy files the declarations read (`FROM CSV`), resolved: never written over.
+    pub hierarchy_files: Vec<PathBuf>,
     pub target: Option<PathBuf>,
 }
 

@@ -391,6 +391,7 @@ fn plan(k: usize) -> Plan {
         },
         views: vec![],
         source: PathBuf::from("source.sqlite"),
+        hierarchy_files: Vec::new(),
         target: None,
     };
     plan.labels = labels_of(&plan);

@@ -496,3 +496,160 @@ fn a_composite_key_column_needs_a_role() {
     let err = fails(&text, no_edit);
     assert!(err.contains("have no role: books.bid"), "{err}");
 }
+
+/// Table II with `students.name` (labelled IDENTIFIER) and `book` generalized by `query`, a
+/// SELECT hierarchy.
+fn book_hierarchy_from(query: &str) -> String {
+    table2_text().replace("USING book_h;", "USING book_q;")
+        + "\nLABEL COLUMN students.name AS IDENTIFIER;\n"
+        + &format!("CREATE HIERARCHY book_q AS {query};\n")
+}
+
+fn add_student_names(dir: &Path) {
+    let path = dir.join("students.csv");
+    let text = std::fs::read_to_string(&path).expect("read students");
+    let named: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("{l},name")
+            } else {
+                format!("{l},Person {i}")
+            }
+        })
+        .collect();
+    std::fs::write(&path, named.join("\n") + "\n").expect("write students");
+}
+
+#[test]
+fn a_hierarchy_reading_an_identifier_is_refused_however_it_reads_it() {
+    for query in [
+        // People's names as the labels of their books.
+        "SELECT b.book, s.name FROM books b JOIN courses c ON b.scid = c.scid JOIN students s ON c.sid = s.sid",
+        // A bare column, resolved to the table that has it.
+        "SELECT book, name FROM books JOIN courses USING (scid) JOIN students USING (sid)",
+        // Read in a condition only: still derived from it.
+        "SELECT b.book, 'Books' FROM books b JOIN courses c ON b.scid = c.scid JOIN students s ON c.sid = s.sid WHERE s.name <> ''",
+        // A wildcard reads every column of its table.
+        "SELECT b.book, s.* FROM books b JOIN courses c ON b.scid = c.scid JOIN students s ON c.sid = s.sid",
+    ] {
+        let err = fails(&book_hierarchy_from(query), add_student_names);
+        assert!(
+            err.contains("hierarchy book_q reads the IDENTIFIER column students.name")
+                && err.contains("build the hierarchy from other columns"),
+            "{query}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_hierarchy_reading_a_table_without_roles_is_warned_about() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = table2_text().replace("USING book_h;", "USING book_q;")
+        + "\nCREATE HIERARCHY book_q AS SELECT book, subject FROM subjects;\n";
+    let decl = table2_workspace(dir.path(), &text);
+    let subjects = "book,subject\nDiscrete,Math\nCalc,Math\nDyn,Physics\nOptics,Physics\nAm.Hist,History\nEu.Hist,History\nWorld Rel,Religion\nTheology,Religion\n";
+    std::fs::write(dir.path().join("table2/subjects.csv"), subjects).expect("write");
+    let o = relanon(
+        dir.path(),
+        &["anonymize", decl.to_str().expect("utf-8 path")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: hierarchy book_q reads table subjects, which has no roles"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// No output of a run may land on what it reads, nor replace a file relanon did not write:
+/// each is refused before any work, the file kept byte for byte.
+#[test]
+fn outputs_never_replace_the_source_the_declarations_or_a_users_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = table2_workspace(dir.path(), &table2_text());
+    std::fs::write(dir.path().join("notes.html"), "<p>my notes</p>").expect("write");
+    std::fs::write(dir.path().join("mine.json"), "[1, 2]").expect("write");
+    let contents = || -> Vec<Vec<u8>> {
+        ["decl.sql", "notes.html", "mine.json", "table2/students.csv"]
+            .iter()
+            .map(|f| std::fs::read(dir.path().join(f)).expect("read"))
+            .collect()
+    };
+    for (args, says) in [
+        (vec!["--key-map", "table2/students.csv"], "is the source"),
+        (vec!["--key-map", "decl.sql"], "is the declarations"),
+        (vec!["--report", "decl.sql"], "is the declarations"),
+        (vec!["--report", "table2"], "is the source"),
+        (
+            vec!["--report", "notes.html", "--overwrite"],
+            "is not a report page relanon wrote",
+        ),
+        (
+            vec!["--key-map", "mine.json", "--overwrite"],
+            "is not a key map relanon wrote",
+        ),
+        (
+            vec!["--key-map", "k.json", "--report", "k.json"],
+            "also where the key map goes",
+        ),
+        (vec!["--target", "."], "would hold the source"),
+    ] {
+        let before = contents();
+        let mut all = vec!["anonymize", "decl.sql"];
+        all.extend(&args);
+        let o = relanon(dir.path(), &all);
+        assert_eq!(o.status.code(), Some(2), "{args:?} was accepted");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+        assert_eq!(before, contents(), "{args:?} changed a file");
+        assert!(!dir.path().join("release.sqlite").exists(), "{args:?}");
+    }
+    let _ = decl;
+    // What relanon wrote, it may replace with --overwrite, and only then.
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "anonymize",
+            "decl.sql",
+            "--key-map",
+            "k.json",
+            "--report",
+            "r.html",
+        ];
+        args.extend(extra);
+        relanon(dir.path(), &args)
+    };
+    let first = run(&[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("exists: pass --overwrite"),
+        "{}",
+        stderr(&again)
+    );
+    let over = run(&["--overwrite"]);
+    assert!(over.status.success(), "{}", stderr(&over));
+    // `report` redraws its own page but never draws over the JSON it reads.
+    let o = relanon(
+        dir.path(),
+        &[
+            "report",
+            "release.report.json",
+            "--out",
+            "release.report.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is the report.json it draws"),
+        "{}",
+        stderr(&o)
+    );
+    let o = relanon(
+        dir.path(),
+        &["report", "release.report.json", "--out", "r.html"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}
