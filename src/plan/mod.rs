@@ -243,22 +243,27 @@ impl FamilyTable {
             if c.role == ColumnRole::Identifier {
                 continue;
             }
-            if self.fk_replaced() && self.parent_fk.contains(&c.name) {
-                if !fk_done {
-                    out.extend(self.released_fk.iter().cloned());
-                    fk_done = true;
-                }
-                continue;
-            }
+            // A column may be in a second path's FK and in the FK to the parent (notes.pid
+            // in notes -> persons and notes (pid, vno) -> visits): the second path takes it,
+            // as `release` does, and the parent's FK its other columns.
             if let Some((i, r)) = self
                 .redundant
                 .iter()
                 .enumerate()
-                .find(|(_, r)| r.replaced() && r.columns.contains(&c.name))
+                .find(|(_, r)| r.columns.contains(&c.name))
             {
-                if !redundant_done.contains(&i) {
+                if !r.replaced() {
+                    out.push(c.name.clone());
+                } else if !redundant_done.contains(&i) {
                     out.extend(r.released_columns.iter().cloned());
                     redundant_done.push(i);
+                }
+                continue;
+            }
+            if self.fk_replaced() && self.parent_fk.contains(&c.name) {
+                if !fk_done {
+                    out.extend(self.released_fk.iter().cloned());
+                    fk_done = true;
                 }
                 continue;
             }

@@ -2,7 +2,8 @@
 //! a sales database with PascalCase and spaced names, composite order lines and an employees
 //! dimension; a rental database with two agreeing FK paths, a disagreeing variant and NULL
 //! FKs; a university with composite enrolments, a shared-key 1:1 child and a
-//! self-referencing FK; values with leading and trailing spaces. Each runs anonymize ->
+//! self-referencing FK; a clinic whose notes reference a visit by a composite key that shares a
+//! column with their FK to the person; values with leading and trailing spaces. Each runs anonymize ->
 //! verify -> attack as written, from SQLite and from a Parquet copy whose keys are declared.
 
 use std::path::{Path, PathBuf};
@@ -622,4 +623,39 @@ fn raw_keys_published_beside_pseudonyms_are_warned_about() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A note's composite FK to its visit shares the column `pid` with its FK to the person: the
+/// release keeps `pid` as the person's pseudonym and the visit's surrogate key beside it, both
+/// declared, from SQLite and from Parquet (notes that name no visit hang at the person, and
+/// count among the table's rows).
+#[test]
+fn clinic_notes_share_a_column_between_a_composite_fk_and_a_second_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "clinic", "clinic", &[]);
+    let report = release(dir.path(), &decl);
+    let notes = table_report(&report, "Visit Notes");
+    assert_eq!(notes["rows_in"], 134, "{notes}");
+    let db = dir.path().join("clinic-release.sqlite");
+    let schema = query(
+        &db,
+        "SELECT sql FROM sqlite_master WHERE name = 'Visit Notes'",
+    );
+    assert!(
+        schema[0].contains("\"pid\" INTEGER, \"visits_key\" INTEGER")
+            && schema[0]
+                .contains("FOREIGN KEY (\"visits_key\") REFERENCES \"visits\" (\"visits_key\")")
+            && schema[0].contains("FOREIGN KEY (\"pid\") REFERENCES \"persons\" (\"pid\")"),
+        "{schema:?}"
+    );
+    // Both paths name the same person for every note that names a visit.
+    let disagree = query(
+        &db,
+        "SELECT COUNT(*) FROM \"Visit Notes\" n JOIN visits v ON v.visits_key = n.visits_key WHERE v.pid <> n.pid",
+    );
+    assert_eq!(disagree, ["0"]);
+    let n = candidates(dir.path(), &decl, &["visits.vno = 3".to_string()]);
+    assert!(n == 0 || n >= K, "{n} candidates");
+    let parquet = parquet_twin(dir.path(), "clinic", &decl);
+    release(dir.path(), &parquet);
 }
