@@ -56,13 +56,13 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     }
     let verified = outcome.verdict.passed();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.report)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome.report)?);
     } else if !quiet {
-        println!("{}", outcome.report.summary());
+        outln!("{}", outcome.report.summary());
         if verified {
-            println!("verify: passed ({} checks)", outcome.verdict.checks.len());
+            outln!("verify: passed ({} checks)", outcome.verdict.checks.len());
         }
-        println!(
+        outln!(
             "release written to {} (report: {})",
             outcome.target.display(),
             outcome.report_path.display()
@@ -72,7 +72,7 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Written on request only; the failure is said even with --quiet or --json.
-    eprintln!(
+    errln!(
         "warning: this release FAILED verification and must not be published:\n{}",
         outcome.verdict.summary()
     );

@@ -36,9 +36,9 @@ pub async fn attack(args: AttackArgs, quiet: bool) -> Result<ExitCode> {
         pipeline::attack(&req, args.release.as_deref(), &args.facts, watch.progress()).await?;
     drop(watch);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&findings)?);
+        outln!("{}", serde_json::to_string_pretty(&findings)?);
     } else if !quiet {
-        print!("{}", findings.summary());
+        out!("{}", findings.summary());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -93,13 +93,13 @@ pub async fn demo(args: &DemoArgs, quiet: bool) -> Result<ExitCode> {
     let outcome = pipeline::anonymize(&req, watch.progress()).await?;
     drop(watch);
     if !quiet {
-        println!(
+        outln!(
             "relanon demo: 1000 generated students (001 Sec. V) in {}",
             source.display()
         );
-        println!("{}", outcome.report.summary());
-        println!("verify: passed ({} checks)", outcome.verdict.checks.len());
-        println!(
+        outln!("{}", outcome.report.summary());
+        outln!("verify: passed ({} checks)", outcome.verdict.checks.len());
+        outln!(
             "release: {}\nreport:  {}\ndeclarations: {}",
             outcome.target.display(),
             outcome.report_path.display(),

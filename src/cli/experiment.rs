@@ -150,7 +150,7 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     let watch = Watch::start(quiet);
     let say = |line: &str| {
         if !quiet {
-            eprintln!("{line}");
+            errln!("{line}");
         }
     };
     let table = experiment::thesis(&decl, &work, ls, &variants, &say, watch.progress()).await?;
@@ -163,7 +163,7 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
         let title = format!("{title} ({students} students, seed {seed})");
         write_page(path, &relanon::html::experiment_page(&title, rows)?, &[])?;
     }
-    println!("{}", experiment::markdown(rows));
+    outln!("{}", experiment::markdown(rows));
     Ok(failures(&table.failed))
 }
 
@@ -188,7 +188,7 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
     let watch = Watch::start(quiet);
     let say = |line: &str| {
         if !quiet {
-            eprintln!("{line}");
+            errln!("{line}");
         }
     };
     let table = experiment::miracle(
@@ -211,7 +211,7 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
             &[],
         )?;
     }
-    println!("{}", experiment::k_markdown(&table.rows));
+    outln!("{}", experiment::k_markdown(&table.rows));
     Ok(failures(&table.failed))
 }
 
@@ -222,7 +222,7 @@ fn failures(failed: &[String]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     for f in failed {
-        eprintln!("error: left out of the table: {f}");
+        errln!("error: left out of the table: {f}");
     }
     ExitCode::from(1)
 }

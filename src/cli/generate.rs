@@ -40,7 +40,7 @@ pub fn generate(args: GenerateArgs, quiet: bool) -> Result<ExitCode> {
     };
     let path = write_staged(&args.out, &set, args.overwrite)?.commit()?;
     if !quiet {
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -61,7 +61,7 @@ impl Drop for Watch {
             let _ = t.join();
         }
         for w in self.progress.take_warnings() {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
     }
 }
@@ -75,7 +75,7 @@ fn poll(progress: &Progress, stop: &AtomicBool, show: bool) {
             line.draw(progress);
         }
         for w in progress.take_warnings() {
-            line.bar.suspend(|| eprintln!("warning: {w}"));
+            line.bar.suspend(|| errln!("warning: {w}"));
         }
         if stopping {
             break;

@@ -31,7 +31,7 @@ pub fn report(args: ReportArgs, quiet: bool) -> Result<ExitCode> {
     }];
     write_page(&out, &relanon::html::report_page(&parsed)?, &reads)?;
     if !quiet {
-        println!("wrote {}", out.display());
+        outln!("wrote {}", out.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -38,7 +38,7 @@ pub async fn verify(args: VerifyArgs, quiet: bool) -> Result<ExitCode> {
     .await?;
     drop(watch);
     if !quiet || !verdict.passed() {
-        println!("{}", verdict.summary());
+        outln!("{}", verdict.summary());
     }
     Ok(if verdict.passed() {
         ExitCode::SUCCESS

@@ -653,3 +653,57 @@ fn outputs_never_replace_the_source_the_declarations_or_a_users_file() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A closed pipe (`--json | head`) or a full disk behind stdout or stderr loses the text, never
+/// the run: no panic, and a committed release still exits 0.
+#[test]
+fn closed_or_full_standard_streams_never_panic() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = table2_workspace(dir.path(), &table2_text());
+    let decl = decl.to_str().expect("utf-8 path");
+    // The reader takes a few bytes of the JSON report and closes the pipe.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relanon"))
+        .current_dir(dir.path())
+        .args(["anonymize", decl, "--json", "--overwrite"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut head = [0u8; 8];
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_exact(&mut head)
+        .expect("the report starts");
+    let o = child.wait_with_output().expect("wait");
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
+    if Path::new("/dev/full").exists() {
+        for (args, code) in [
+            (vec!["anonymize", decl, "--overwrite"], 0),
+            (vec!["verify", decl, "--with", "keys = 'preserve'"], 1),
+            (vec!["anonymize", "missing.sql"], 2),
+        ] {
+            for to_stderr in [false, true] {
+                let full = || std::fs::File::create("/dev/full").expect("open /dev/full");
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_relanon"));
+                cmd.current_dir(dir.path()).args(&args);
+                if to_stderr {
+                    cmd.stderr(full()).stdout(Stdio::null());
+                } else {
+                    cmd.stdout(full()).stderr(Stdio::piped());
+                }
+                let o = cmd.output().expect("run");
+                assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+                assert_eq!(
+                    o.status.code(),
+                    Some(code),
+                    "{args:?} to_stderr={to_stderr}"
+                );
+            }
+        }
+    }
+}

@@ -220,3 +220,14 @@ fn the_plan_does_not_know_the_algorithms() {
         &["crate::algo"],
     );
 }
+
+#[test]
+fn the_binary_prints_through_writers_that_cannot_panic() {
+    let mut lines = code_lines("cli");
+    lines.extend(code_lines("main.rs"));
+    forbid(
+        "the binary prints with outln!, out! and errln! (main.rs), which drop what a closed or full stream cannot take instead of panicking",
+        &lines,
+        &["println!", "print!(", "eprint!("],
+    );
+}
