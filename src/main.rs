@@ -48,11 +48,50 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    runtime.spawn(on_signal());
     match runtime.block_on(cli::run(args.command, args.quiet)) {
         Ok(code) => code,
         Err(e) => {
             errln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM: removes what this run was writing and exits 130 or 143 with a
+/// message. Nothing staged reaches a target: a commit under way is completed by the next run
+/// on that target (`warehouse::staging`).
+async fn on_signal() {
+    let code = wait_for_signal().await;
+    let removed = relanon::warehouse::staging::remove_in_flight();
+    errln!(
+        "interrupted: removed {} staged file(s) of this run; a commit already under way is completed by the next run on its target",
+        removed.len()
+    );
+    std::process::exit(code);
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without handlers the default actions stay: the process dies, staged files remain
+        // and the next run on the target removes them.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> i32 {
+    match tokio::signal::ctrl_c().await {
+        Ok(()) => 130,
+        Err(_) => std::future::pending().await,
     }
 }

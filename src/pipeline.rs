@@ -21,8 +21,9 @@ use crate::policy::Policy;
 use crate::progress::Progress;
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
+use crate::warehouse::staging::{self, Pending};
 use crate::warehouse::{
-    quote_ident, write_file_atomic, write_staged, ReleaseSet, ReleaseTable, SourceOptions,
+    quote_ident, write_staged, ReleaseSet, ReleaseTable, SourceOptions, Staged, TargetKind,
     Warehouse,
 };
 use crate::{algo, decl, forest, plan, release, report, sensitive, utility, views};
@@ -309,6 +310,14 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     }
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
+    // Held to the end: no other run writes or reads this target meanwhile. What the checks
+    // saw is checked again under it, after finishing a commit an interrupted run left.
+    let _lock = staging::lock(&target, true)?;
+    if let Some(done) = staging::recover(&target)? {
+        progress.warn(done);
+    }
+    check_target(req, &plan, &target)?;
+    clean_debris(req, &target, progress)?;
     let forest = load(&plan, &wh, progress).await?;
     clock.lap("load");
     progress.phase("cluster", "clustering");
@@ -357,9 +366,11 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     }
     report.verified = verdict.passed();
     clock.lap("verify");
-    let target = staged.commit()?;
     report.timings_ms = clock.total();
-    let report_path = write_beside(req, &target, &report, &materialized)?;
+    let report_path = report_path(&target);
+    let outputs = stage_beside(req, staged, &report, &materialized)?;
+    staging::failpoint("staged");
+    staging::commit_all(outputs, &target, req.overwrite)?;
     // Only a released key can link back; a family without keys releases none.
     let has_keys = plan.tables.iter().any(|t| !t.primary_key.is_empty());
     if plan.params.keys == KeyPolicy::Preserve && has_keys {
@@ -456,28 +467,56 @@ async fn self_verify(
     .await?)
 }
 
-/// Writes report.json beside the committed release and the key map where asked; returns
-/// report.json's path.
-fn write_beside(
+/// Every output of the run staged beside its path, the release last: report.json (inside a
+/// staged Parquet release, else beside it), the key map and the report page where asked.
+fn stage_beside(
     req: &Request,
-    target: &Path,
+    staged: Staged,
     report: &Report,
     materialized: &release::Materialized,
-) -> Result<PathBuf> {
-    let report_path = report_path(target);
-    write_file_atomic(
-        &report_path,
-        serde_json::to_string_pretty(report)?.as_bytes(),
-        None,
-    )?;
-    if let Some(km) = &req.key_map {
-        write_file_atomic(
-            km,
-            serde_json::to_string(&materialized.keys)?.as_bytes(),
-            Some(0o600),
-        )?;
+) -> Result<Vec<Pending>> {
+    let json = serde_json::to_string_pretty(report)?;
+    let mut outputs = Vec::new();
+    match staged.kind() {
+        TargetKind::Parquet => {
+            let inside = staged.path().join("report.json");
+            std::fs::write(&inside, json.as_bytes())
+                .with_context(|| format!("cannot write '{}'", inside.display()))?;
+        }
+        TargetKind::Sqlite => outputs.push(staging::stage_file(
+            &report_path(staged.target()),
+            json.as_bytes(),
+            None,
+        )?),
     }
-    Ok(report_path)
+    if let Some(km) = &req.key_map {
+        let keys = serde_json::to_string(&materialized.keys)?;
+        outputs.push(staging::stage_file(km, keys.as_bytes(), Some(0o600))?);
+    }
+    if let Some(page) = &req.page {
+        let html = crate::html::report_page(report)?;
+        outputs.push(staging::stage_file(page, html.as_bytes(), None)?);
+    }
+    outputs.push(staged.into_pending());
+    Ok(outputs)
+}
+
+/// Removes what an interrupted run left beside this run's outputs, and says so.
+fn clean_debris(req: &Request, target: &Path, progress: &Progress) -> Result<()> {
+    let report = report_path(target);
+    let mut outputs: Vec<&Path> = vec![target, &report];
+    outputs.extend(req.key_map.as_deref());
+    outputs.extend(req.page.as_deref());
+    let removed = staging::clean(&outputs)?;
+    if !removed.is_empty() {
+        let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+        progress.warn(format!(
+            "removed {} staged file(s) an interrupted run left: {}",
+            removed.len(),
+            names.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// The plan, the source, an existing release and its path (`release_path`, default: SET
@@ -486,16 +525,27 @@ async fn open_release(
     req: &Request,
     release_path: Option<&Path>,
     progress: &Progress,
-) -> Result<(Plan, Warehouse, Warehouse, PathBuf)> {
+) -> Result<(Plan, Warehouse, Warehouse, PathBuf, staging::TargetLock)> {
     let (plan, _, wh) = prepare(req, progress).await?;
     let target = match release_path {
         Some(p) => p.to_path_buf(),
         None => target_of(&plan, &req.origin)?,
     };
+    // Shared with other readers; a run writing the target makes this fail fast. A commit an
+    // interrupted run left half done is completed first (under the exclusive lock), so what
+    // is read is one run's whole set.
+    let mut lock = staging::lock(&target, false)?;
+    if staging::interrupted(&target) {
+        drop(lock);
+        lock = staging::lock(&target, true)?;
+        if let Some(done) = staging::recover(&target)? {
+            progress.warn(done);
+        }
+    }
     let released = Warehouse::open(&target)
         .await
         .with_context(|| format!("cannot open the release '{}'", target.display()))?;
-    Ok((plan, wh, released, target))
+    Ok((plan, wh, released, target, lock))
 }
 
 /// `relanon attack`: what an adversary knowing `facts` about one entity learns from the
@@ -506,7 +556,7 @@ pub async fn attack(
     facts: &[String],
     progress: &Progress,
 ) -> Result<crate::attack::Findings> {
-    let (plan, wh, released, _) = open_release(req, release_path, progress).await?;
+    let (plan, wh, released, _, _lock) = open_release(req, release_path, progress).await?;
     progress.phase("attack", "matching the facts against the release");
     Ok(crate::attack::run(&plan, &wh, &released, facts).await?)
 }
@@ -518,7 +568,7 @@ pub async fn verify_release(
     key_map: Option<&Path>,
     progress: &Progress,
 ) -> Result<Verdict> {
-    let (plan, wh, released, target) = open_release(req, release_path, progress).await?;
+    let (plan, wh, released, target, _lock) = open_release(req, release_path, progress).await?;
     let map: Option<KeyMap> =
         match key_map {
             Some(p) => {

@@ -8,7 +8,7 @@ use clap::Args;
 use relanon::pipeline;
 
 use super::progress::Watch;
-use super::{write_page, Declared, Overrides};
+use super::{Declared, Overrides};
 
 #[derive(Args)]
 pub struct AnonymizeArgs {
@@ -46,14 +46,11 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     req.with = args.overrides.with;
     req.key_map = args.key_map;
     req.allow_unverified = args.allow_unverified;
+    // Written with the release, as one set.
     req.page = args.report.clone();
     let watch = Watch::start(quiet);
     let outcome = pipeline::anonymize(&req, watch.progress()).await?;
     drop(watch);
-    if let Some(path) = &args.report {
-        // Checked against the run's inputs before the run (`Request::page`).
-        write_page(path, &relanon::html::report_page(&outcome.report)?, &[])?;
-    }
     let verified = outcome.verdict.passed();
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome.report)?);

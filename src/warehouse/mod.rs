@@ -23,6 +23,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 mod files;
 mod render;
 mod sqlite;
+pub mod staging;
 mod write;
 
 pub use render::{numeric_value, render_value};
@@ -85,6 +86,8 @@ pub enum WarehouseError {
     Query { sql: String, msg: String },
     #[error("target '{path}' exists: pass --overwrite to replace it")]
     TargetExists { path: String },
+    #[error("another relanon run is using '{path}' (it holds the lock beside it); wait for it to finish, or choose another target")]
+    Busy { path: String },
     #[error("target '{path}' exists and {why}: refusing to replace it; remove it yourself or choose another target")]
     TargetNotReplaceable { path: String, why: String },
     #[error("cannot write release: {0}")]

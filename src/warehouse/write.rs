@@ -80,6 +80,11 @@ impl Staged {
         self.kind
     }
 
+    /// Where the release goes once committed.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
     /// Renames the staged release onto the target. An existing target (refused unless
     /// overwrite was given) is moved aside first and restored if the rename fails.
     pub fn commit(mut self) -> Result<PathBuf, WarehouseError> {
@@ -123,8 +128,18 @@ impl Staged {
             }
         }
         self.committed = true;
+        super::staging::untrack(&self.temp);
         sync_dir(&parent_dir(&self.target));
         Ok(self.target.clone())
+    }
+}
+
+impl Staged {
+    /// The staged release as one output of a set committed by
+    /// [`super::staging::commit_all`].
+    pub fn into_pending(mut self) -> super::staging::Pending {
+        self.committed = true;
+        super::staging::Pending::new(self.temp.clone(), self.target.clone())
     }
 }
 
@@ -132,6 +147,7 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
             let _ = remove_path(&self.temp);
+            super::staging::untrack(&self.temp);
         }
     }
 }
@@ -170,6 +186,7 @@ pub fn write_staged(
         }
         TargetKind::Parquet => fs::create_dir(&temp).map_err(|e| write_err(&temp, e))?,
     }
+    super::staging::track(&temp);
     let staged = Staged {
         temp,
         target: target.to_path_buf(),
@@ -194,19 +211,9 @@ pub fn write_file_atomic(
     let parent = parent_dir(path);
     fs::create_dir_all(&parent).map_err(|e| write_err(&parent, e))?;
     let temp = temp_sibling(path, "tmp")?;
-    let result = (|| -> std::io::Result<()> {
-        let mut file = File::create_new(&temp)?;
-        file.write_all(bytes)?;
-        #[cfg(unix)]
-        if let Some(mode) = mode {
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
-        }
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    #[cfg(not(unix))]
-    let _ = mode;
+    let result =
+        super::staging::write_synced(&temp, bytes, mode).and_then(|()| fs::rename(&temp, path));
+    super::staging::untrack(&temp);
     match result {
         Ok(()) => {
             sync_dir(&parent);
@@ -219,14 +226,14 @@ pub fn write_file_atomic(
     }
 }
 
-fn write_err(path: &Path, e: impl std::fmt::Display) -> WarehouseError {
+pub(crate) fn write_err(path: &Path, e: impl std::fmt::Display) -> WarehouseError {
     WarehouseError::Write {
         path: show(path),
         msg: one_line(e),
     }
 }
 
-fn parent_dir(path: &Path) -> PathBuf {
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -235,7 +242,7 @@ fn parent_dir(path: &Path) -> PathBuf {
 
 /// A hidden name in the target's own directory: a rename within one file system is atomic,
 /// and the dot keeps a half-written release out of directory listings and warehouse scans.
-fn temp_sibling(target: &Path, tag: &str) -> Result<PathBuf, WarehouseError> {
+pub(crate) fn temp_sibling(target: &Path, tag: &str) -> Result<PathBuf, WarehouseError> {
     let name = target.file_name().ok_or_else(|| WarehouseError::Write {
         path: show(target),
         msg: "the path has no file name".into(),
@@ -244,7 +251,7 @@ fn temp_sibling(target: &Path, tag: &str) -> Result<PathBuf, WarehouseError> {
     Ok(parent_dir(target).join(format!(".{}.{suffix:016x}.{tag}", name.to_string_lossy())))
 }
 
-fn remove_path(path: &Path) -> std::io::Result<()> {
+pub(crate) fn remove_path(path: &Path) -> std::io::Result<()> {
     match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => fs::remove_dir_all(path),
         Ok(_) => fs::remove_file(path),
@@ -254,7 +261,7 @@ fn remove_path(path: &Path) -> std::io::Result<()> {
 }
 
 /// Makes a rename durable; best effort, as not every platform can open a directory.
-fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }

@@ -27,6 +27,7 @@ mod clustree_search;
 mod common;
 mod dimensions;
 mod experiments;
+mod faults;
 mod html;
 mod ldiversity;
 mod progress;
