@@ -23,15 +23,16 @@ pub enum HierarchyError {
         pos: String,
         detail: String,
     },
-    #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; add them to the hierarchy (or fix the data){whitespace}")]
+    #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; {fix}")]
     NotALeaf {
         column: String,
         hierarchy: String,
         count: usize,
         examples: String,
-        /// Empty, or a sentence naming a value that misses a leaf only by surrounding
-        /// whitespace, with both spellings (values are matched byte for byte).
-        whitespace: String,
+        /// What to do, for the kind of hierarchy and of value: add them to a hierarchy of
+        /// rows (with a hint when a value misses a leaf only by surrounding whitespace),
+        /// widen a band range, fix dates that are no calendar date, ...
+        fix: String,
     },
 }
 
@@ -282,7 +283,7 @@ impl Builder {
             }
         }
         let integral = numbers.iter().flatten().all(|v| v.fract() == 0.0);
-        let mut bad = Vec::new();
+        let (mut bad, mut outside) = (Vec::new(), 0);
         for (text, num) in texts.iter().zip(numbers) {
             let (Some(text), Some(v)) = (text, num) else {
                 if text.is_some() {
@@ -293,6 +294,7 @@ impl Builder {
             if let Some((lo, hi)) = range {
                 if *v < lo || *v > hi {
                     bad.push(text.clone());
+                    outside += 1;
                     continue;
                 }
             }
@@ -311,7 +313,13 @@ impl Builder {
             }
             self.link(child, 0, 0, pos)?;
         }
-        not_leaves(column, name, bad, &[])
+        let fix = match range {
+            Some((lo, hi)) if outside == bad.len() => format!(
+                "they lie outside BETWEEN {lo} AND {hi}: widen the range (or fix the data)"
+            ),
+            _ => "BANDS generalizes numbers and these are not all numbers (or within BETWEEN): fix the data, or use a VALUES or CSV hierarchy".to_string(),
+        };
+        not_leaves(column, name, bad, Fix::Say(fix))
     }
 
     fn add_dates(
@@ -341,7 +349,8 @@ impl Builder {
             }
             self.link(child, 0, 0, "")?;
         }
-        not_leaves(column, name, bad, &[])
+        let fix = "DATE PARTS generalizes calendar dates (YYYY-MM-DD, a time may follow) and these are none: fix the data, or use a VALUES or CSV hierarchy";
+        not_leaves(column, name, bad, Fix::Say(fix.to_string()))
     }
 
     /// Freezes the arrays, checks for cycles and maps every value to its leaf.
@@ -438,7 +447,7 @@ impl Builder {
             .filter(|&i| !has_child[i])
             .filter_map(|i| self.labels[i].as_deref())
             .collect();
-        not_leaves(column, &self.name, bad, &leaf_labels)?;
+        not_leaves(column, &self.name, bad, Fix::AddTo(&leaf_labels))?;
         let total_leaves = leaves[0];
         Ok(Built {
             hierarchy: Hierarchy {
@@ -455,16 +464,34 @@ impl Builder {
     }
 }
 
+/// What a [`HierarchyError::NotALeaf`] tells the owner to do.
+enum Fix<'a> {
+    /// Add the values to a hierarchy of rows whose leaves are these.
+    AddTo(&'a [&'a str]),
+    /// This.
+    Say(String),
+}
+
 fn not_leaves(
     column: &str,
     hierarchy: &str,
     mut bad: Vec<String>,
-    leaves: &[&str],
+    fix: Fix,
 ) -> Result<(), HierarchyError> {
     if bad.is_empty() {
         return Ok(());
     }
-    let whitespace = whitespace_hint(&bad, leaves);
+    let fix = if bad.iter().any(|v| v == "*") {
+        "'*' is the root every hierarchy ends in, so no value may be '*': replace it in the data (a missing value is NULL)".to_string()
+    } else {
+        match fix {
+            Fix::AddTo(leaves) => format!(
+                "add them to the hierarchy (or fix the data){}",
+                whitespace_hint(&bad, leaves)
+            ),
+            Fix::Say(s) => s,
+        }
+    };
     let count = bad.len();
     bad.sort();
     bad.dedup();
@@ -479,7 +506,7 @@ fn not_leaves(
         hierarchy: hierarchy.to_string(),
         count,
         examples,
-        whitespace,
+        fix,
     })
 }
 
@@ -507,13 +534,35 @@ fn parse_date(text: &str) -> Option<(i32, u32)> {
     let year: i32 = text.get(0..4)?.parse().ok()?;
     let month: u32 = text.get(5..7)?.parse().ok()?;
     let day: u32 = text.get(8..10)?.parse().ok()?;
-    ((1..=12).contains(&month) && (1..=31).contains(&day)).then_some((year, month))
+    ((1..=12).contains(&month) && (1..=days_in(year, month)).contains(&day))
+        .then_some((year, month))
+}
+
+/// Days of `month` in `year` (proleptic Gregorian): `2021-02-30` is no date.
+fn days_in(year: i32, month: u32) -> u32 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::Pos;
+
+    #[test]
+    fn only_calendar_dates_are_dates() {
+        assert_eq!(parse_date("2021-02-28"), Some((2021, 2)));
+        assert_eq!(parse_date("2021-02-29"), None);
+        assert_eq!(parse_date("2020-02-29"), Some((2020, 2)));
+        assert_eq!(parse_date("1900-02-29"), None);
+        assert_eq!(parse_date("2000-02-29"), Some((2000, 2)));
+        assert_eq!(parse_date("2021-04-31"), None);
+        assert_eq!(parse_date("2021-02-30 10:00:00"), None);
+    }
 
     fn texts(v: &[&str]) -> Vec<Option<String>> {
         v.iter().map(|s| Some(s.to_string())).collect()

@@ -17,7 +17,7 @@ use crate::algo::Configured;
 use crate::keymap::KeyMap;
 use crate::outputs::{self, Input, Kind as OutputKind, Output};
 use crate::plan::{KeyPolicy, Plan};
-use crate::policy::Policy;
+use crate::policy::{Policy, Pos};
 use crate::progress::Progress;
 use crate::report::Report;
 use crate::verify::{self, Keys, Verdict};
@@ -96,10 +96,18 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
     let parsed = decl::parse(&text).map_err(|e| {
         anyhow!("--with '{with}':{e}; write options as in WITH (...), e.g. --with \"k = 10, algorithm = 'miraclex'\"")
     })?;
-    let options = parsed
+    let mut options = parsed
         .anonymize
         .expect("the text parsed is an ANONYMIZE statement")
         .options;
+    // Positions in the --with text, so messages about these options point there.
+    let prefix = text.chars().count() - with.chars().count() - 2;
+    for o in options.values_mut() {
+        o.pos = Pos {
+            line: Pos::WITH,
+            column: o.pos.column.saturating_sub(prefix as u64),
+        };
+    }
     // A new model makes the file's model parameters meaningless (l under k-anonymity is an
     // error), so they go unless --with gives them again.
     if options.contains_key("model") {
@@ -139,13 +147,23 @@ async fn prepare(req: &Request, progress: &Progress) -> Result<(Plan, Configured
     progress.phase("load", "planning");
     let mut plan = plan::build(&policy, &mut wh, &req.base)
         .await
-        .map_err(|e| anyhow!("{}:{e}", req.origin))?;
+        .map_err(|e| located(req, e.pos(), e))?;
     plan.source = source;
     if let Some(t) = &req.target {
         plan.target = Some(t.clone());
     }
-    let algorithm = algo::configure(&plan).map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    let algorithm = algo::configure(&plan).map_err(|e| located(req, Some(e.pos), e))?;
     Ok((plan, algorithm, wh))
+}
+
+/// An error about the declarations, prefixed with the file it is in: `decl.sql:3:5: ...`,
+/// `decl.sql: ...` without a position; an option given with `--with` is not in the file.
+fn located(req: &Request, pos: Option<Pos>, e: impl std::fmt::Display) -> anyhow::Error {
+    match pos {
+        Some(p) if p.in_with() => anyhow!("{e}"),
+        Some(_) => anyhow!("{}:{e}", req.origin),
+        None => anyhow!("{}: {e}", req.origin),
+    }
 }
 
 fn target_of(plan: &Plan, origin: &str) -> Result<PathBuf> {

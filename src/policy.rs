@@ -12,9 +12,23 @@ pub struct Pos {
     pub column: u64,
 }
 
+impl Pos {
+    /// Line 0 marks an option given on the command line (`--with`), not in the file.
+    pub const WITH: u64 = 0;
+
+    /// Whether this is a position in `--with` rather than in the declarations file.
+    pub fn in_with(&self) -> bool {
+        self.line == Pos::WITH
+    }
+}
+
 impl fmt::Display for Pos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
+        if self.in_with() {
+            write!(f, "--with, column {}", self.column)
+        } else {
+            write!(f, "{}:{}", self.line, self.column)
+        }
     }
 }
 

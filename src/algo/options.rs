@@ -13,7 +13,7 @@ use crate::policy::{Pos, Value};
 pub enum Kind {
     /// A number in `[min, max]`.
     Number { min: f64, max: f64 },
-    /// A count in `[min, max]`, read as a number and truncated to a whole one.
+    /// A whole number in `[min, max]`.
     Count { min: f64, max: f64 },
     /// One of the spellings, each `(written, meant)`: the option holds the meant name.
     Choice(&'static [(&'static str, &'static str)]),
@@ -60,7 +60,13 @@ impl OptionSpec {
         };
         let value = match self.kind {
             Kind::Number { min, max } => OptionValue::Number(number(min, max)?),
-            Kind::Count { min, max } => OptionValue::Count(number(min, max)? as usize),
+            Kind::Count { min, max } => {
+                let n = number(min, max)?;
+                if n.fract() != 0.0 {
+                    return Err(format!("{name} must be a whole number, found {n}"));
+                }
+                OptionValue::Count(n as usize)
+            }
             Kind::Choice(spellings) => {
                 let written = match &raw.value {
                     Value::Text(s) => s.to_ascii_lowercase(),
@@ -250,10 +256,17 @@ mod tests {
     fn a_later_setting_overrides_an_earlier_one() {
         let written = [
             raw("candidates", Value::Number(10.0)),
-            raw("candidates", Value::Number(20.9)),
+            raw("candidates", Value::Number(20.0)),
         ];
         let o = Options::read(&table(), &written).expect("valid");
         assert_eq!(o.optional_count("candidates"), Some(20));
+        let half = [raw("climit", Value::Number(20.5))];
+        match Options::read(&table(), &half) {
+            Err(OptionError::Invalid { message, .. }) => {
+                assert_eq!(message, "climit must be a whole number, found 20.5")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

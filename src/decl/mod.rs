@@ -49,6 +49,8 @@ const STATEMENTS: &str =
 /// Parses a whole declarations file. An empty file (or one with only comments) is an empty
 /// policy: saying what is missing is the planner's job, where it can say it all at once.
 pub fn parse(text: &str) -> Result<Policy, DeclError> {
+    // A byte-order mark some editors write is not part of the first statement.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let dialect = GenericDialect {};
     let mut tokens = Vec::new();
     if let Err(e) = Tokenizer::new(&dialect, text).tokenize_with_location_into_buf(&mut tokens) {
@@ -667,15 +669,28 @@ fn increasing_numbers(
     Ok(out)
 }
 
+/// The widest band: beyond 2^53 a double no longer holds every whole number, so band edges
+/// (multiples of the width) would no longer be exact.
+const MAX_BAND: f64 = 1e15;
+
 /// `(w, ...) [BETWEEN lo AND hi]` after `AS BANDS`.
 fn bands(c: &mut Cursor) -> Result<HierarchySource, DeclError> {
     let widths = increasing_numbers(c, ("band width", "band widths"), "BANDS (5, 10, 20)")?;
-    // Increasing order makes the first width the smallest, so only it needs the sign check.
+    // Increasing order makes the first width the smallest, so only it needs the sign check,
+    // and the last the largest.
     if let Some((w, at)) = widths.first() {
         if *w <= 0.0 {
             return Err(DeclError::new(
                 *at,
                 format!("band widths must be positive, found {w}; write widths such as BANDS (5, 10, 20)"),
+            ));
+        }
+    }
+    if let Some((w, at)) = widths.last() {
+        if *w > MAX_BAND {
+            return Err(DeclError::new(
+                *at,
+                format!("band width {w} is beyond what bands can be computed exactly for (at most {MAX_BAND:e}); use a smaller width, or a VALUES hierarchy"),
             ));
         }
     }

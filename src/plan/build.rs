@@ -22,6 +22,16 @@ pub enum PlanError {
     Warehouse(#[from] WarehouseError),
 }
 
+impl PlanError {
+    /// Where in the declarations the error is, if it has a place.
+    pub fn pos(&self) -> Option<Pos> {
+        match self {
+            PlanError::At { pos, .. } => Some(*pos),
+            _ => None,
+        }
+    }
+}
+
 fn at(pos: Pos, message: impl Into<String>) -> PlanError {
     PlanError::At {
         pos,
@@ -955,7 +965,9 @@ async fn resolve_hierarchies(
                 let text = std::fs::read_to_string(&full)
                     .map_err(|e| at(h.pos, format!("cannot read hierarchy file '{path}' ({e}); paths are relative to the declarations file")))?;
                 // A line loses its line ending (`\n` or `\r\n`) and nothing else: cells
-                // are matched against data values byte for byte.
+                // are matched against data values byte for byte. A byte-order mark some
+                // editors write is not part of the first leaf.
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
                 let rows = text
                     .lines()
                     .filter(|l| !l.is_empty())
@@ -1043,6 +1055,13 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                 format!("{name} must be a number between {min} and {max}, found {value}"),
             )),
         };
+        let whole = |n: f64| {
+            if n.fract() == 0.0 {
+                Ok(n)
+            } else {
+                Err(at(pos, format!("{name} must be a whole number, found {n}")))
+            }
+        };
         match name.as_str() {
             "model" => {
                 model = Some(match text(&value).as_str() {
@@ -1084,9 +1103,9 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                 })
             }
             "algorithm" => p.algorithm.name = Some((text(&value), pos)),
-            "queries" => p.queries = number(0.0, 1e6)? as usize,
-            "query_seed" => p.query_seed = number(0.0, 9.0e15)? as u64,
-            "seed" => p.seed = Some(number(0.0, 9.0e15)? as u64),
+            "queries" => p.queries = whole(number(0.0, 1e6)?)? as usize,
+            "query_seed" => p.query_seed = whole(number(0.0, 9.0e15)?)? as u64,
+            "seed" => p.seed = Some(whole(number(0.0, 9.0e15)?)? as u64),
             "keys" => {
                 p.keys = match text(&value).as_str() {
                     "preserve" => KeyPolicy::Preserve,

@@ -115,9 +115,11 @@ pub(super) fn load_dir(dir: &Path, options: &SourceOptions) -> Result<Loaded, Wa
     if found.is_empty() {
         return Err(WarehouseError::EmptyDirectory { path: show(dir) });
     }
-    let mut seen: HashMap<&str, &Path> = HashMap::new();
+    // Table names resolve case-insensitively (SQL users rarely remember a file's case), so
+    // two files that differ only in case would name one table.
+    let mut seen: HashMap<String, &Path> = HashMap::new();
     for (stem, path, _) in &found {
-        if let Some(first) = seen.insert(stem.as_str(), path.as_path()) {
+        if let Some(first) = seen.insert(stem.to_lowercase(), path.as_path()) {
             return Err(WarehouseError::DuplicateTable {
                 table: stem.clone(),
                 first: show(first),
@@ -271,6 +273,11 @@ fn read_csv(
         },
     };
     let mut file = File::open(path).map_err(|e| err(one_line(e)))?;
+    if file.metadata().map(|m| m.len()).unwrap_or(1) == 0 {
+        return Err(err(
+            "the file is empty: it has no header row, so no columns".to_string(),
+        ));
+    }
     // Inferring from every record, not a sample: a text value in row 100 000 of a column
     // that looked numeric would otherwise fail the load (or a query) much later.
     let format = Format::default()

@@ -48,6 +48,8 @@ pub enum WarehouseError {
     NotAWarehouse { path: String },
     #[error("cannot read SQLite file '{path}': {msg}; check that it is a complete, uncorrupted SQLite database")]
     Sqlite { path: String, msg: String },
+    #[error("cannot read SQLite file '{path}' without writing to it, and relanon opens sources read-only: {journal}")]
+    SqliteReadOnly { path: String, journal: String },
     #[error(
         "cannot read Parquet file '{path}': {msg}; check that the file is complete and not corrupt"
     )]

@@ -43,9 +43,18 @@ pub(super) const MAX_PIECES: i64 = 256;
 /// of a rollback-journal database can commit. A WAL database lets writers commit beside
 /// readers, so it is read on the main connection alone.
 pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), WarehouseError> {
-    let err = |e: rusqlite::Error| WarehouseError::Sqlite {
-        path: show(path),
-        msg: one_line(e),
+    let err = |e: rusqlite::Error| {
+        let msg = one_line(&e);
+        if msg.contains("readonly database") {
+            return WarehouseError::SqliteReadOnly {
+                path: show(path),
+                journal: hot_journal(path),
+            };
+        }
+        WarehouseError::Sqlite {
+            path: show(path),
+            msg,
+        }
     };
     let read_err = |e: ReadError| match e {
         ReadError::Sqlite(e) => err(e),
@@ -128,6 +137,25 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
 
 /// A read-only connection inside a read transaction (which takes its snapshot at its first
 /// read). Read-only: the source is never modified, not even by a journal.
+/// What a read-only reader cannot get past: a journal a writer left (SQLite must roll its
+/// transaction back before anyone reads), said in words.
+fn hot_journal(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for suffix in ["-journal", "-wal"] {
+        let j = path.with_file_name(format!("{name}{suffix}"));
+        if j.exists() {
+            return format!(
+                "a program writing it stopped mid-transaction and left '{}'; SQLite must roll that back before the file can be read, which a read-only reader cannot do: open the database once with sqlite3 where it is writable (or copy it with its journal to a writable place), then run again",
+                show(&j)
+            );
+        }
+    }
+    "SQLite needs to write beside it to read it (a WAL database in a read-only directory); copy it to a writable place, then run again".to_string()
+}
+
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,

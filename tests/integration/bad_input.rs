@@ -707,3 +707,110 @@ fn closed_or_full_standard_streams_never_panic() {
         }
     }
 }
+
+/// A byte-order mark at the start of the declarations or of a hierarchy file is not part of
+/// the first statement or the first leaf.
+#[test]
+fn a_byte_order_mark_is_not_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = table2_text().replace(
+        "CREATE HIERARCHY book_h AS VALUES",
+        "CREATE HIERARCHY book_old AS VALUES",
+    ) + "\nCREATE HIERARCHY book_h FROM CSV 'books.csv';\n";
+    let decl = table2_workspace(dir.path(), &format!("\u{feff}{text}"));
+    let rows = "Discrete;Math books\nCalc;Math books\nDyn;Physics books\nOptics;Physics books\nAm.Hist;History books\nEu.Hist;History books\nWorld Rel;Religion books\nTheology;Religion books\n";
+    std::fs::write(dir.path().join("books.csv"), format!("\u{feff}{rows}")).expect("write");
+    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Doubtful numbers are refused, naming what to write: a seed or a count that is not whole,
+/// a band too wide to compute exactly.
+#[test]
+fn fractional_seeds_and_counts_and_huge_bands_are_refused() {
+    for (with, says) in [
+        ("seed = 1.5", "seed must be a whole number, found 1.5"),
+        ("queries = 2.5", "queries must be a whole number, found 2.5"),
+        ("climit = 2.5", "climit must be a whole number, found 2.5"),
+    ] {
+        let err = fails(&table2_text().replace("climit = 150", with), no_edit);
+        assert!(err.contains(says), "{with}: {err}");
+    }
+    let err = fails(
+        &(table2_text() + "\nCREATE HIERARCHY wide_h AS BANDS (1e23);\n"),
+        no_edit,
+    );
+    assert!(
+        err.contains("band width 100000000000000000000000 is beyond"),
+        "{err}"
+    );
+}
+
+/// An error about an option given with --with points at --with, not at the file; an error
+/// with no place in the file still names the file.
+#[test]
+fn errors_point_where_the_cause_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = table2_workspace(dir.path(), &table2_text());
+    let d = decl.to_str().expect("utf-8");
+    let o = relanon(dir.path(), &["anonymize", d, "--with", "k = 2, m = 8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: --with, column 8: m is an option of clustree, ctoff"),
+        "{}",
+        stderr(&o)
+    );
+    let text = table2_text().replace(
+        "ANONYMIZE student WITH (k = 2, algorithm = 'miracle', threshold = 1, climit = 150);",
+        "",
+    );
+    std::fs::write(&decl, text).expect("write");
+    let o = relanon(dir.path(), &["anonymize", d]);
+    assert!(
+        stderr(&o).contains("decl.sql: no privacy policy"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A value a hierarchy cannot place is refused with what fits its kind: '*' is the reserved
+/// root, a number outside BETWEEN needs a wider range.
+#[test]
+fn values_a_hierarchy_cannot_place_say_why() {
+    let err = fails(&table2_text(), |d| {
+        append_line(&d.join("courses.csv"), "SC99,S1,*,90")
+    });
+    assert!(
+        err.contains("'*' is the root every hierarchy ends in"),
+        "{err}"
+    );
+    let text = table2_text().replace(
+        "LABEL COLUMN books.price    AS INSENSITIVE;",
+        "CREATE HIERARCHY price_h AS BANDS (10) BETWEEN 0 AND 50;\nLABEL COLUMN books.price AS QUASI IDENTIFIER USING price_h;",
+    );
+    let err = fails(&text, no_edit);
+    assert!(
+        err.contains("they lie outside BETWEEN 0 AND 50: widen the range"),
+        "{err}"
+    );
+}
+
+/// An empty CSV file says it is empty (not "unknown column ... it has:" with nothing after);
+/// two files whose names differ only in case would name one table, and are refused.
+#[test]
+fn empty_and_case_twin_source_files() {
+    let err = fails(&table2_text(), |d| {
+        std::fs::write(d.join("books.csv"), "").expect("empty the file")
+    });
+    assert!(
+        err.contains("books.csv") && err.contains("the file is empty"),
+        "{err}"
+    );
+    let err = fails(&table2_text(), |d| {
+        std::fs::copy(d.join("books.csv"), d.join("Books.csv")).expect("copy");
+    });
+    assert!(
+        err.contains("Books.csv") && err.contains("books.csv"),
+        "{err}"
+    );
+}
