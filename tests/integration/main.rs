@@ -28,6 +28,7 @@ mod common;
 mod dimensions;
 mod experiments;
 mod faults;
+mod fuzz_decl;
 mod html;
 mod ldiversity;
 mod progress;
