@@ -80,8 +80,9 @@ pub fn render_value(array: &dyn Array, row: usize) -> Option<String> {
     Some(text)
 }
 
-/// Numeric view of a cell for bands (integers, floats and decimals; None for NULL or
-/// non-numeric).
+/// Numeric view of a cell for bands (integers, floats and decimals, and text that is a plain
+/// decimal number: a dynamically typed SQLite column with one odd value arrives as text, and
+/// then only the odd value is not a number; None for NULL or non-numeric).
 pub fn numeric_value(array: &dyn Array, row: usize) -> Option<f64> {
     if row >= array.len() || array.data_type() == &DataType::Null || array.is_null(row) {
         return None;
@@ -106,12 +107,28 @@ pub fn numeric_value(array: &dyn Array, row: usize) -> Option<f64> {
             let key = integer_value(dict.keys(), row)?;
             numeric_value(dict.values().as_ref(), usize::try_from(key).ok()?)
         }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            plain_number(&formatted(array, row)?)
+        }
         _ => integer_value(array, row).map(|v| v as f64),
     }
 }
 
 /// An integer cell as i64 (u64 beyond i64::MAX is not an index nor a band value we can
 /// place exactly, so it is None).
+/// `text` as a number if it is written as one plainly: an optional `-`, digits, an optional
+/// fraction. Not `1e5`, `inf`, `NaN` or a value with spaces: those are not what a person
+/// writes for an age or a price, and bands of them would mean nothing.
+fn plain_number(text: &str) -> Option<f64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let plain = !whole.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.bytes().all(|b| b.is_ascii_digit())
+        && (fraction.is_empty() != digits.contains('.'));
+    plain.then(|| text.parse().ok()).flatten()
+}
+
 fn integer_value(array: &dyn Array, row: usize) -> Option<i64> {
     if array.is_null(row) {
         return None;
@@ -257,6 +274,10 @@ mod tests {
             .expect("valid precision and scale");
         assert_eq!(r(&dec, 0).as_deref(), Some("12.34"));
         assert_eq!(numeric_value(&dec, 0), Some(12.34));
+        let text =
+            arrow::array::StringArray::from(vec!["23", "-4.5", "abc", "1e5", " 7", "NaN", "3."]);
+        let read: Vec<Option<f64>> = (0..text.len()).map(|r| numeric_value(&text, r)).collect();
+        assert_eq!(read, [Some(23.0), Some(-4.5), None, None, None, None, None]);
         let bin = BinaryArray::from(vec![&b"\x01\xff"[..]]);
         assert_eq!(r(&bin, 0).as_deref(), Some("01ff"));
         let dict: DictionaryArray<Int8Type> = vec!["a", "b", "a"].into_iter().collect();
@@ -275,7 +296,9 @@ mod tests {
             Some(3.72)
         );
         assert_eq!(numeric_value(&Float64Array::from(vec![2.5]), 0), Some(2.5));
-        assert_eq!(numeric_value(&StringArray::from(vec!["12"]), 0), None);
+        // Text written as a plain number is one (a SQLite column turned to text by one odd
+        // value keeps its numbers).
+        assert_eq!(numeric_value(&StringArray::from(vec!["12"]), 0), Some(12.0));
         assert_eq!(numeric_value(&BooleanArray::from(vec![true]), 0), None);
     }
 }

@@ -814,3 +814,31 @@ fn empty_and_case_twin_source_files() {
         "{err}"
     );
 }
+
+/// One odd value in a dynamically typed SQLite column (text in an INTEGER column) is the one
+/// the error names, not the numbers beside it.
+#[test]
+fn an_odd_value_in_a_numeric_sqlite_column_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = rusqlite::Connection::open(dir.path().join("p.sqlite")).expect("create");
+    db.execute_batch(
+        "CREATE TABLE people (pid INTEGER PRIMARY KEY, age INTEGER);
+         INSERT INTO people VALUES (1, 20), (2, 31), (3, 42), (4, 'abc'), (5, 55), (6, 61);",
+    )
+    .expect("fill");
+    drop(db);
+    std::fs::write(
+        dir.path().join("d.sql"),
+        "SET source = 'p.sqlite';\nSET target = 'r.sqlite';\nCREATE HIERARCHY age_h AS BANDS (10, 20);\n\
+         CREATE ENTITY person ON people (pid);\nLABEL COLUMN people.age AS QUASI IDENTIFIER USING age_h;\n\
+         ANONYMIZE person WITH (k = 2);\n",
+    )
+    .expect("write");
+    let o = relanon(dir.path(), &["anonymize", "d.sql"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("1 value(s) are not leaves") && err.contains("e.g. 'abc'"),
+        "{err}"
+    );
+}
