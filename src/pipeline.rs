@@ -84,7 +84,8 @@ const MODEL_PARAMETERS: [&str; 3] = ["k", "l", "diversity"];
 
 /// Replaces the `ANONYMIZE` options of `policy` named in `with` (an option list as written
 /// inside `WITH (...)`), parsed by the declarations parser itself so values mean the same.
-/// Naming `model` also drops the file's `k`, `l` and `diversity`.
+/// Naming `model` also drops the file's `k`, `l` and `diversity`; naming `algorithm` the
+/// file's options that algorithm does not read.
 fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()> {
     let Some(anonymize) = policy.anonymize.as_mut() else {
         bail!("{origin}: --with needs an ANONYMIZE statement to override; add `ANONYMIZE <entity> WITH (...);`");
@@ -114,6 +115,18 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
         anonymize
             .options
             .retain(|name, _| !MODEL_PARAMETERS.contains(&name.as_str()));
+    }
+    // A new algorithm makes the file's options of another algorithm meaningless (they would
+    // be refused), so they go too unless --with gives them again.
+    let named = options.get("algorithm").and_then(|o| match &o.value {
+        crate::policy::Value::Text(t) => algo::find(&t.to_ascii_lowercase()),
+        crate::policy::Value::Number(_) => None,
+    });
+    if let Some(spec) = named {
+        anonymize.options.retain(|name, _| {
+            plan::SHARED_OPTIONS.contains(&name.as_str())
+                || spec.options.iter().any(|o| o.answers_to(name))
+        });
     }
     anonymize.options.extend(options);
     Ok(())

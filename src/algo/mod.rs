@@ -179,7 +179,8 @@ pub fn configure(plan: &Plan) -> Result<Configured, ConfigError> {
     Ok(Configured { spec, options })
 }
 
-fn find(name: &str) -> Option<&'static Spec> {
+/// The algorithm registered under `name` (or an alias of it).
+pub fn find(name: &str) -> Option<&'static Spec> {
     ALGORITHMS
         .iter()
         .copied()

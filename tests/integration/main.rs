@@ -8,7 +8,12 @@
 //!   and values with surrounding spaces, from SQLite and Parquet: anonymize, verify, attack on
 //!   composite-key facts; second FK paths agreeing, disagreeing, and rows hanging at the
 //!   ancestor; tampered second paths and split keys caught.
-//! - `bad_input`: every refusal is one line, exit 2, the source unchanged, no partial target.
+//! - `bad_input`: every refusal is one line, exit 2, the source unchanged, no partial target;
+//!   no output lands on an input or a user's file; closed and full standard streams.
+//! - `faults`: the run killed at every step of staging and commit (SQLite and Parquet): the
+//!   previous set or the new one, whole; signals; a second run on a locked target.
+//! - `fuzz_decl`: random declarations, valid and corrupted, through parser, planner and
+//!   registry without a panic (`scripts/soak.sh` runs a million).
 //! - `dimensions`, `ldiversity`, `baselines`, `attack`, `experiments`, `clustree_search`: one
 //!   capability each (the baselines refused, then caught by verify and attack).
 //! - `properties`: proptest over random snowflakes (composite, shared and surrogate keys;

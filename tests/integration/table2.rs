@@ -214,7 +214,7 @@ fn with_overrides_anonymize_options() {
         // Each algorithm owns its options: another's is refused, saying whose it is.
         ("m = 8", "m is an option of clustree, ctoff, not of miracle"),
         (
-            "algorithm = 'ctoff'",
+            "algorithm = 'ctoff', climit = 3",
             "climit is an option of miracle, miraclex, dmiracle",
         ),
     ] {
@@ -222,4 +222,14 @@ fn with_overrides_anonymize_options() {
         assert_eq!(o.status.code(), Some(2), "--with '{with}' was accepted");
         assert!(stderr(&o).contains(says), "--with '{with}': {}", stderr(&o));
     }
+    // Naming another algorithm drops the file's options of the one it replaces.
+    let o = anonymize_table2(
+        dir.path(),
+        &table2_text(),
+        &["--with", "algorithm = 'ctoff'", "--overwrite", "--json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+    assert_eq!(report["params"]["algorithm"], "ctoff");
+    assert!(report["params"].get("threshold").is_none(), "{report}");
 }
