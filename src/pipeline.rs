@@ -510,8 +510,13 @@ fn stage_beside(
     let mut outputs = Vec::new();
     match staged.kind() {
         TargetKind::Parquet => {
+            // Synced like every staged output: the journal may be written next.
             let inside = staged.path().join("report.json");
-            std::fs::write(&inside, json.as_bytes())
+            std::fs::File::create_new(&inside)
+                .and_then(|mut f| {
+                    std::io::Write::write_all(&mut f, json.as_bytes())?;
+                    f.sync_all()
+                })
                 .with_context(|| format!("cannot write '{}'", inside.display()))?;
         }
         TargetKind::Sqlite => outputs.push(staging::stage_file(

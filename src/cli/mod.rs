@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use relanon::outputs::{self, Input, Kind, Output};
 use relanon::pipeline::Request;
+use relanon::warehouse::staging;
 
 mod anonymize;
 mod attack;
@@ -121,10 +122,12 @@ fn write_page(path: &Path, html: &str, reads: &[Input]) -> Result<()> {
         option: "the page",
     };
     outputs::check(&[page], reads, true)?;
-    relanon::warehouse::write_file_atomic(path, html.as_bytes(), None).with_context(|| {
+    let context = || {
         format!(
             "cannot write the HTML page '{}'; check that its directory exists and is writable",
             path.display()
         )
-    })
+    };
+    let staged = staging::stage_file(path, html.as_bytes(), None).with_context(context)?;
+    staging::commit_all(vec![staged], path, true).with_context(context)
 }

@@ -27,7 +27,7 @@ pub mod staging;
 mod write;
 
 pub use render::{numeric_value, render_value};
-pub use write::{write_file_atomic, write_staged, ReleaseSet, ReleaseTable, Staged, TargetKind};
+pub use write::{write_staged, ReleaseSet, ReleaseTable, Staged, TargetKind};
 
 /// What went wrong reading or writing a warehouse. Every message is one line and says what
 /// to do.

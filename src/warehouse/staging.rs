@@ -271,6 +271,11 @@ pub(crate) fn write_synced(temp: &Path, bytes: &[u8], mode: Option<u32>) -> std:
     file.sync_all()
 }
 
+/// `p` made absolute against the working directory (the journal must not depend on it).
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// The journal of a commit: every rename, in order.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Journal {
@@ -333,13 +338,21 @@ fn apply(journal: &Journal) -> Result<(), WarehouseError> {
             continue;
         }
         let in_the_way = fs::symlink_metadata(target).ok();
+        let mut aside = None;
         if in_the_way.as_ref().is_some_and(|m| m.is_dir()) || temp.is_dir() && in_the_way.is_some()
         {
-            let aside = temp_sibling(target, "old")?;
-            fs::rename(target, &aside).map_err(|e| write_err(target, e))?;
+            let to = temp_sibling(target, "old")?;
+            fs::rename(target, &to).map_err(|e| write_err(target, e))?;
+            aside = Some(to);
             failpoint("aside");
         }
-        fs::rename(temp, target).map_err(|e| write_err(target, e))?;
+        if let Err(e) = fs::rename(temp, target) {
+            // Put back what was moved aside, so the target is never left missing.
+            if let Some(aside) = &aside {
+                let _ = fs::rename(aside, target);
+            }
+            return Err(write_err(target, e));
+        }
         sync_dir(&parent_dir(target));
         failpoint(&format!("renamed-{i}"));
     }
@@ -376,15 +389,6 @@ pub fn recover(target: &Path) -> Result<Option<String>, WarehouseError> {
 /// Whether a commit of `target` was left half done (readers refuse such a target).
 pub fn interrupted(target: &Path) -> bool {
     beside(target, "commit").is_ok_and(|p| p.exists())
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        return p.to_path_buf();
-    }
-    std::env::current_dir()
-        .map(|d| d.join(p))
-        .unwrap_or_else(|_| p.to_path_buf())
 }
 
 #[cfg(test)]

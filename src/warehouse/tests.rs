@@ -771,8 +771,12 @@ fn target_kind_from_name() {
 fn atomic_file_write() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("sub").join("secret.json");
-    write_file_atomic(&path, b"one", Some(0o600)).expect("write");
-    write_file_atomic(&path, b"two", Some(0o600)).expect("replace");
+    let write = |bytes: &[u8]| {
+        let staged = staging::stage_file(&path, bytes, Some(0o600)).expect("stage");
+        staging::commit_all(vec![staged], &path, true).expect("commit");
+    };
+    write(b"one");
+    write(b"two");
     assert_eq!(std::fs::read(&path).expect("read"), b"two");
     assert_eq!(listing(&dir.path().join("sub")), ["secret.json"]);
     #[cfg(unix)]

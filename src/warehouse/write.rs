@@ -85,52 +85,19 @@ impl Staged {
         &self.target
     }
 
-    /// Renames the staged release onto the target. An existing target (refused unless
-    /// overwrite was given) is moved aside first and restored if the rename fails.
-    pub fn commit(mut self) -> Result<PathBuf, WarehouseError> {
-        let io = |op: &'static str, path: &Path, e: std::io::Error| WarehouseError::Io {
-            op,
-            path: show(path),
-            msg: one_line(e),
-            hint: "check that the target directory is writable",
-        };
-        match fs::symlink_metadata(&self.target) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                fs::rename(&self.temp, &self.target)
-                    .map_err(|e| io("rename onto", &self.target, e))?;
-            }
-            Err(e) => return Err(io("inspect", &self.target, e)),
-            Ok(_) if !self.overwrite => {
-                return Err(WarehouseError::TargetExists {
-                    path: show(&self.target),
-                })
-            }
-            Ok(meta) => {
+    /// Renames the staged release onto the target, alone (a run's several outputs go
+    /// through [`super::staging::commit_all`] together, which this is a set of one of). An
+    /// existing target is refused unless overwrite was given, and even then unless it looks
+    /// like a warehouse; a directory is moved aside first and put back if the rename fails.
+    pub fn commit(self) -> Result<PathBuf, WarehouseError> {
+        if self.overwrite {
+            if let Ok(meta) = fs::symlink_metadata(&self.target) {
                 check_replaceable(&self.target, &meta)?;
-                if meta.is_file() && self.kind == TargetKind::Sqlite {
-                    // A file renamed over a file replaces it atomically.
-                    fs::rename(&self.temp, &self.target)
-                        .map_err(|e| io("rename onto", &self.target, e))?;
-                } else {
-                    // A directory cannot be renamed over; moving the old one aside keeps the
-                    // window without a target to two renames and allows putting it back.
-                    let aside = temp_sibling(&self.target, "old")?;
-                    fs::rename(&self.target, &aside)
-                        .map_err(|e| io("move aside", &self.target, e))?;
-                    if let Err(e) = fs::rename(&self.temp, &self.target) {
-                        let _ = fs::rename(&aside, &self.target);
-                        return Err(io("rename onto", &self.target, e));
-                    }
-                    // The new release is in place; a leftover hidden copy of the old one is
-                    // not worth failing the run for.
-                    let _ = remove_path(&aside);
-                }
             }
         }
-        self.committed = true;
-        super::staging::untrack(&self.temp);
-        sync_dir(&parent_dir(&self.target));
-        Ok(self.target.clone())
+        let (target, overwrite) = (self.target.clone(), self.overwrite);
+        super::staging::commit_all(vec![self.into_pending()], &target, overwrite)?;
+        Ok(target)
     }
 }
 
@@ -199,31 +166,6 @@ pub fn write_staged(
         TargetKind::Parquet => write_parquet(staged.path(), release)?,
     }
     Ok(staged)
-}
-
-/// Writes `bytes` to `path` through a temporary sibling and a rename, so readers see the
-/// old file or the new one, never a partial one. On unix, `mode` is set before the rename.
-pub fn write_file_atomic(
-    path: &Path,
-    bytes: &[u8],
-    mode: Option<u32>,
-) -> Result<(), WarehouseError> {
-    let parent = parent_dir(path);
-    fs::create_dir_all(&parent).map_err(|e| write_err(&parent, e))?;
-    let temp = temp_sibling(path, "tmp")?;
-    let result =
-        super::staging::write_synced(&temp, bytes, mode).and_then(|()| fs::rename(&temp, path));
-    super::staging::untrack(&temp);
-    match result {
-        Ok(()) => {
-            sync_dir(&parent);
-            Ok(())
-        }
-        Err(e) => {
-            let _ = fs::remove_file(&temp);
-            Err(write_err(path, e))
-        }
-    }
 }
 
 pub(crate) fn write_err(path: &Path, e: impl std::fmt::Display) -> WarehouseError {
