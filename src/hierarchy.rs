@@ -23,11 +23,14 @@ pub enum HierarchyError {
         pos: String,
         detail: String,
     },
-    #[error("column {column}: {count} value(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; {fix}")]
+    #[error("column {column}: {count} distinct value(s) in {rows} row(s) are not leaves of hierarchy '{hierarchy}', e.g. {examples}; {fix}")]
     NotALeaf {
         column: String,
         hierarchy: String,
+        /// Distinct values that are not leaves.
         count: usize,
+        /// Rows holding one of them.
+        rows: usize,
         examples: String,
         /// What to do, for the kind of hierarchy and of value: add them to a hierarchy of
         /// rows (with a hint when a value misses a leaf only by surrounding whitespace),
@@ -80,6 +83,10 @@ impl Hierarchy {
     }
     pub fn total_leaves(&self) -> u32 {
         self.total_leaves
+    }
+    /// Levels from the deepest leaf to the root (`*` alone is height 0).
+    pub fn height(&self) -> u16 {
+        self.depth.iter().copied().max().unwrap_or(0)
     }
 
     /// `gen(v1, v2)` of 001 Alg. 3: the lowest common ancestor.
@@ -492,9 +499,10 @@ fn not_leaves(
             Fix::Say(s) => s,
         }
     };
-    let count = bad.len();
+    let rows = bad.len();
     bad.sort();
     bad.dedup();
+    let count = bad.len();
     let examples = bad
         .iter()
         .take(5)
@@ -505,6 +513,7 @@ fn not_leaves(
         column: column.to_string(),
         hierarchy: hierarchy.to_string(),
         count,
+        rows,
         examples,
         fix,
     })
@@ -526,7 +535,7 @@ fn whitespace_hint(bad: &[String], leaves: &[&str]) -> String {
 }
 
 /// `YYYY-MM-DD` (optionally followed by a time) to (year, month).
-fn parse_date(text: &str) -> Option<(i32, u32)> {
+pub(crate) fn parse_date(text: &str) -> Option<(i32, u32)> {
     let bytes = text.as_bytes();
     if bytes.len() < 10 || bytes[4] != b'-' || bytes[7] != b'-' {
         return None;

@@ -23,6 +23,7 @@ pub mod forest;
 pub mod generate;
 pub mod hierarchy;
 pub mod html;
+pub mod init;
 pub mod keymap;
 pub mod outputs;
 pub mod pipeline;

@@ -20,6 +20,10 @@ pub enum Kind {
     KeyMap,
     /// An HTML page drawn by `report`, `anonymize --report` or `experiment --html`.
     Page,
+    /// A declarations file written by `init`.
+    Declarations,
+    /// A hierarchy file `init` wrote beside its declarations (`<stem>-hierarchies/`).
+    HierarchyFile,
 }
 
 impl Kind {
@@ -29,6 +33,8 @@ impl Kind {
             Kind::ReportJson => "report.json",
             Kind::KeyMap => "key map",
             Kind::Page => "report page",
+            Kind::Declarations => "declarations file",
+            Kind::HierarchyFile => "hierarchy file",
         }
     }
 }
@@ -148,6 +154,33 @@ pub fn is_ours(kind: Kind, path: &Path) -> bool {
             t.starts_with("<!DOCTYPE html>")
                 && t.contains("<meta name=\"generator\" content=\"relanon\">")
         }),
+        Kind::Declarations => std::fs::read_to_string(path)
+            .ok()
+            .is_some_and(|t| t.starts_with(crate::init::HEADER)),
+        // A CSV cell cannot say who wrote it: the file is init's when the declarations it
+        // sits beside (`<stem>-hierarchies/` beside `<stem>.sql` or `<stem>.decl.sql`) are
+        // init's and read it.
+        Kind::HierarchyFile => {
+            let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+                return false;
+            };
+            let Some(stem) = dir
+                .file_name()
+                .and_then(|d| d.to_str())
+                .and_then(|d| d.strip_suffix("-hierarchies"))
+            else {
+                return false;
+            };
+            let beside = dir.parent().unwrap_or(Path::new(""));
+            let named = format!("{stem}-hierarchies/{}", name.to_string_lossy());
+            [format!("{stem}.sql"), format!("{stem}.decl.sql")]
+                .iter()
+                .map(|d| beside.join(d))
+                .any(|d| {
+                    is_ours(Kind::Declarations, &d)
+                        && std::fs::read_to_string(&d).is_ok_and(|t| t.contains(&named))
+                })
+        }
     }
 }
 

@@ -37,7 +37,7 @@ use crate::policy::Pos;
 use crate::progress::Progress;
 
 pub use kernel::tree::Clustering;
-pub use options::{OptionSpec, Options};
+pub use options::{OptionSpec, OptionValue, Options};
 pub use output::{Generalization, Output};
 
 /// One algorithm as users name it (`ANONYMIZE ... WITH (algorithm = 'name')`).

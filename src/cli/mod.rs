@@ -16,6 +16,8 @@ mod attack;
 mod demo;
 mod experiment;
 mod generate;
+mod init;
+mod plan;
 mod progress;
 mod report;
 mod verify;
@@ -36,6 +38,12 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Propose a declarations file from the data: the entity, keys, a role with its reason
+    /// for every column, and hierarchies; ready to review, and runnable as it is.
+    Init(init::InitArgs),
+    /// A dry run: the family with row counts and fan-out, every column's fate, the lines
+    /// still marked `-- review`, warnings and a rough time estimate; nothing is written.
+    Plan(plan::PlanArgs),
     /// Generate the bundled university warehouse, anonymize it (k = 5) into ./out/, verify it, print a summary.
     Demo(demo::DemoArgs),
     /// Anonymize the warehouse a declarations file describes.
@@ -58,6 +66,8 @@ pub enum Command {
 /// Runs one subcommand.
 pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
     match command {
+        Command::Init(args) => init::init(args, quiet).await,
+        Command::Plan(args) => plan::plan(args, quiet).await,
         Command::Demo(args) => demo::demo(&args, quiet).await,
         Command::Anonymize(args) => anonymize::anonymize(args, quiet).await,
         Command::Verify(args) => verify::verify(args, quiet).await,

@@ -117,8 +117,17 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     if !key.is_empty() {
         wh.declare_primary_key(&root.name, &key)?;
     }
-    let mut tables = discover_family(wh, &root.name)?;
-    assign_keys(&mut tables);
+    // A schema that is no snowflake is about this declaration's family: say so, and where.
+    let mut tables = family(wh, &root.name).map_err(|e| match e {
+        PlanError::Schema(m) => at(
+            entity.pos,
+            format!(
+                "the family of entity {} (on table {}): {m}",
+                entity.name, root.name
+            ),
+        ),
+        other => other,
+    })?;
     let mut dimensions = declared_dimensions(policy, wh, &tables)?;
     assign_roles(policy, wh, &mut tables, &mut dimensions)?;
     assign_links(wh, &mut tables, &mut dimensions);
@@ -162,6 +171,15 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
             .collect(),
         target: resolve(&policy.target),
     })
+}
+
+/// The family of the entity table `root` as the warehouse's keys shape it, each table
+/// keyed as it will be released: the plan's own reading of the schema, for `init` to
+/// propose declarations the planner will read the same way.
+pub fn family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanError> {
+    let mut tables = discover_family(wh, root)?;
+    assign_keys(&mut tables);
+    Ok(tables)
 }
 
 /// Declares the policy's keys on the warehouse; returns the foreign keys set aside, with
@@ -287,7 +305,7 @@ fn refuse_children_of_keyless(
 
 /// The family's tables: the entity table, and every table with an FK (not a
 /// self-reference) into a member, to a fixpoint.
-fn family_members(wh: &Warehouse, root: &str) -> BTreeSet<String> {
+pub fn family_members(wh: &Warehouse, root: &str) -> BTreeSet<String> {
     let mut in_family: BTreeSet<String> = BTreeSet::from([root.to_string()]);
     loop {
         let before = in_family.len();
@@ -733,7 +751,7 @@ fn assign_links(wh: &Warehouse, tables: &mut [FamilyTable], dimensions: &mut [Di
 
 /// Whether a family table's column is a join key: the FK to the parent, or a one-column
 /// primary key released in place. Other primary-key columns are data.
-fn is_join_key(ft: &FamilyTable, column: &str) -> bool {
+pub(super) fn is_join_key(ft: &FamilyTable, column: &str) -> bool {
     ft.parent_fk.iter().any(|k| k == column)
         || ft
             .redundant

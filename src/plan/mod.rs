@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use crate::policy::{DatePart, Pos, ViewDecl};
 
 mod build;
-pub use build::{build, PlanError, SHARED_OPTIONS};
+pub use build::{build, family, family_members, PlanError, SHARED_OPTIONS};
 
 /// A validated, ready-to-run description of one anonymization.
 #[derive(Debug, Clone)]
@@ -206,6 +206,12 @@ pub enum ReleasedKey {
 }
 
 impl FamilyTable {
+    /// Whether `column` is a join key (the FK to the parent, a second path's FK, a
+    /// one-column primary key): pseudonymized, and needing no label.
+    pub fn is_join_key(&self, column: &str) -> bool {
+        build::is_join_key(self, column)
+    }
+
     /// The released primary-key columns.
     pub fn released_pk(&self) -> Vec<String> {
         match &self.key {

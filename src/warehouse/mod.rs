@@ -21,6 +21,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 mod files;
+mod functions;
 mod render;
 mod sqlite;
 pub mod staging;
@@ -267,7 +268,9 @@ pub fn session(partitions: usize) -> SessionContext {
     options.sql_parser.enable_ident_normalization = false;
     options.sql_parser.map_string_types_to_utf8view = false;
     options.execution.parquet.schema_force_view_types = false;
-    SessionContext::new_with_config(config)
+    let ctx = SessionContext::new_with_config(config);
+    functions::register(&ctx);
+    ctx
 }
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";

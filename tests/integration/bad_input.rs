@@ -838,7 +838,8 @@ fn an_odd_value_in_a_numeric_sqlite_column_is_named() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
-        err.contains("1 value(s) are not leaves") && err.contains("e.g. 'abc'"),
+        err.contains("1 distinct value(s) in 1 row(s) are not leaves")
+            && err.contains("e.g. 'abc'"),
         "{err}"
     );
 }

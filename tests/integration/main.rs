@@ -19,6 +19,10 @@
 //! - `properties`: proptest over random snowflakes (composite, shared and surrogate keys;
 //!   spaced, quoted and non-ASCII names; NULL FKs; second paths), every algorithm, always
 //!   verified.
+//! - `init`: `relanon init` on every real-shaped fixture and a keyless CSV directory, run
+//!   unchanged to a verified release; `relanon plan`'s fates, review lines and warnings;
+//!   init's bad inputs (no foreign keys, a key-less entity, empty, unreadable, existing
+//!   output) one line each with nothing written.
 //! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
 //!   drawn on a pseudo-terminal (each skipped without its tool unless `CI` is set).
 //! - `tidy`: ARCHITECTURE.md's invariants as a text scan of src/, each failing with the rule
@@ -35,6 +39,7 @@ mod experiments;
 mod faults;
 mod fuzz_decl;
 mod html;
+mod init;
 mod ldiversity;
 mod progress;
 mod properties;

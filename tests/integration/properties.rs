@@ -12,7 +12,7 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
-use relanon::pipeline::{anonymize, verify_release, Request};
+use relanon::pipeline::{anonymize, init, verify_release, Request};
 use relanon::progress::Progress;
 
 #[derive(Debug, Clone)]
@@ -364,5 +364,38 @@ proptest! {
         for check in &verdict.checks {
             prop_assert!(check.name == "k-anonymity" || check.passed(), "{}", verdict.summary());
         }
+    }
+
+    /// What `init` proposes for any random snowflake, with the entity given or chosen by
+    /// init, parses, plans, anonymizes and passes verify as written.
+    #[test]
+    fn init_proposals_always_run_and_verify(w in warehouse(), named in prop::bool::ANY) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        build(&w, dir.path());
+        let source = dir.path().join("w.sqlite");
+        let out = dir.path().join("w.decl.sql");
+        let options = relanon::init::Options {
+            entity: named.then(|| NAMES[0].to_string()),
+            k: 5,
+        };
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let made = rt
+            .block_on(init(&source, &out, &options, &Default::default(), &Progress::new()))
+            .map_err(|e| TestCaseError::fail(format!("init: {e:#}")))?;
+        for (path, content) in &made.files {
+            std::fs::create_dir_all(path.parent().expect("a file in a directory")).expect("mkdir");
+            std::fs::write(path, content).expect("write hierarchy file");
+        }
+        std::fs::write(&out, &made.text).expect("write declarations");
+        let req = Request {
+            key_map: Some(dir.path().join("keys.json")),
+            ..Request::from_file(&out).expect("read declarations")
+        };
+        let outcome = rt
+            .block_on(anonymize(&req, &Progress::new()))
+            .map_err(|e| TestCaseError::fail(format!("{e:#}\n{}", made.text)))?;
+        prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
+        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")), &Progress::new())).expect("verify runs");
+        prop_assert!(verdict.passed(), "{}\n{}", verdict.summary(), made.text);
     }
 }

@@ -659,3 +659,39 @@ fn clinic_notes_share_a_column_between_a_composite_fk_and_a_second_path() {
     let parquet = parquet_twin(dir.path(), "clinic", &decl);
     release(dir.path(), &parquet);
 }
+
+/// Hierarchies written the way a SQLite user writes them: `strftime` on dates stored as
+/// text, `substr` of a code, `CASE` bands. They run in DataFusion over the SQLite source and
+/// over its Parquet copy alike, and the release's labels are what the queries compute.
+#[test]
+fn hierarchies_in_sql_a_sqlite_user_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), "rental", "rental", &[]);
+    let text = std::fs::read_to_string(&decl).expect("read declarations");
+    let text = text
+        .replace(
+            "CREATE HIERARCHY rented_h     AS DATE PARTS (month, year);",
+            "CREATE HIERARCHY rented_h AS SELECT DISTINCT rental_date, strftime('%Y-%m', rental_date), strftime('%Y', rental_date) FROM rental;",
+        )
+        .replace(
+            "CREATE HIERARCHY joined_h     AS DATE PARTS (quarter, year);",
+            "CREATE HIERARCHY joined_h AS SELECT DISTINCT create_date, substr(create_date, 1, 4), CASE WHEN substr(create_date, 1, 4) < '2006' THEN 'before 2006' ELSE 'since 2006' END FROM customer;",
+        );
+    assert!(text.contains("strftime") && text.contains("CASE WHEN"));
+    std::fs::write(&decl, text).expect("write declarations");
+    release(dir.path(), &decl);
+    let db = dir.path().join("rental-release.sqlite");
+    let labels = query(&db, "SELECT DISTINCT rental_date FROM rental");
+    assert!(
+        labels
+            .iter()
+            .all(|l| l == "*" || l.len() == 4 || l.len() == 7 || l.len() == 19),
+        "labels are dates, 'YYYY-MM', 'YYYY' or '*': {labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l.len() == 7),
+        "some month labels: {labels:?}"
+    );
+    let parquet = parquet_twin(dir.path(), "rental", &decl);
+    release(dir.path(), &parquet);
+}

@@ -133,7 +133,7 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
 }
 
 /// Parses, opens the source and plans: the shared first half of anonymize and verify.
-async fn prepare(req: &Request, progress: &Progress) -> Result<(Plan, Configured, Warehouse)> {
+pub async fn prepare(req: &Request, progress: &Progress) -> Result<(Plan, Configured, Warehouse)> {
     progress.phase("load", "reading the declarations");
     let mut policy = decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
     if let Some(with) = &req.with {
@@ -692,3 +692,8 @@ fn return_free_heap() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn return_free_heap() {}
+
+mod dry_run;
+mod init;
+pub use dry_run::{dry_run, DryRun};
+pub use init::{init, Initialized};

@@ -1,0 +1,377 @@
+//! Keys the source does not carry, inferred from names and values, and the foreign keys
+//! set aside so the entity's family is a snowflake the planner accepts. Each change is
+//! applied to the warehouse (so the planner's own family reading sees it) and recorded with
+//! its reason, to be written as an `ALTER TABLE` statement.
+
+use std::collections::{HashMap, HashSet};
+
+pub use crate::plan::family_members;
+
+use crate::warehouse::{render_value, ForeignKey, TableMeta, Warehouse, WarehouseError};
+
+/// One key statement `init` writes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyChange {
+    AddPrimaryKey {
+        table: String,
+        columns: Vec<String>,
+        reason: String,
+    },
+    AddForeignKey {
+        table: String,
+        fk: ForeignKey,
+        reason: String,
+    },
+    DropForeignKey {
+        table: String,
+        fk: ForeignKey,
+        reason: String,
+    },
+}
+
+/// A column name as words, lowercase: `BillingPostalCode` -> billing postal code,
+/// `c_phone` -> c phone, `e-mail` -> e mail.
+pub fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            continue;
+        }
+        // A capital after a lowercase letter (or before one, ending a run of capitals as in
+        // `IPAddress`) starts a word.
+        let boundary = c.is_uppercase()
+            && i > 0
+            && (chars[i - 1].is_lowercase()
+                || (chars[i - 1].is_uppercase()
+                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
+        if boundary && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// A name reduced to lowercase letters and digits: `Customer_ID` and `customerid` agree.
+pub fn squash(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A table name's singular, squashed: `customers` -> customer, `categories` -> category.
+fn singular(table: &str) -> String {
+    let s = squash(table);
+    if let Some(stem) = s.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if s.ends_with("ses") || s.ends_with("xes") {
+        s[..s.len() - 2].to_string()
+    } else if s.len() > 3 && s.ends_with('s') && !s.ends_with("ss") {
+        s[..s.len() - 1].to_string()
+    } else {
+        s
+    }
+}
+
+/// Whether a column name reads as a key of its own table or another's.
+pub fn id_like(name: &str) -> bool {
+    let w = words(name);
+    // Three letters ending in `id` are an abbreviation (`sid`, `cid`); longer single words
+    // ending so are words (`paid`, `valid`).
+    matches!(
+        w.last().map(String::as_str),
+        Some("id" | "key" | "no" | "nr")
+    ) || (w.len() == 1 && w[0].len() == 3 && w[0].ends_with("id"))
+}
+
+/// The column's values as text, NULLs left out, and whether any value was NULL.
+fn values(
+    wh: &Warehouse,
+    table: &str,
+    column: &str,
+) -> Result<(Vec<String>, bool), WarehouseError> {
+    let batch = wh.table_in_source_order(table)?;
+    let Some(i) = batch.schema().index_of(column).ok() else {
+        return Ok((Vec::new(), false));
+    };
+    let array = batch.column(i);
+    let mut out = Vec::with_capacity(array.len());
+    let mut nulls = false;
+    for r in 0..array.len() {
+        match render_value(array.as_ref(), r) {
+            Some(v) => out.push(v),
+            None => nulls = true,
+        }
+    }
+    Ok((out, nulls))
+}
+
+/// Declares a primary key on every table without one that has an id-like column whose
+/// values are all present and distinct: `id`, `<table>_id`, then the first other id-like
+/// column in source order.
+pub fn infer_primary_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, WarehouseError> {
+    let mut changes = Vec::new();
+    let keyless: Vec<TableMeta> = wh
+        .tables
+        .iter()
+        .filter(|t| t.primary_key.is_empty())
+        .cloned()
+        .collect();
+    for t in keyless {
+        let own = singular(&t.name);
+        let mut candidates: Vec<(u8, &str)> = t
+            .columns
+            .iter()
+            .filter(|c| id_like(&c.name))
+            .map(|c| {
+                let s = squash(&c.name);
+                let rank = if s == "id" {
+                    0
+                } else if s == format!("{own}id") || s == format!("{}id", squash(&t.name)) {
+                    1
+                } else {
+                    2
+                };
+                (rank, c.name.as_str())
+            })
+            .collect();
+        candidates.sort_by_key(|&(rank, _)| rank);
+        for (_, column) in candidates {
+            let (vals, nulls) = values(wh, &t.name, column)?;
+            if nulls || vals.is_empty() {
+                continue;
+            }
+            let distinct: HashSet<&String> = vals.iter().collect();
+            if distinct.len() == vals.len() {
+                let columns = vec![column.to_string()];
+                wh.declare_primary_key(&t.name, &columns)?;
+                changes.push(KeyChange::AddPrimaryKey {
+                    table: t.name.clone(),
+                    columns,
+                    reason: format!(
+                        "inferred: {column} is named like a key and its {} values are present and distinct",
+                        vals.len()
+                    ),
+                });
+                break;
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// Declares a foreign key for every column named after another table's one-column primary
+/// key (`customer_id` -> customer(customer_id), or customer(id)) whose values all occur in
+/// that key. Only for a source without foreign keys of its own: inferring beside a catalog
+/// would second-guess what its owner declared.
+pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, WarehouseError> {
+    if wh.tables.iter().any(|t| !t.foreign_keys.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let parents: Vec<(String, String)> = wh
+        .tables
+        .iter()
+        .filter(|t| t.primary_key.len() == 1)
+        .map(|t| (t.name.clone(), t.primary_key[0].clone()))
+        .collect();
+    let mut keys: HashMap<String, HashSet<String>> = HashMap::new();
+    for (table, pk) in &parents {
+        keys.insert(
+            table.clone(),
+            values(wh, table, pk)?.0.into_iter().collect(),
+        );
+    }
+    let mut changes = Vec::new();
+    let tables = wh.tables.clone();
+    for t in &tables {
+        for c in &t.columns {
+            if t.primary_key == [c.name.clone()] {
+                continue;
+            }
+            let s = squash(&c.name);
+            let named = parents.iter().filter(|(p, pk)| {
+                p != &t.name
+                    && (s == squash(pk) && squash(pk) != "id"
+                        || squash(pk) == "id"
+                            && (s == format!("{}id", singular(p))
+                                || s == format!("{}id", squash(p))))
+            });
+            for (parent, pk) in named {
+                let (vals, _) = values(wh, &t.name, &c.name)?;
+                let Some(known) = keys.get(parent) else {
+                    continue;
+                };
+                let found = vals.iter().filter(|v| known.contains(*v)).count();
+                if vals.is_empty() || found < vals.len() {
+                    continue;
+                }
+                let fk = ForeignKey {
+                    columns: vec![c.name.clone()],
+                    ref_table: parent.clone(),
+                    ref_columns: vec![pk.clone()],
+                };
+                wh.declare_foreign_key(&t.name, fk.clone())?;
+                changes.push(KeyChange::AddForeignKey {
+                    table: t.name.clone(),
+                    fk,
+                    reason: format!(
+                        "inferred: {} is named after {parent}.{pk} and all {} of its values occur there",
+                        c.name,
+                        vals.len()
+                    ),
+                });
+                break;
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// Sets foreign keys aside until the family of `root` is a snowflake: each table under the
+/// deepest family table it references, other references into the family only to proper
+/// ancestors of that one, every reference to a primary key, no cycle.
+pub fn make_snowflake(wh: &mut Warehouse, root: &str) -> Result<Vec<KeyChange>, WarehouseError> {
+    let mut changes = Vec::new();
+    while let Some((table, fk, reason)) = first_offending(wh, root) {
+        wh.drop_foreign_key(&table, &fk.columns)?;
+        changes.push(KeyChange::DropForeignKey { table, fk, reason });
+    }
+    Ok(changes)
+}
+
+/// The first foreign key that keeps the family of `root` from being a snowflake, in the
+/// planner's order of placement, with why.
+fn first_offending(wh: &Warehouse, root: &str) -> Option<(String, ForeignKey, String)> {
+    let members = family_members(wh, root);
+    let meta = |name: &str| wh.tables.iter().find(|t| t.name == name);
+    let into_family = |t: &TableMeta| -> Vec<ForeignKey> {
+        t.foreign_keys
+            .iter()
+            .filter(|fk| fk.ref_table != t.name && members.contains(&fk.ref_table))
+            .cloned()
+            .collect()
+    };
+    let root_meta = meta(root)?;
+    if let Some(fk) = into_family(root_meta).into_iter().next() {
+        let why = format!(
+            "the entity table would reference its own family ({})",
+            fk.ref_table
+        );
+        return Some((root.to_string(), fk, why));
+    }
+    // Placed tables: name -> (parent, depth).
+    let mut placed: HashMap<String, (Option<String>, usize)> =
+        HashMap::from([(root.to_string(), (None, 0))]);
+    let mut pending: Vec<&TableMeta> = wh
+        .tables
+        .iter()
+        .filter(|t| t.name != root && members.contains(&t.name))
+        .collect();
+    while !pending.is_empty() {
+        let ready: Vec<&TableMeta> = pending
+            .iter()
+            .copied()
+            .filter(|t| {
+                into_family(t)
+                    .iter()
+                    .all(|fk| placed.contains_key(&fk.ref_table))
+            })
+            .collect();
+        let Some(first) = pending.first() else {
+            break;
+        };
+        if ready.is_empty() {
+            let fk = into_family(first)
+                .into_iter()
+                .find(|fk| !placed.contains_key(&fk.ref_table))?;
+            let why = format!("it closes a cycle of foreign keys through {}", fk.ref_table);
+            return Some((first.name.clone(), fk, why));
+        }
+        for t in ready {
+            let fks = into_family(t);
+            for fk in &fks {
+                let target_pk = meta(&fk.ref_table).map(|m| m.primary_key.clone());
+                if target_pk.as_ref() != Some(&fk.ref_columns) {
+                    let why = format!(
+                        "it references {}({}), which is not that table's primary key",
+                        fk.ref_table,
+                        fk.ref_columns.join(", ")
+                    );
+                    return Some((t.name.clone(), fk.clone(), why));
+                }
+            }
+            let depth = |fk: &ForeignKey| placed.get(&fk.ref_table).map_or(0, |p| p.1);
+            let parent_fk = fks
+                .iter()
+                .max_by_key(|fk| depth(fk))
+                .expect("a family table references the family")
+                .clone();
+            let parent = parent_fk.ref_table.clone();
+            let ancestors: Vec<String> =
+                std::iter::successors(placed.get(&parent).and_then(|p| p.0.clone()), |a| {
+                    placed.get(a).and_then(|p| p.0.clone())
+                })
+                .collect();
+            for fk in fks.iter().filter(|fk| **fk != parent_fk) {
+                if fk.ref_table == parent || !ancestors.contains(&fk.ref_table) {
+                    let why = format!(
+                        "{} already hangs under {} through ({}), and this second path does not lead to one of its ancestors",
+                        t.name,
+                        parent,
+                        parent_fk.columns.join(", ")
+                    );
+                    return Some((t.name.clone(), fk.clone(), why));
+                }
+            }
+            let d = depth(&parent_fk) + 1;
+            placed.insert(t.name.clone(), (Some(parent), d));
+        }
+        pending.retain(|t| !placed.contains_key(&t.name));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_into_words() {
+        assert_eq!(words("BillingPostalCode"), ["billing", "postal", "code"]);
+        assert_eq!(words("c_phone"), ["c", "phone"]);
+        assert_eq!(words("IPAddress"), ["ip", "address"]);
+        assert_eq!(words("e-mail"), ["e", "mail"]);
+        assert_eq!(words("Order Date"), ["order", "date"]);
+        assert_eq!(words("yob"), ["yob"]);
+    }
+
+    #[test]
+    fn keys_are_recognized_by_name() {
+        for key in [
+            "id",
+            "customer_id",
+            "CustomerId",
+            "TrackID",
+            "emp_no",
+            "sid",
+        ] {
+            assert!(id_like(key), "{key}");
+        }
+        for other in ["name", "idea", "paid", "valid"] {
+            assert!(!id_like(other), "{other}");
+        }
+        assert_eq!(singular("Categories"), "category");
+        assert_eq!(singular("addresses"), "address");
+        assert_eq!(singular("customers"), "customer");
+        assert_eq!(singular("class"), "class");
+    }
+}
