@@ -17,10 +17,14 @@
 //!   covers QI knowledge only.
 //! - A released row is consistent with a fact iff some choice of one leaf under each of its
 //!   released labels satisfies the fact (`domain`; 001 Def. 3). Leaves are the distinct
-//!   values of the source column, typed as in the source; a fact is evaluated once, by
-//!   DataFusion, over the cross product of the leaves of the columns it names, and at most
-//!   [`DOMAIN_CAP`] combinations are evaluated (a larger product is refused). A fact that is
-//!   NULL (unknown) for a combination does not hold for it.
+//!   values of the source column, typed as in the source. A fact is split at its top-level
+//!   ANDs into components that share no column (`fact::Component`); the leaves of different
+//!   components are chosen independently, so a row is consistent with the fact iff it is
+//!   consistent with every component, and each component is evaluated once, by DataFusion,
+//!   over the cross product of the leaves of its own columns only (`courses.course = 'Math'
+//!   AND courses.year > 2000` is two one-column evaluations). At most [`DOMAIN_CAP`]
+//!   combinations are evaluated per component (a component coupling columns whose product is
+//!   larger is refused). A fact that is NULL (unknown) for a combination does not hold for it.
 //! - The candidates are the released entities consistent with every fact. One candidate means
 //!   the victim is singled out; none means the victim is not in the release (suppressed or
 //!   never in the source) or a fact is not true of them.
@@ -52,7 +56,7 @@ pub use fact::FactError;
 use crate::hierarchy::HierarchyError;
 use crate::plan::{ColumnRole, Plan};
 use crate::warehouse::{render_value, Warehouse, WarehouseError};
-use domain::{ColumnDomain, Satisfying};
+use domain::{ColumnDomain, FactDomain};
 use fact::Fact;
 
 /// At most this many candidates are listed by released key; more are only counted.
@@ -117,12 +121,26 @@ pub struct Findings {
 pub struct FactFinding {
     pub fact: String,
     pub table: String,
-    /// Leaf combinations the fact was evaluated over, and how many satisfy it.
+    /// Leaf combinations the fact was evaluated over (the sum over its components), and how
+    /// many of them satisfy their component. For a fact of one component, the combinations
+    /// of its columns' leaves and how many satisfy the fact.
     pub domain: usize,
     pub satisfying: usize,
+    /// The fact's components, each evaluated over the leaves of its own columns only.
+    pub components: Vec<ComponentFinding>,
     /// Released rows of the table consistent with the fact, of how many.
     pub consistent_rows: usize,
     pub released_rows: usize,
+}
+
+/// One component of a fact: top-level conjuncts connected by the columns they name.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ComponentFinding {
+    /// `table.column`; empty for the conditions that name no column (evaluated once).
+    pub columns: Vec<String>,
+    /// Leaf combinations of its columns, and how many satisfy it.
+    pub domain: usize,
+    pub satisfying: usize,
 }
 
 /// The posterior distribution of one sensitive value of the victim.
@@ -190,7 +208,7 @@ pub async fn run(
             .iter()
             .map(|c| &domains[&(f.table, c.clone())])
             .collect();
-        let satisfying = domain::evaluate(table, &f.columns, &f.sql, columns.clone(), DOMAIN_CAP)
+        let evaluated = domain::evaluate_fact(table, f, &columns, DOMAIN_CAP)
             .await
             .map_err(|problem| AttackError::Fact {
                 number: i + 1,
@@ -198,12 +216,23 @@ pub async fn run(
                 problem,
             })?;
         let consistent =
-            consistent_rows(table, &released[f.table], &f.columns, &columns, &satisfying)?;
+            consistent_rows(table, &released[f.table], &f.columns, &columns, &evaluated)?;
+        let components: Vec<ComponentFinding> = f
+            .components
+            .iter()
+            .zip(evaluated.sizes())
+            .map(|(c, (domain, satisfying))| ComponentFinding {
+                columns: c.columns.iter().map(|n| format!("{table}.{n}")).collect(),
+                domain,
+                satisfying,
+            })
+            .collect();
         findings.push(FactFinding {
             fact: f.text.clone(),
             table: table.clone(),
-            domain: satisfying.size(),
-            satisfying: satisfying.count(),
+            domain: components.iter().map(|c| c.domain).sum(),
+            satisfying: components.iter().map(|c| c.satisfying).sum(),
+            components,
             consistent_rows: consistent.iter().filter(|&&c| c).count(),
             released_rows: consistent.len(),
         });
@@ -460,20 +489,20 @@ async fn column_domains(
     Ok(out)
 }
 
-/// Which released rows of `table` are consistent with a fact, testing each distinct tuple
-/// of labels once.
+/// Which released rows of `table` are consistent with a fact, testing each component once
+/// per distinct tuple of labels of its own columns.
 fn consistent_rows(
     table: &str,
     batch: &RecordBatch,
     names: &[String],
     columns: &[&ColumnDomain],
-    satisfying: &Satisfying<'_>,
+    evaluated: &FactDomain<'_>,
 ) -> Result<Vec<bool>, AttackError> {
     let at: Vec<usize> = names
         .iter()
         .map(|n| column_index(batch, table, n))
         .collect::<Result<_, _>>()?;
-    let mut seen: HashMap<Vec<u32>, bool> = HashMap::new();
+    let mut tester = evaluated.tester();
     let mut out = Vec::with_capacity(batch.num_rows());
     for r in 0..batch.num_rows() {
         let mut nodes = Vec::with_capacity(at.len());
@@ -488,15 +517,7 @@ fn consistent_rows(
                 })?;
             nodes.push(node);
         }
-        let fits = match seen.get(&nodes) {
-            Some(&fits) => fits,
-            None => {
-                let fits = satisfying.consistent(&nodes);
-                seen.insert(nodes, fits);
-                fits
-            }
-        };
-        out.push(fits);
+        out.push(tester.consistent(&nodes));
     }
     Ok(out)
 }
@@ -834,6 +855,11 @@ mod tests {
                 table: "courses".into(),
                 domain: 6,
                 satisfying: 1,
+                components: vec![ComponentFinding {
+                    columns: vec!["courses.course".into()],
+                    domain: 6,
+                    satisfying: 1,
+                }],
                 consistent_rows: 1,
                 released_rows: 11,
             }],

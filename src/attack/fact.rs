@@ -8,7 +8,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, Ident, Query, VisitMut, VisitorMut};
+use sqlparser::ast::{visit_expressions, BinaryOperator, Expr, Ident, Query, VisitMut, VisitorMut};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
@@ -50,14 +50,39 @@ pub enum FactError {
         role: &'static str,
         qis: String,
     },
-    #[error("ranges over {size} combinations of leaves ({detail}), more than the {cap} relanon evaluates; name fewer columns in one fact (on the entity table, one fact per column means the same)")]
+    #[error("couples {} in one condition, which ranges over {} combinations of leaves ({}), more than the {cap} relanon evaluates; where it means the same, split the fact into conditions on one column each joined by AND (e.g. {}), which are evaluated column by column", coupled(columns, |c, _| c.clone(), ", "), product(columns), coupled(columns, |c, n| format!("{c}: {n}"), " x "), coupled(columns, |c, _| format!("{c} = <value>"), " AND "))]
     DomainTooLarge {
-        size: String,
-        detail: String,
+        /// The coupled columns as `table.column`, with their numbers of leaves.
+        columns: Vec<(String, usize)>,
+        cap: usize,
+    },
+    #[error("names {column}, whose {size} distinct values are more than the {cap} leaf combinations relanon evaluates in one condition; state the fact over QI columns with fewer distinct values")]
+    ColumnTooLarge {
+        column: String,
+        size: usize,
         cap: usize,
     },
     #[error("cannot be evaluated: {msg}; write a SQL boolean expression over the named QI columns, compared with values of the source's types (e.g. {example})")]
     Evaluation { msg: String, example: String },
+}
+
+/// The coupled columns of a [`FactError::DomainTooLarge`], each written by `each`, joined.
+fn coupled(
+    columns: &[(String, usize)],
+    each: impl Fn(&String, usize) -> String,
+    sep: &str,
+) -> String {
+    columns
+        .iter()
+        .map(|(c, n)| each(c, *n))
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// The number of combinations of the leaves of `columns`, which may exceed any integer type.
+fn product(columns: &[(String, usize)]) -> String {
+    let product = columns.iter().map(|(_, n)| *n as f64).product::<f64>();
+    format!("{product:.0}")
 }
 
 /// A checked fact, ready to be evaluated over its leaf domain.
@@ -69,7 +94,23 @@ pub(super) struct Fact {
     pub table: usize,
     /// The QI columns it names (catalog spelling), in order of first mention.
     pub columns: Vec<String>,
-    /// The expression with every column resolved to the catalog's spelling and quoted.
+    /// The fact split at its top-level ANDs, the conditions grouped by the columns they share
+    /// (see [`Component`]); their conjunction is the fact.
+    pub components: Vec<Component>,
+}
+
+/// Top-level conjuncts of a fact that are connected through the columns they name (two are
+/// connected if they share a column, transitively); the conjuncts naming no column form one
+/// component of their own. Components share no column, so a choice of leaves satisfies the
+/// fact iff its restriction to each component's columns satisfies that component: each is
+/// evaluated over the leaves of its own columns only.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Component {
+    /// The columns its conjuncts name (catalog spelling), in the fact's order; empty for the
+    /// conjuncts that name none.
+    pub columns: Vec<String>,
+    /// Its conjuncts joined by AND (each parenthesized when there are several), every column
+    /// resolved to the catalog's spelling and quoted.
     pub sql: String,
 }
 
@@ -107,12 +148,124 @@ pub(super) fn parse(text: &str, entity: &str, tables: &[FamilyTable]) -> Result<
             example: example(tables),
         });
     };
+    let components = components(expr, &resolve.columns);
     Ok(Fact {
         text: text.to_string(),
         table,
         columns: resolve.columns,
-        sql: expr.to_string(),
+        components,
     })
+}
+
+/// Splits a resolved fact at its top-level ANDs and groups the conjuncts into components
+/// (see [`Component`]), in the order of their first conjunct. `columns` is the fact's
+/// columns in order of first mention.
+///
+/// Splitting is exact under SQL's three-valued logic: `a AND b` is TRUE iff both are TRUE,
+/// and a combination of leaves satisfies a fact iff the fact is TRUE for it (NULL does not
+/// hold), so the fact holds iff every conjunct holds.
+fn components(expr: Expr, columns: &[String]) -> Vec<Component> {
+    let mut conjuncts = Vec::new();
+    split_and(expr, &mut conjuncts);
+    // Per conjunct, the positions in `columns` of the columns it names.
+    let named: Vec<Vec<usize>> = conjuncts
+        .iter()
+        .map(|c| {
+            let mut at = Vec::new();
+            let _ = visit_expressions(c, |e| {
+                // Resolution left every column as a quoted `table.column` of two parts.
+                if let Expr::CompoundIdentifier(parts) = e {
+                    if let Some(i) = parts
+                        .get(1)
+                        .and_then(|p| columns.iter().position(|c| *c == p.value))
+                    {
+                        if !at.contains(&i) {
+                            at.push(i);
+                        }
+                    }
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            at
+        })
+        .collect();
+    // Union-find over conjuncts; the column-free ones are joined to one another.
+    let mut root: Vec<usize> = (0..conjuncts.len()).collect();
+    let mut owner_of_column: Vec<Option<usize>> = vec![None; columns.len()];
+    let mut column_free: Option<usize> = None;
+    for (k, at) in named.iter().enumerate() {
+        let join = |root: &mut Vec<usize>, other: usize| {
+            let (a, b) = (find(root, k), find(root, other));
+            // The earlier conjunct stays the root, so components come out in fact order.
+            root[a.max(b)] = a.min(b);
+        };
+        if at.is_empty() {
+            match column_free {
+                Some(first) => join(&mut root, first),
+                None => column_free = Some(k),
+            }
+        }
+        for &c in at {
+            match owner_of_column[c] {
+                Some(first) => join(&mut root, first),
+                None => owner_of_column[c] = Some(k),
+            }
+        }
+    }
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for k in 0..conjuncts.len() {
+        let r = find(&mut root, k);
+        match groups.iter_mut().find(|(g, _)| *g == r) {
+            Some((_, members)) => members.push(k),
+            None => groups.push((r, vec![k])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, members)| {
+            let mut at: Vec<usize> = members.iter().flat_map(|&k| named[k].clone()).collect();
+            at.sort_unstable();
+            at.dedup();
+            let sql = match members.as_slice() {
+                [only] => conjuncts[*only].to_string(),
+                _ => members
+                    .iter()
+                    .map(|&k| format!("({})", conjuncts[k]))
+                    .collect::<Vec<_>>()
+                    .join(" AND "),
+            };
+            Component {
+                columns: at.into_iter().map(|i| columns[i].clone()).collect(),
+                sql,
+            }
+        })
+        .collect()
+}
+
+/// The root of conjunct `i`'s set in a union-find forest, halving the path to it.
+fn find(root: &mut [usize], mut i: usize) -> usize {
+    while root[i] != i {
+        root[i] = root[root[i]];
+        i = root[i];
+    }
+    i
+}
+
+/// The conjuncts of `expr`'s top-level ANDs (through parentheses), left to right.
+fn split_and(expr: Expr, out: &mut Vec<Expr>) {
+    match expr {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            split_and(*left, out);
+            split_and(*right, out);
+        }
+        // Parentheses are put back where conjuncts are joined (`Component::sql`).
+        Expr::Nested(inner) => split_and(*inner, out),
+        other => out.push(other),
+    }
 }
 
 /// Resolves every `table.column` to the catalog's spelling, quoted, and checks that all of
@@ -257,18 +410,18 @@ pub(super) fn example(tables: &[FamilyTable]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::plan::PlannedColumn;
 
-    fn col(name: &str, role: ColumnRole) -> PlannedColumn {
+    pub(crate) fn col(name: &str, role: ColumnRole) -> PlannedColumn {
         PlannedColumn {
             name: name.to_string(),
             role,
         }
     }
 
-    fn qi(name: &str) -> PlannedColumn {
+    pub(crate) fn qi(name: &str) -> PlannedColumn {
         col(
             name,
             ColumnRole::QuasiIdentifier {
@@ -277,7 +430,11 @@ mod tests {
         )
     }
 
-    fn table(name: &str, parent: Option<usize>, columns: Vec<PlannedColumn>) -> FamilyTable {
+    pub(crate) fn table(
+        name: &str,
+        parent: Option<usize>,
+        columns: Vec<PlannedColumn>,
+    ) -> FamilyTable {
         FamilyTable {
             name: name.to_string(),
             primary_key: vec![],
@@ -335,12 +492,72 @@ mod tests {
         .expect("valid fact");
         assert_eq!(f.table, 1);
         assert_eq!(f.columns, vec!["course".to_string(), "year".to_string()]);
+        // An OR at the top couples its columns: one component, the whole fact.
         assert_eq!(
-            f.sql,
-            "\"Courses\".\"course\" = 'Physics' AND \"Courses\".\"year\" > 2000 OR \"Courses\".\"course\" IN ('Math')"
+            parts(&f),
+            [(
+                vec!["course", "year"],
+                "\"Courses\".\"course\" = 'Physics' AND \"Courses\".\"year\" > 2000 OR \"Courses\".\"course\" IN ('Math')"
+            )]
         );
         let root = parse_one("students.yob BETWEEN 1990 AND 1995").expect("valid fact");
-        assert_eq!((root.table, root.columns), (0, vec!["yob".to_string()]));
+        assert_eq!((root.table, &root.columns), (0, &vec!["yob".to_string()]));
+        // BETWEEN's AND is not a conjunction.
+        assert_eq!(
+            parts(&root),
+            [(vec!["yob"], "\"students\".\"yob\" BETWEEN 1990 AND 1995")]
+        );
+    }
+
+    /// Each component as (columns, SQL).
+    fn parts(f: &Fact) -> Vec<(Vec<&str>, &str)> {
+        f.components
+            .iter()
+            .map(|c| {
+                (
+                    c.columns.iter().map(String::as_str).collect(),
+                    c.sql.as_str(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn top_level_conjuncts_split_into_components_by_shared_columns() {
+        let f = parse_one("courses.course = 'Math' AND courses.year > 2000").expect("valid");
+        assert_eq!(
+            parts(&f),
+            [
+                (vec!["course"], "\"Courses\".\"course\" = 'Math'"),
+                (vec!["year"], "\"Courses\".\"year\" > 2000"),
+            ]
+        );
+        // Through parentheses; conjuncts sharing a column stay together, each parenthesized;
+        // the column-free ones form one component; components in order of first conjunct.
+        let f = parse_one(
+            "(courses.year > 2000 AND 1 = 1) AND (courses.course = 'CS' AND courses.year < 2010 OR courses.year IS NULL) AND 2 > 1",
+        )
+        .expect("valid");
+        assert_eq!(
+            parts(&f),
+            [
+                (
+                    vec!["year", "course"],
+                    "(\"Courses\".\"year\" > 2000) AND (\"Courses\".\"course\" = 'CS' AND \"Courses\".\"year\" < 2010 OR \"Courses\".\"year\" IS NULL)"
+                ),
+                (vec![], "(1 = 1) AND (2 > 1)"),
+            ]
+        );
+        // Connected transitively: course-year, then year-course again through a comparison.
+        let f = parse_one(
+            "courses.course = 'CS' AND courses.year = 2001 AND courses.course <> CAST(courses.year AS TEXT)",
+        )
+        .expect("valid");
+        assert_eq!(f.components.len(), 1);
+        assert_eq!(f.components[0].columns, ["course", "year"]);
+        // A NOT over an AND is no conjunction of its parts.
+        let f = parse_one("NOT (courses.course = 'Math' AND courses.year = 2001)").expect("valid");
+        assert_eq!(f.components.len(), 1);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! share the courses {Physics, Science, Social}, S3 and S4 share {History, Religion}; S3's
 //! Physics course and S1's Calc book are suppressed. Books: S1 {Discrete, Dyn, Social books},
 //! S2 {Discrete, Dyn, Social books}, S3 and S4 {History books, Religion books}. Every number
-//! below is read off fixtures/table2 and that release.
+//! below is read off fixtures/table2 and that release. One test runs on a busier rental
+//! warehouse (fixtures/realworld), where a fact's columns have more combinations of leaves
+//! than are evaluated in one condition.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -328,6 +330,88 @@ fn facts_outside_the_model_or_unparsable_are_refused() {
     assert!(
         err.contains("fact 2 `courses.course =` cannot be parsed")
             && err.contains("write a SQL boolean expression"),
+        "{err}"
+    );
+}
+
+/// "Rented copy 520 on 5 July 2005", one fact about one rental row, on a rental warehouse
+/// whose rentals name 1,020 copies and 1,360 timestamps: 1,387,200 combinations, over the
+/// cap. The fact's two conditions share no column, so each is evaluated over its own column;
+/// the candidates are counted again here in SQL, from the released labels.
+#[test]
+fn a_child_row_fact_on_two_columns_beyond_the_cap_is_exact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &["rental_busy"]);
+    let decl = decl.to_str().expect("UTF-8 path");
+    let o = relanon(dir.path(), &["anonymize", decl, "--quiet"]);
+    assert!(o.status.success(), "anonymize: {}", stderr(&o));
+
+    let source = rusqlite::Connection::open(dir.path().join("rental.sqlite")).expect("source");
+    let (copies, times): (i64, i64) = source
+        .query_row(
+            "SELECT COUNT(DISTINCT inventory_id), COUNT(DISTINCT rental_date) FROM rental",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("domain sizes");
+    assert!(copies * times > relanon::attack::DOMAIN_CAP as i64);
+    // The victim's rental 10500: copy 520 on 2005-07-05; its film's title and rating are
+    // the copy's ancestors in inventory_h.
+    let (title, rating): (String, String) = source
+        .query_row(
+            "SELECT f.title, f.rating FROM inventory i JOIN film f ON f.film_id = i.film_id \
+             WHERE i.inventory_id = 520",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("copy 520's film");
+    let days: i64 = source
+        .query_row(
+            "SELECT COUNT(DISTINCT rental_date) FROM rental WHERE rental_date LIKE '2005-07-05%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("rentals that day");
+
+    let fact = "rental.inventory_id = 520 AND rental.rental_date LIKE '2005-07-05%'";
+    let o = relanon(dir.path(), &["attack", decl, "--json", "--fact", fact]);
+    assert!(o.status.success(), "attack: {}", stderr(&o));
+    let f: Value = serde_json::from_str(&stdout(&o)).expect("--json prints the findings");
+    assert_eq!(
+        f["facts"][0]["components"],
+        serde_json::json!([
+            {"columns": ["rental.inventory_id"], "domain": copies, "satisfying": 1},
+            {"columns": ["rental.rental_date"], "domain": times, "satisfying": days},
+        ])
+    );
+    assert_eq!(f["facts"][0]["domain"], copies + times);
+
+    // A released rental row fits iff its copy label is 520 or above it, and its date label
+    // is a timestamp of that day or above one: the month, the year or the root (DATE PARTS
+    // (month, year)). The candidates are the customers with such a row.
+    let release =
+        rusqlite::Connection::open(dir.path().join("rental-release.sqlite")).expect("release");
+    let (rows, expected): (i64, i64) = release
+        .query_row(
+            "SELECT COUNT(*), COUNT(DISTINCT customer_id) FROM rental \
+             WHERE CAST(inventory_id AS TEXT) IN ('520', ?1, ?2, '*') \
+             AND (rental_date LIKE '2005-07-05%' OR rental_date IN ('2005-07', '2005', '*'))",
+            [&title, &rating],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count the fitting rows");
+    assert!(expected > 0, "the victim's own row fits unless suppressed");
+    assert_eq!(f["facts"][0]["consistent_rows"], rows);
+    assert_eq!(f["candidates"], expected);
+
+    // An OR couples the two columns: that condition is over the cap, and refused by name.
+    let coupled = "rental.inventory_id = 520 OR rental.rental_date LIKE '2005-07-05%'";
+    let o = relanon(dir.path(), &["attack", decl, "--fact", coupled]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("couples rental.inventory_id, rental.rental_date in one condition")
+            && err.contains("split the fact into conditions on one column each"),
         "{err}"
     );
 }

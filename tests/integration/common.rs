@@ -157,3 +157,24 @@ pub fn verify_with_key_map(dir: &Path, decl: &str, source: &str, release: &str) 
         ],
     )
 }
+
+/// Builds `<name>.sqlite` in `dir` from the script fixtures/realworld/`<name>`.sql (and the
+/// `extra` scripts there after it), and copies the fixture's declarations `<decl>.decl.sql`
+/// beside it; returns the declarations' path. A source built before is reused.
+pub fn realworld_workspace(dir: &Path, name: &str, decl: &str, extra: &[&str]) -> PathBuf {
+    let source = dir.join(format!("{name}.sqlite"));
+    if !source.exists() {
+        let db = rusqlite::Connection::open(&source).expect("create");
+        let scripts = std::iter::once(name).chain(extra.iter().copied());
+        for script in scripts {
+            let text = std::fs::read_to_string(fixture(&format!("realworld/{script}.sql")))
+                .expect("read fixture script");
+            db.execute_batch(&text).expect("run fixture script");
+        }
+    }
+    let decl_text = std::fs::read_to_string(fixture(&format!("realworld/{decl}.decl.sql")))
+        .expect("read declarations");
+    let path = dir.join(format!("{decl}.decl.sql"));
+    std::fs::write(&path, decl_text).expect("write declarations");
+    path
+}

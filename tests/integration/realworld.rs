@@ -14,27 +14,6 @@ use crate::common::*;
 
 const K: u64 = 5;
 
-/// Builds `<name>.sqlite` in `dir` from the fixture script (and `extra` scripts after it),
-/// and copies the fixture's declarations beside it; returns the declarations' path.
-/// A source built before is reused.
-fn workspace(dir: &Path, name: &str, decl: &str, extra: &[&str]) -> PathBuf {
-    let source = dir.join(format!("{name}.sqlite"));
-    if !source.exists() {
-        let db = rusqlite::Connection::open(&source).expect("create");
-        let scripts = std::iter::once(name).chain(extra.iter().copied());
-        for script in scripts {
-            let text = std::fs::read_to_string(fixture(&format!("realworld/{script}.sql")))
-                .expect("read fixture script");
-            db.execute_batch(&text).expect("run fixture script");
-        }
-    }
-    let decl_text = std::fs::read_to_string(fixture(&format!("realworld/{decl}.decl.sql")))
-        .expect("read declarations");
-    let path = dir.join(format!("{decl}.decl.sql"));
-    std::fs::write(&path, decl_text).expect("write declarations");
-    path
-}
-
 /// A Parquet copy of `dir/<name>.sqlite` in `dir/<name>-parquet/`, and declarations that read
 /// it: the SQLite ones with source and target pointed at Parquet and every catalog key
 /// declared with ALTER TABLE (Parquet carries none), before the file's own statements.
@@ -182,7 +161,7 @@ fn query(db: &Path, sql: &str) -> Vec<String> {
 #[test]
 fn sales_with_spaced_names_composite_lines_and_an_employees_dimension() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "sales", "sales", &[]);
+    let decl = realworld_workspace(dir.path(), "sales", "sales", &[]);
     let report = release(dir.path(), &decl);
     let db = dir.path().join("sales-release.sqlite");
     let tables = query(
@@ -260,7 +239,7 @@ fn sales_with_spaced_names_composite_lines_and_an_employees_dimension() {
 #[test]
 fn university_with_composite_enrolments_a_shared_key_child_and_a_self_reference() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "university", "university", &[]);
+    let decl = realworld_workspace(dir.path(), "university", "university", &[]);
     release(dir.path(), &decl);
     let db = dir.path().join("university-release.sqlite");
     // The 1:1 advisor row is keyed by its student's pseudonym: every one joins.
@@ -311,7 +290,7 @@ fn university_with_composite_enrolments_a_shared_key_child_and_a_self_reference(
 #[test]
 fn rental_with_a_path_set_aside() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "rental", "rental", &[]);
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
     let report = release(dir.path(), &decl);
     assert_eq!(report["left_out"], serde_json::json!(["address", "staff"]));
     let facts = ["customer.create_date = '2006-02-14'".to_string()];
@@ -324,7 +303,7 @@ fn rental_with_a_path_set_aside() {
 /// The rental declarations without the DROP FOREIGN KEY: payment reaches the customer both
 /// directly and through its rental.
 fn two_paths(dir: &Path, extra: &[&str]) -> PathBuf {
-    let decl = workspace(dir, "rental", "rental", extra);
+    let decl = realworld_workspace(dir, "rental", "rental", extra);
     let text = std::fs::read_to_string(&decl).expect("read");
     let kept: Vec<&str> = text
         .lines()
@@ -405,7 +384,7 @@ fn rental_with_disagreeing_paths_is_refused() {
 #[test]
 fn values_with_surrounding_spaces_are_leaves_of_their_own() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "whitespace", "whitespace", &[]);
+    let decl = realworld_workspace(dir.path(), "whitespace", "whitespace", &[]);
     release(dir.path(), &decl);
     let db = dir.path().join("whitespace-release.sqlite");
     let cities = query(&db, "SELECT DISTINCT city FROM people ORDER BY city");
@@ -423,7 +402,7 @@ fn values_with_surrounding_spaces_are_leaves_of_their_own() {
     let n = candidates(dir.path(), &parquet, &facts);
     assert!(n >= K, "{n} candidates from the Parquet release");
 
-    let bad = workspace(dir.path(), "whitespace", "whitespace_bad", &[]);
+    let bad = realworld_workspace(dir.path(), "whitespace", "whitespace_bad", &[]);
     let o = relanon(
         dir.path(),
         &["anonymize", bad.to_str().expect("UTF-8"), "--overwrite"],
@@ -442,7 +421,7 @@ fn values_with_surrounding_spaces_are_leaves_of_their_own() {
 #[test]
 fn preserved_keys_trace_surrogate_keyed_tables_by_content() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "university", "university", &[]);
+    let decl = realworld_workspace(dir.path(), "university", "university", &[]);
     let text = std::fs::read_to_string(&decl).expect("read") + "\nSET keys = 'preserve';\n";
     std::fs::write(&decl, text).expect("write");
     let d = decl.to_str().expect("UTF-8");
@@ -584,7 +563,7 @@ fn rows_without_the_deeper_parent_hang_at_the_second_paths_ancestor() {
 #[test]
 fn raw_keys_published_beside_pseudonyms_are_warned_about() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "university", "university", &[]);
+    let decl = realworld_workspace(dir.path(), "university", "university", &[]);
     let text = std::fs::read_to_string(&decl).expect("read").replace(
         "LABEL COLUMN student.\"mentor ID\" AS IDENTIFIER;",
         "LABEL COLUMN student.\"mentor ID\" AS INSENSITIVE;",
@@ -603,7 +582,7 @@ fn raw_keys_published_beside_pseudonyms_are_warned_about() {
         stderr(&o)
     );
 
-    let decl = workspace(dir.path(), "rental", "rental", &[]);
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
     let text = std::fs::read_to_string(&decl).expect("read").replace(
         "LABEL COLUMN payment.rental_id    AS IDENTIFIER;",
         "LABEL COLUMN payment.rental_id    AS INSENSITIVE;",
@@ -632,7 +611,7 @@ fn raw_keys_published_beside_pseudonyms_are_warned_about() {
 #[test]
 fn clinic_notes_share_a_column_between_a_composite_fk_and_a_second_path() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "clinic", "clinic", &[]);
+    let decl = realworld_workspace(dir.path(), "clinic", "clinic", &[]);
     let report = release(dir.path(), &decl);
     let notes = table_report(&report, "Visit Notes");
     assert_eq!(notes["rows_in"], 134, "{notes}");
