@@ -273,6 +273,11 @@ pub async fn run(
         &plan.tables[..]
     };
     for (ti, t) in inferable.iter().enumerate() {
+        // A split table's second entry holds no rows once `join_parts` has run: its
+        // posteriors are the main entry's.
+        if t.part.as_ref().is_some_and(|p| p.null_side) {
+            continue;
+        }
         for c in &t.columns {
             if !matches!(c.role, ColumnRole::Sensitive { .. }) {
                 continue;

@@ -85,12 +85,19 @@ fn singular(table: &str) -> String {
 /// Whether a column name reads as a key of its own table or another's.
 pub fn id_like(name: &str) -> bool {
     let w = words(name);
-    // Three letters ending in `id` are an abbreviation (`sid`, `cid`); longer single words
-    // ending so are words (`paid`, `valid`).
+    // A short word ending in `id` is an abbreviation (`sid`, `scid`) unless it is an
+    // English word (`paid`, `valid`).
+    const WORDS: [&str; 21] = [
+        "paid", "said", "void", "raid", "maid", "laid", "acid", "arid", "avid", "grid", "skid",
+        "squid", "valid", "solid", "rapid", "vivid", "fluid", "humid", "timid", "lucid", "rigid",
+    ];
     matches!(
         w.last().map(String::as_str),
         Some("id" | "key" | "no" | "nr")
-    ) || (w.len() == 1 && w[0].len() == 3 && w[0].ends_with("id"))
+    ) || (w.len() == 1
+        && (3..=5).contains(&w[0].len())
+        && w[0].ends_with("id")
+        && !WORDS.contains(&w[0].as_str()))
 }
 
 /// The column's values as text, NULLs left out, and whether any value was NULL.

@@ -296,10 +296,21 @@ fn choose_entity(
             (p, r, rows, below, text, t.name.clone())
         })
         .collect();
-    ranked.sort_by_key(|r| std::cmp::Reverse((r.0, r.1, r.2, r.3)));
+    // Among tables that name people, the one with the most rows is the population (a
+    // handful of staff beside many customers); where no table names people, the one the
+    // most tables hang under.
+    ranked.sort_by_key(|r| {
+        let (first, second) = if r.0 > 0 { (r.2, r.3) } else { (r.3, r.2) };
+        std::cmp::Reverse((r.0, r.1, first, second))
+    });
     let best = ranked.remove(0);
+    let why = if best.0 > 0 {
+        "the table about people with the most rows"
+    } else {
+        "no table names people by its columns; the table the most tables hang under"
+    };
     let reason = format!(
-        "proposed: the table about people with the most rows and tables under it ({}); pass --entity to choose another",
+        "proposed: {why} ({}); pass --entity to choose another",
         best.4
     );
     let alternatives = ranked
@@ -364,7 +375,8 @@ async fn family_columns(
             .iter()
             .find(|fk| fk.columns.len() == 1 && fk.columns[0] == c.name)
         {
-            lookup(wh, name, &c.name, fk, p, profiles, lookups).await?
+            let referrer = format!("{name}.{}", c.name);
+            lookup(wh, &referrer, fk, p, profiles, &family, lookups).await?
         } else {
             roles::classify(&c.name, in_entity, p)
         };
@@ -410,11 +422,11 @@ fn personal(
 /// leads to) says about the row, which makes those tables dimensions.
 async fn lookup(
     wh: &Warehouse,
-    table: &str,
-    column: &str,
+    referrer: &str,
     fk: &ForeignKey,
     p: &Profile,
     profiles: &BTreeMap<String, Vec<Profile>>,
+    family: &BTreeSet<String>,
     lookups: &mut Lookups,
 ) -> Result<Decision, InitError> {
     let target = fk.ref_table.clone();
@@ -433,13 +445,13 @@ async fn lookup(
             format!("points at a row of {target} of its own (nearly every value distinct): as identifying as a key"),
         ));
     }
-    let Some((sql, levels, hop)) = grouping_query(wh, &target, profiles).await? else {
+    let Some((sql, levels, hop)) = grouping_query(wh, &target, profiles, family).await? else {
         return Ok(Decision::new(
             Role::Identifier,
             format!("a reference into {target}, which has nothing to group its rows by: left out"),
         ));
     };
-    let why = format!("{table}.{column} is generalized through it");
+    let why = format!("{referrer} is generalized through it");
     lookups
         .dimensions
         .entry(target.clone())
@@ -464,6 +476,7 @@ async fn grouping_query(
     wh: &Warehouse,
     target: &str,
     profiles: &BTreeMap<String, Vec<Profile>>,
+    family: &BTreeSet<String>,
 ) -> Result<Option<(String, Vec<String>, Option<String>)>, InitError> {
     use crate::warehouse::quote_ident as q;
     let Some(t) = wh.table(target) else {
@@ -473,8 +486,10 @@ async fn grouping_query(
         return Ok(None);
     };
     let hop = t.foreign_keys.iter().find(|fk| {
+        // A family table is released as family, never as a dimension to group by.
         fk.columns.len() == 1
             && fk.ref_table != t.name
+            && !family.contains(&fk.ref_table)
             && wh
                 .table(&fk.ref_table)
                 .is_some_and(|h| h.primary_key.len() == 1)

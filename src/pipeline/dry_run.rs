@@ -201,20 +201,25 @@ fn columns(
                 ColumnRole::Key => "key, published as the source holds it".to_string(),
                 ColumnRole::Identifier => "dropped (IDENTIFIER)".to_string(),
                 ColumnRole::QuasiIdentifier { hierarchy } => {
-                    let shape = array(&c.name).and_then(|a| {
+                    let built = array(&c.name).zip(hierarchies.get(hierarchy)).map(|(a, def)| {
                         let texts: Vec<Option<String>> =
                             (0..a.len()).map(|r| render_value(a.as_ref(), r)).collect();
                         let numbers: Vec<Option<f64>> =
                             (0..a.len()).map(|r| numeric_value(a.as_ref(), r)).collect();
-                        let def = hierarchies.get(hierarchy)?;
-                        Hierarchy::build(hierarchy, def, &c.name, &texts, &numbers).ok()
+                        let column = format!("{table}.{}", c.name);
+                        Hierarchy::build(hierarchy, def, &column, &texts, &numbers)
                     });
-                    match shape {
-                        Some(b) => format!(
+                    match built {
+                        Some(Ok(b)) => format!(
                             "generalized through {hierarchy} (height {}, {} leaves)",
                             b.hierarchy.height(),
                             b.hierarchy.total_leaves()
                         ),
+                        Some(Err(e)) => {
+                            // The run would stop here: say so before it is started.
+                            warnings.push(format!("anonymize will refuse: {e}"));
+                            format!("generalized through {hierarchy} (which does not fit the data: see the warning)")
+                        }
                         None => format!("generalized through {hierarchy}"),
                     }
                 }

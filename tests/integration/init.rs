@@ -291,3 +291,62 @@ fn all_null_columns_and_small_populations_are_said_in_the_file() {
     let a = relanon(d, &["anonymize", "few.decl.sql"]);
     assert!(a.status.success(), "{}\n{text}", stderr(&a));
 }
+
+/// The paper's Table II as three CSV files without keys: keys inferred (`scid` is read as a
+/// key), the entity is the table the others hang under, k lowered to the four students.
+#[test]
+fn table2_csv_files_run_with_inferred_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    crate::common::copy_dir(&fixture("table2"), &dir.path().join("t2"));
+    let o = relanon(dir.path(), &["init", "t2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("t2.decl.sql")).expect("written");
+    assert!(
+        text.contains("CREATE ENTITY \"students\" ON \"students\" (\"sid\");"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ALTER TABLE \"courses\" ADD PRIMARY KEY (\"scid\"); -- inferred"),
+        "{text}"
+    );
+    assert!(text.contains("ALTER TABLE \"books\" ADD FOREIGN KEY (\"scid\") REFERENCES \"courses\" (\"scid\"); -- inferred"), "{text}");
+    assert!(
+        text.contains("ANONYMIZE \"students\" WITH (k = 4);"),
+        "{text}"
+    );
+    let a = relanon(
+        dir.path(),
+        &["anonymize", "t2.decl.sql", "--key-map", "keys.json"],
+    );
+    assert!(a.status.success(), "{}\n{text}", stderr(&a));
+    let v = relanon(
+        dir.path(),
+        &["verify", "t2.decl.sql", "--key-map", "keys.json"],
+    );
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+}
+
+/// A hierarchy that does not fit the data is said by `plan`, before a run would stop on it.
+#[test]
+fn plan_warns_of_a_hierarchy_that_does_not_fit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    source(dir.path(), "rental");
+    assert!(relanon(dir.path(), &["init", "rental.sqlite"])
+        .status
+        .success());
+    let decl = dir.path().join("rental.decl.sql");
+    let text = std::fs::read_to_string(&decl).expect("written");
+    let text = text.replace(
+        "CREATE HIERARCHY \"customer.create_date\" AS DATE PARTS (month, quarter, year);",
+        "CREATE HIERARCHY \"customer.create_date\" AS BANDS (10, 20);",
+    );
+    std::fs::write(&decl, &text).expect("edit");
+    let p = relanon(dir.path(), &["plan", "rental.decl.sql"]);
+    assert!(p.status.success(), "{}", stderr(&p));
+    let out = stdout(&p);
+    assert!(
+        out.contains("warning: anonymize will refuse: column customer.create_date: ")
+            && out.contains("BANDS generalizes numbers"),
+        "{out}"
+    );
+}

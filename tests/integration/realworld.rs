@@ -523,8 +523,33 @@ fn rows_without_the_deeper_parent_hang_at_the_second_paths_ancestor() {
     let facts = ["payment.payment_date = '2005-05-25 11:30:37'".to_string()];
     let n = candidates(dir.path(), &decl, &facts);
     assert!(n == 0 || n >= K, "{n} candidates");
-
+    // The split table is one table to the adversary: one posterior of its sensitive column,
+    // over all its rows (those hanging at the customer too).
     let d = decl.to_str().expect("UTF-8");
+    let o = relanon(
+        dir.path(),
+        &[
+            "attack",
+            d,
+            "--json",
+            "--fact",
+            "customer.create_date >= '2000-01-01'",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let found: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json findings");
+    let amounts: Vec<&serde_json::Value> = found["posteriors"]
+        .as_array()
+        .expect("posteriors")
+        .iter()
+        .filter(|p| p["column"] == "payment.amount")
+        .collect();
+    assert_eq!(amounts.len(), 1, "{found}");
+    assert!(
+        amounts[0]["entities"].as_u64().expect("entities") > 0,
+        "{found}"
+    );
+
     let tamper = |sql: &str| {
         let copy = dir.path().join("tampered.sqlite");
         std::fs::copy(&db, &copy).expect("copy");
@@ -645,7 +670,7 @@ fn clinic_notes_share_a_column_between_a_composite_fk_and_a_second_path() {
 #[test]
 fn hierarchies_in_sql_a_sqlite_user_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = workspace(dir.path(), "rental", "rental", &[]);
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
     let text = std::fs::read_to_string(&decl).expect("read declarations");
     let text = text
         .replace(
