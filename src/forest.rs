@@ -212,6 +212,38 @@ impl TableNodes {
     }
 }
 
+#[cfg(test)]
+impl TableNodes {
+    /// A table of `parent.len()` rows with these QI codes and no other columns (unit tests
+    /// of the algorithms build forests by hand).
+    pub(crate) fn bare(
+        name: &str,
+        hierarchies: Vec<Hierarchy>,
+        qi: Vec<u32>,
+        parent: Vec<u32>,
+    ) -> TableNodes {
+        use arrow::array::RecordBatchOptions;
+        let n = parent.len();
+        TableNodes {
+            name: name.to_string(),
+            batch: RecordBatch::try_new_with_options(
+                Arc::new(arrow::datatypes::Schema::empty()),
+                Vec::new(),
+                &RecordBatchOptions::new().with_row_count(Some(n)),
+            )
+            .expect("a batch without columns takes any row count"),
+            hierarchies,
+            qi,
+            sensitive: Vec::new(),
+            parent,
+            children: Vec::new(),
+            orphans_dropped: 0,
+            no_parent: 0,
+            rows_in: n,
+        }
+    }
+}
+
 /// All family tables, in plan order.
 #[derive(Debug, Clone)]
 pub struct Forest {

@@ -84,6 +84,10 @@ impl Hierarchy {
     pub fn total_leaves(&self) -> u32 {
         self.total_leaves
     }
+    /// Edges from the root to `code` (the root is at depth 0).
+    pub fn depth(&self, code: u32) -> u16 {
+        self.depth[code as usize]
+    }
     /// Levels from the deepest leaf to the root (`*` alone is height 0).
     pub fn height(&self) -> u16 {
         self.depth.iter().copied().max().unwrap_or(0)

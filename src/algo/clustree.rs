@@ -65,11 +65,21 @@ fn step_above_zero(s: f64) -> Result<(), String> {
     }
 }
 
-fn run_clustree(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+fn run_clustree(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     run(forest, model, options, false, progress)
 }
 
-fn run_ctoff(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+fn run_ctoff(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     run(forest, model, options, true, progress)
 }
 
@@ -81,7 +91,7 @@ fn run(
     options: &Options,
     ctoff: bool,
     progress: &Progress,
-) -> Output {
+) -> Result<Output, String> {
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     let size = model.min_group();
     let rule = model.diversity().map(|(l, diversity)| diversify::Rule {
@@ -104,7 +114,10 @@ fn run(
         threads: rayon::current_num_threads(),
     };
     let clustering = cluster(forest, &dv, &order, params, progress);
-    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+    Ok(Output::Generalized(Generalization::from_clustering(
+        forest,
+        &clustering,
+    )))
 }
 
 /// Parameters of Alg. 5.

@@ -31,7 +31,12 @@ fn l_diversity_only(model: &Model) -> Result<(), String> {
 }
 
 /// CDGH at k = l over MiRaCle's subtree matching, then the classes made diverse.
-fn run(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+fn run(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     let pw = Pairwise::new(forest, Siblings::BySubtree);
     let size = model.min_group();
@@ -40,7 +45,10 @@ fn run(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -
         .unwrap_or((size, Diversity::Probabilistic));
     let params = CdghParams::from_options(size, options);
     let clustering = cluster(forest, &pw, &order, params, l, diversity, progress);
-    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+    Ok(Output::Generalized(Generalization::from_clustering(
+        forest,
+        &clustering,
+    )))
 }
 
 /// Progress: CDGH's stages, then stage "diversifying classes" counting the entities of each

@@ -23,11 +23,21 @@ pub static MIRACLEX: Spec = Spec::plain(
     run_miraclex,
 );
 
-fn run_miracle(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+fn run_miracle(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     run(forest, model, options, Siblings::BySubtree, progress)
 }
 
-fn run_miraclex(forest: &Forest, model: &Model, options: &Options, progress: &Progress) -> Output {
+fn run_miraclex(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     run(forest, model, options, Siblings::ByNode, progress)
 }
 
@@ -38,10 +48,13 @@ fn run(
     options: &Options,
     siblings: Siblings,
     progress: &Progress,
-) -> Output {
+) -> Result<Output, String> {
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     let pw = Pairwise::new(forest, siblings);
     let params = CdghParams::from_options(model.min_group(), options);
     let clustering = cdgh::cluster(forest, &pw, &order, params, progress);
-    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+    Ok(Output::Generalized(Generalization::from_clustering(
+        forest,
+        &clustering,
+    )))
 }

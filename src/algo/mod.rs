@@ -26,6 +26,7 @@ pub mod baseline;
 pub mod clustree;
 pub mod dmiracle;
 pub mod kernel;
+pub mod lattice;
 pub mod miracle;
 pub mod options;
 pub mod output;
@@ -58,7 +59,8 @@ pub struct Spec {
     pub serves: fn(&Model) -> Result<(), String>,
     /// Anything else of the plan it cannot release, with what to do instead.
     pub refuses: fn(&Plan) -> Option<String>,
-    pub run: fn(&Forest, &Model, &Options, &Progress) -> Output,
+    /// Runs it; `Err` says why this forest cannot be released as asked, and what to do.
+    pub run: fn(&Forest, &Model, &Options, &Progress) -> Result<Output, String>,
 }
 
 impl Spec {
@@ -67,7 +69,7 @@ impl Spec {
         name: &'static str,
         options: &'static [OptionSpec],
         serves: fn(&Model) -> Result<(), String>,
-        run: fn(&Forest, &Model, &Options, &Progress) -> Output,
+        run: fn(&Forest, &Model, &Options, &Progress) -> Result<Output, String>,
     ) -> Spec {
         Spec {
             name,
@@ -90,6 +92,7 @@ pub static ALGORITHMS: &[&Spec] = &[
     &clustree::CTOFF,
     &dmiracle::DMIRACLE,
     &topdown::TOPDOWN,
+    &lattice::LATTICE,
     &baseline::UNIVERSAL,
     &baseline::PER_TABLE,
     &baseline::BITMAP_COMPLETE,
@@ -134,7 +137,12 @@ pub struct Configured {
 
 impl Configured {
     /// Runs the algorithm over the whole forest.
-    pub fn run(&self, forest: &Forest, model: &Model, progress: &Progress) -> Output {
+    pub fn run(
+        &self,
+        forest: &Forest,
+        model: &Model,
+        progress: &Progress,
+    ) -> Result<Output, String> {
         (self.spec.run)(forest, model, &self.options, progress)
     }
 }
@@ -280,7 +288,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

@@ -217,9 +217,12 @@ fn single_table(plan: &Plan) -> Option<String> {
     ))
 }
 
-fn run(forest: &Forest, model: &Model, _: &Options, progress: &Progress) -> Output {
+fn run(forest: &Forest, model: &Model, _: &Options, progress: &Progress) -> Result<Output, String> {
     let clustering = cluster(forest, model.min_group(), progress);
-    Output::Generalized(Generalization::from_clustering(forest, &clustering))
+    Ok(Output::Generalized(Generalization::from_clustering(
+        forest,
+        &clustering,
+    )))
 }
 
 /// Runs TopDown on the entity table at `k`. Rows of child tables (which the plan refuses for
@@ -878,10 +881,6 @@ fn best_shrink(t: &Table, gs: &[Group], a: usize, k: usize) -> Option<Shrink> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use arrow::datatypes::Schema;
-    use arrow::record_batch::{RecordBatch, RecordBatchOptions};
     use proptest::prelude::*;
 
     use super::*;
@@ -932,23 +931,12 @@ mod tests {
             .collect();
         let n = rows.len();
         Forest {
-            tables: vec![TableNodes {
-                name: "t".to_string(),
-                batch: RecordBatch::try_new_with_options(
-                    Arc::new(Schema::empty()),
-                    Vec::new(),
-                    &RecordBatchOptions::new().with_row_count(Some(n)),
-                )
-                .expect("empty batch"),
-                hierarchies: vec![age.hierarchy, job.hierarchy],
+            tables: vec![TableNodes::bare(
+                "t",
+                vec![age.hierarchy, job.hierarchy],
                 qi,
-                sensitive: Vec::new(),
-                parent: vec![u32::MAX; n],
-                children: Vec::new(),
-                orphans_dropped: 0,
-                no_parent: 0,
-                rows_in: n,
-            }],
+                vec![u32::MAX; n],
+            )],
         }
     }
 

@@ -352,7 +352,9 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     let forest = load(&plan, &wh, progress).await?;
     clock.lap("load");
     progress.phase("cluster", "clustering");
-    let output = algorithm.run(&forest, &plan.params.model, progress);
+    let output = algorithm
+        .run(&forest, &plan.params.model, progress)
+        .map_err(|e| anyhow!("algorithm = '{}': {e}", algorithm.spec.name))?;
     return_free_heap();
     clock.lap("cluster");
     progress.phase("materialize", "building the released tables");

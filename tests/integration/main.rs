@@ -23,6 +23,8 @@
 //!   unchanged to a verified release; `relanon plan`'s fates, review lines and warnings;
 //!   init's bad inputs (no foreign keys, a key-less entity, empty, unreadable, existing
 //!   output) one line each with nothing written.
+//! - `lattice`: global recoding of a warehouse with child tables, released within its
+//!   budget or refused below its shape floor.
 //! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
 //!   drawn on a pseudo-terminal (each skipped without its tool unless `CI` is set).
 //! - `tidy`: ARCHITECTURE.md's invariants as a text scan of src/, each failing with the rule
@@ -40,6 +42,7 @@ mod faults;
 mod fuzz_decl;
 mod html;
 mod init;
+mod lattice;
 mod ldiversity;
 mod progress;
 mod properties;

@@ -41,7 +41,7 @@ pub static BITMAP_INCOMPLETE: Spec =
 const fn baseline(
     name: &'static str,
     aliases: &'static [&'static str],
-    run: fn(&Forest, &Model, &Options, &Progress) -> Output,
+    run: fn(&Forest, &Model, &Options, &Progress) -> Result<Output, String>,
 ) -> Spec {
     Spec {
         name,
@@ -62,24 +62,44 @@ fn k_anonymity_baseline(model: &Model) -> Result<(), String> {
     }
 }
 
-fn run_universal(forest: &Forest, model: &Model, o: &Options, progress: &Progress) -> Output {
+fn run_universal(
+    forest: &Forest,
+    model: &Model,
+    o: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     let params = CdghParams::from_options(model.min_group(), o);
-    Output::Generalized(universal(forest, params, progress))
+    Ok(Output::Generalized(universal(forest, params, progress)))
 }
 
-fn run_per_table(forest: &Forest, model: &Model, o: &Options, progress: &Progress) -> Output {
+fn run_per_table(
+    forest: &Forest,
+    model: &Model,
+    o: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
     let params = CdghParams::from_options(model.min_group(), o);
-    Output::Generalized(per_table(forest, params, progress))
+    Ok(Output::Generalized(per_table(forest, params, progress)))
 }
 
-fn run_bitmap_complete(forest: &Forest, model: &Model, o: &Options, p: &Progress) -> Output {
+fn run_bitmap_complete(
+    forest: &Forest,
+    model: &Model,
+    o: &Options,
+    p: &Progress,
+) -> Result<Output, String> {
     let params = CdghParams::from_options(model.min_group(), o);
-    Output::Generalized(bitmap(forest, params, true, p))
+    Ok(Output::Generalized(bitmap(forest, params, true, p)))
 }
 
-fn run_bitmap_incomplete(forest: &Forest, model: &Model, o: &Options, p: &Progress) -> Output {
+fn run_bitmap_incomplete(
+    forest: &Forest,
+    model: &Model,
+    o: &Options,
+    p: &Progress,
+) -> Result<Output, String> {
     let params = CdghParams::from_options(model.min_group(), o);
-    Output::Generalized(bitmap(forest, params, false, p))
+    Ok(Output::Generalized(bitmap(forest, params, false, p)))
 }
 
 /// A single table for the single-table algorithm: `rows` records of row-major QI codes.

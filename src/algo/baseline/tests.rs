@@ -1,10 +1,5 @@
 //! Unit tests of the single-table baselines (001 Sec. III) on hand-built one-table forests.
 
-use std::sync::Arc;
-
-use arrow::datatypes::Schema;
-use arrow::record_batch::{RecordBatch, RecordBatchOptions};
-
 use super::*;
 use crate::forest::Children;
 use crate::plan::Model;
@@ -49,24 +44,7 @@ fn table2_like() -> Forest {
 }
 
 fn nodes(name: &str, hierarchies: Vec<Hierarchy>, qi: Vec<u32>, parent: Vec<u32>) -> TableNodes {
-    let n = parent.len();
-    TableNodes {
-        name: name.to_string(),
-        batch: RecordBatch::try_new_with_options(
-            Arc::new(Schema::empty()),
-            Vec::new(),
-            &RecordBatchOptions::new().with_row_count(Some(n)),
-        )
-        .expect("empty batch"),
-        hierarchies,
-        qi,
-        sensitive: Vec::new(),
-        parent,
-        children: Vec::new(),
-        orphans_dropped: 0,
-        no_parent: 0,
-        rows_in: n,
-    }
+    TableNodes::bare(name, hierarchies, qi, parent)
 }
 
 fn params(k: usize) -> CdghParams {
@@ -86,23 +64,23 @@ fn registered(name: &str) -> &'static crate::algo::Spec {
         .expect("a registered algorithm")
 }
 
-/// Runs a registered algorithm as `configure` would set it up, with threshold = 1 where
-/// the algorithm reads it.
+/// Runs a registered algorithm as `configure` would set it up, with threshold = 1 and
+/// max_suppression = 1 where the algorithm reads them.
 fn run(forest: &Forest, spec: &crate::algo::Spec, k: usize, progress: &Progress) -> Generalization {
-    let threshold = crate::plan::RawOption {
-        name: "threshold".to_string(),
-        value: crate::policy::Value::Number(1.0),
-        pos: crate::policy::Pos::default(),
-    };
     let written: Vec<_> = spec
         .options
         .iter()
-        .filter(|o| o.name == "threshold")
-        .map(|_| threshold.clone())
+        .filter(|o| o.name == "threshold" || o.name == "max_suppression")
+        .map(|o| crate::plan::RawOption {
+            name: o.name.to_string(),
+            value: crate::policy::Value::Number(1.0),
+            pos: crate::policy::Pos::default(),
+        })
         .collect();
-    let options = Options::read(spec.options, &written).expect("threshold = 1 is valid");
+    let options = Options::read(spec.options, &written).expect("1 is valid for both");
     match (spec.run)(forest, &Model::KAnonymity { k }, &options, progress) {
-        Output::Generalized(g) => g,
+        Ok(Output::Generalized(g)) => g,
+        Err(e) => panic!("{} releases this forest: {e}", spec.name),
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod ahead;
 pub mod cdgh;
 pub mod diversify;
+pub mod lattice;
 pub mod lca_loss;
 pub mod pairwise;
 pub mod tree;

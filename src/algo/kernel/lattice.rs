@@ -1,0 +1,419 @@
+//! The full-domain generalization lattice across every table of the family (002 Ch. 2,
+//! multi-relational form of the spec's Sec. 4): a node gives each QI column one level of its
+//! hierarchy, every cell of the column in every row is generalized to that level (global
+//! recoding), and the entities fall into classes of trees that are QI-isomorphic under the
+//! recoding (000 Def. 12). Whole entities of classes smaller than k are suppressed.
+//!
+//! - Levels are top-aligned (spec decision 29): column c has levels 0..=D_c (D_c its
+//!   hierarchy's height), and at level l a leaf x becomes its ancestor at depth
+//!   min(depth(x), D_c - l), so a shallow leaf keeps its label until its ancestors are
+//!   reached and level D_c is `*` for every leaf. Each level is then a function of the one
+//!   below (spec Sec. 1), which the roll-up and the monotonicity below rest on.
+//! - Classes are found by canonical tree ids (AHU): bottom-up, a row's id interns its table,
+//!   its generalized codes and, per child table, the sorted ids of its children; entities
+//!   with one root id form a class. Interning keys on the whole content, so two trees get one
+//!   id exactly when they are isomorphic.
+//! - A node's classes are rolled up from a finer node's (spec Sec. 4.4 strategy 3): every
+//!   class of u <= v lies inside one class of v, so one representative per class of u is
+//!   canonicalized under v and the sizes are summed by root id. Nodes are visited depth
+//!   first over the spanning tree that reaches v from v - e_j (j the last column v raises
+//!   above 0), so only the partitions along one path are held.
+//! - Suppression shrinks going up (002 Theorem 2, which holds for trees: spec Sec. 4.5), so
+//!   feasibility under a budget is up-closed, and the loss of the kept cells is bounded
+//!   below by the loss of every cell at the node's levels (`floor_loss`), which only grows
+//!   going up: a node whose bound exceeds the best loss found cannot lead to a better one.
+
+use rustc_hash::FxHashMap;
+
+use crate::forest::Forest;
+use crate::hierarchy::Hierarchy;
+
+/// One QI column of the lattice: where it is and what each level makes of each node.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Family table and position among the table's QI columns.
+    pub table: usize,
+    pub qi: usize,
+    /// The hierarchy's height D_c: levels run 0..=height.
+    pub height: u16,
+    /// `gen[level][node]`: the node a value at `node` is generalized to at `level`.
+    gen: Vec<Vec<u32>>,
+    /// Sum over the column's cells of LM' at each level (001 Def. 8).
+    loss_at: Vec<f64>,
+}
+
+/// The lattice of a forest: its columns and the mixed-radix numbering of its nodes.
+#[derive(Debug)]
+pub struct Lattice<'f> {
+    forest: &'f Forest,
+    pub columns: Vec<Column>,
+    /// Number of nodes (the product of the columns' level counts).
+    pub size: usize,
+    /// `cols_of[t]`: the lattice columns of table t, in QI order.
+    cols_of: Vec<Vec<usize>>,
+    /// Per entity, its tree's rows per table.
+    tree_rows: Vec<Vec<u32>>,
+    /// QI cells per entity tree, per entity.
+    tree_cells: Vec<u64>,
+    /// All QI cells of the family.
+    pub cells: u64,
+}
+
+/// One class of a node: a representative entity and how many entities it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Class {
+    pub rep: u32,
+    pub size: u32,
+}
+
+/// Why a lattice cannot be searched.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LatticeError {
+    #[error("the lattice of the {columns} QI column(s) has {size} nodes ({shape} levels) over {rows} family rows: searching it visits up to {work:.1e} rows, more than the {limit:.0e} relanon searches; declare fewer quasi-identifiers or hierarchies with fewer levels")]
+    TooLarge {
+        columns: usize,
+        size: String,
+        shape: String,
+        rows: usize,
+        work: f64,
+        limit: f64,
+    },
+}
+
+/// The most row visits a search may need (nodes times family rows, each node's classes
+/// rolled up over at most every row): UCI Adult's 6,480 nodes over 30,162 rows need 2e8.
+pub const WORK_LIMIT: f64 = 4e9;
+
+impl<'f> Lattice<'f> {
+    /// The lattice of every QI column of the forest, in plan order.
+    pub fn new(forest: &'f Forest) -> Lattice<'f> {
+        let mut columns = Vec::new();
+        let mut cols_of = vec![Vec::new(); forest.tables.len()];
+        for (t, table) in forest.tables.iter().enumerate() {
+            for (q, h) in table.hierarchies.iter().enumerate() {
+                cols_of[t].push(columns.len());
+                columns.push(column(forest, t, q, h));
+            }
+        }
+        // Saturating: a lattice that large is refused by `searchable` before any search.
+        let size = columns
+            .iter()
+            .map(|c| c.height as usize + 1)
+            .fold(1usize, usize::saturating_mul);
+        let entities = forest.entities();
+        let mut tree_rows = vec![vec![0u32; forest.tables.len()]; entities];
+        for (e, rows) in tree_rows.iter_mut().enumerate() {
+            count_rows(forest, 0, e as u32, rows);
+        }
+        let tree_cells = tree_rows
+            .iter()
+            .map(|rows| {
+                rows.iter()
+                    .zip(&forest.tables)
+                    .map(|(&n, t)| n as u64 * t.nqi() as u64)
+                    .sum()
+            })
+            .collect::<Vec<u64>>();
+        let cells = forest
+            .tables
+            .iter()
+            .map(|t| (t.rows() * t.nqi()) as u64)
+            .sum();
+        Lattice {
+            forest,
+            columns,
+            size,
+            cols_of,
+            tree_rows,
+            tree_cells,
+            cells,
+        }
+    }
+
+    /// Whether a search of every node is within [`WORK_LIMIT`] row visits (the top node alone
+    /// always is: it costs one pass over the rows).
+    pub fn searchable(&self) -> Result<(), LatticeError> {
+        let rows: usize = self.forest.tables.iter().map(|t| t.rows()).sum();
+        let product: f64 = self.columns.iter().map(|c| c.height as f64 + 1.0).product();
+        let work = product * rows.max(1) as f64;
+        if work <= WORK_LIMIT {
+            return Ok(());
+        }
+        Err(LatticeError::TooLarge {
+            columns: self.columns.len(),
+            size: format!("{product:.0}"),
+            shape: self
+                .columns
+                .iter()
+                .map(|c| (c.height + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(" x "),
+            rows,
+            work,
+            limit: WORK_LIMIT,
+        })
+    }
+
+    /// The lowest node's classes: every entity canonicalized with its leaves.
+    pub fn bottom(&self) -> Vec<Class> {
+        let levels = vec![0u16; self.columns.len()];
+        let all: Vec<Class> = (0..self.forest.entities() as u32)
+            .map(|rep| Class { rep, size: 1 })
+            .collect();
+        self.roll_up(&all, &levels)
+    }
+
+    /// The classes at `levels`, from the classes of a node at or below it (002 Rollup, the
+    /// spec's strategy 3): each class's representative is canonicalized at `levels` and the
+    /// classes with one root id merge. Classes come out in the order of their first member.
+    pub fn roll_up(&self, finer: &[Class], levels: &[u16]) -> Vec<Class> {
+        let mut interner = Interner::with_capacity(finer.len());
+        // Root id -> position in `out` (ids are dense, so a vector serves as the map).
+        let mut slot: Vec<u32> = Vec::new();
+        let mut out: Vec<Class> = Vec::new();
+        for class in finer {
+            let root = self.canon(0, class.rep, levels, &mut interner) as usize;
+            if root >= slot.len() {
+                slot.resize(root + 1, u32::MAX);
+            }
+            match slot[root] {
+                u32::MAX => {
+                    slot[root] = out.len() as u32;
+                    out.push(*class);
+                }
+                i => out[i as usize].size += class.size,
+            }
+        }
+        out
+    }
+
+    /// The canonical id of `row` of table `t` and the rows below it, at `levels`.
+    fn canon(&self, t: usize, row: u32, levels: &[u16], interner: &mut Interner) -> u32 {
+        let table = &self.forest.tables[t];
+        let mut key = interner.buffer(t);
+        key.push(t as u32);
+        let codes = table.codes(row);
+        for (&c, &code) in self.cols_of[t].iter().zip(codes) {
+            key.push(self.columns[c].gen[levels[c] as usize][code as usize]);
+        }
+        for children in &table.children {
+            let kids = children.of(row);
+            let start = key.len() + 1;
+            key.push(kids.len() as u32);
+            for &k in kids {
+                let id = self.canon(children.table, k, levels, interner);
+                key.push(id);
+            }
+            key[start..].sort_unstable();
+        }
+        interner.intern(t, key)
+    }
+
+    /// Every entity's canonical root id at `levels`: entities with one id are one class.
+    pub fn root_ids(&self, levels: &[u16]) -> Vec<u32> {
+        let mut interner = Interner::with_capacity(self.forest.entities());
+        (0..self.forest.entities() as u32)
+            .map(|e| self.canon(0, e, levels, &mut interner))
+            .collect()
+    }
+
+    /// LM' summed over the cells of entity `e`'s tree at `levels`.
+    pub fn tree_loss(&self, e: u32, levels: &[u16]) -> f64 {
+        self.row_loss(0, e, levels)
+    }
+
+    fn row_loss(&self, t: usize, row: u32, levels: &[u16]) -> f64 {
+        let table = &self.forest.tables[t];
+        let mut sum = 0.0;
+        for ((&c, &code), h) in self.cols_of[t]
+            .iter()
+            .zip(table.codes(row))
+            .zip(&table.hierarchies)
+        {
+            sum += h.loss(self.columns[c].gen[levels[c] as usize][code as usize]);
+        }
+        for children in &table.children {
+            for &k in children.of(row) {
+                sum += self.row_loss(children.table, k, levels);
+            }
+        }
+        sum
+    }
+
+    /// LM' summed over every cell of the family at `levels`: a lower bound of the loss of
+    /// any release at the node (suppressed cells count 1, at least their loss), and it only
+    /// grows with the levels.
+    pub fn floor_loss(&self, levels: &[u16]) -> f64 {
+        self.columns
+            .iter()
+            .zip(levels)
+            .map(|(c, &l)| c.loss_at[l as usize])
+            .sum()
+    }
+
+    /// Per column and level, LM' summed over the cells of `entities`' trees: what those
+    /// cells would cost kept, to be replaced by what they cost suppressed (1 each).
+    pub fn losses_of(&self, entities: &[u32]) -> Vec<Vec<f64>> {
+        let mut out: Vec<Vec<f64>> = self
+            .columns
+            .iter()
+            .map(|c| vec![0.0; c.height as usize + 1])
+            .collect();
+        for &e in entities {
+            self.add_losses(0, e, &mut out);
+        }
+        out
+    }
+
+    fn add_losses(&self, t: usize, row: u32, out: &mut [Vec<f64>]) {
+        let table = &self.forest.tables[t];
+        for ((&c, &code), h) in self.cols_of[t]
+            .iter()
+            .zip(table.codes(row))
+            .zip(&table.hierarchies)
+        {
+            for (level, sum) in out[c].iter_mut().enumerate() {
+                *sum += h.loss(self.columns[c].gen[level][code as usize]);
+            }
+        }
+        for children in &table.children {
+            for &k in children.of(row) {
+                self.add_losses(children.table, k, out);
+            }
+        }
+    }
+
+    /// The node a column's value is generalized to.
+    pub fn generalize(&self, column: usize, level: u16, node: u32) -> u32 {
+        self.columns[column].gen[level as usize][node as usize]
+    }
+
+    /// The lattice columns of table `t`.
+    pub fn columns_of(&self, t: usize) -> &[usize] {
+        &self.cols_of[t]
+    }
+
+    /// Rows of table `t` in entity `e`'s tree.
+    pub fn tree_rows(&self, e: u32, t: usize) -> u32 {
+        self.tree_rows[e as usize][t]
+    }
+
+    /// QI cells in entity `e`'s tree.
+    pub fn tree_cells(&self, e: u32) -> u64 {
+        self.tree_cells[e as usize]
+    }
+
+    /// The height of a node: the sum of its levels (spec decision 16).
+    pub fn height(levels: &[u16]) -> u32 {
+        levels.iter().map(|&l| l as u32).sum()
+    }
+}
+
+/// The nodes above `levels` in the spanning tree: one column raised by one, only columns
+/// from the last one `levels` raises on, so every node has exactly one way up from the
+/// bottom (the ordered enumeration of multisets).
+pub fn successors(lattice: &Lattice, levels: &[u16]) -> Vec<Vec<u16>> {
+    let last = levels.iter().rposition(|&l| l > 0).unwrap_or(0);
+    (last..levels.len())
+        .filter(|&c| levels[c] < lattice.columns[c].height)
+        .map(|c| {
+            let mut up = levels.to_vec();
+            up[c] += 1;
+            up
+        })
+        .collect()
+}
+
+/// Builds a column's level tables.
+fn column(forest: &Forest, t: usize, q: usize, h: &Hierarchy) -> Column {
+    let height = h.height();
+    let gen: Vec<Vec<u32>> = (0..=height)
+        .map(|level| {
+            (0..h.len() as u32)
+                .map(|node| {
+                    let target = h.depth(node).min(height - level);
+                    let mut n = node;
+                    while h.depth(n) > target {
+                        n = h.parent(n);
+                    }
+                    n
+                })
+                .collect()
+        })
+        .collect();
+    let table = &forest.tables[t];
+    let nqi = table.nqi();
+    let mut per_node = vec![0u64; h.len()];
+    for r in 0..table.rows() {
+        per_node[table.qi[r * nqi + q] as usize] += 1;
+    }
+    let loss_at = gen
+        .iter()
+        .map(|g| {
+            per_node
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(node, &n)| n as f64 * h.loss(g[node]))
+                .sum()
+        })
+        .collect();
+    Column {
+        table: t,
+        qi: q,
+        height,
+        gen,
+        loss_at,
+    }
+}
+
+fn count_rows(forest: &Forest, t: usize, row: u32, rows: &mut [u32]) {
+    rows[t] += 1;
+    for children in &forest.tables[t].children {
+        for &k in children.of(row) {
+            count_rows(forest, children.table, k, rows);
+        }
+    }
+}
+
+/// Tree contents to dense ids, for one node. Keys are built in buffers reused per table
+/// (a row's key is complete before its parent's is), so only new contents allocate.
+#[derive(Default)]
+struct Interner {
+    ids: FxHashMap<Vec<u32>, u32>,
+    buffers: Vec<Vec<u32>>,
+}
+
+impl Interner {
+    fn with_capacity(n: usize) -> Interner {
+        let mut ids = FxHashMap::default();
+        ids.reserve(n);
+        Interner {
+            ids,
+            buffers: Vec::new(),
+        }
+    }
+
+    /// An empty key buffer for a row of table `t`.
+    fn buffer(&mut self, t: usize) -> Vec<u32> {
+        if self.buffers.len() <= t {
+            self.buffers.resize_with(t + 1, Vec::new);
+        }
+        let mut b = std::mem::take(&mut self.buffers[t]);
+        b.clear();
+        b
+    }
+
+    fn intern(&mut self, t: usize, key: Vec<u32>) -> u32 {
+        let id = match self.ids.get(key.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = self.ids.len() as u32;
+                self.ids.insert(key.clone(), id);
+                id
+            }
+        };
+        self.buffers[t] = key;
+        id
+    }
+}
