@@ -578,7 +578,7 @@ pub fn report_page(r: &Report) -> Result<String, HtmlError> {
 }
 
 fn summary(r: &Report) -> String {
-    let rows = vec![
+    let mut rows = vec![
         vec![
             "independent verification".to_string(),
             if r.verified { "passed" } else { "FAILED" }.to_string(),
@@ -619,6 +619,13 @@ fn summary(r: &Report) -> String {
             format!("{:.1}%", r.utility.suppression_accuracy),
         ],
     ];
+    // `table` escapes every cell.
+    for c in &r.recoding {
+        rows.push(vec![
+            format!("level of {} (global recoding)", c.column),
+            format!("{} of {}", c.level, c.height),
+        ]);
+    }
     let warning = if r.verified {
         ""
     } else {

@@ -56,6 +56,8 @@ pub struct Materialized {
     /// Size of every EC, in EC order.
     pub ec_sizes: Vec<usize>,
     pub suppressed_entities: usize,
+    /// Global recoding's node, per QI column `table.column`: (level, height).
+    pub recoding: Vec<(String, u16, u16)>,
 }
 
 /// Builds the release tables from what the algorithm produced; `plan.params.seed` (or the OS)
@@ -179,7 +181,24 @@ fn generalized(
         stats,
         ec_sizes: generalization.ec_sizes.clone(),
         suppressed_entities: generalization.suppressed_entities,
+        recoding: recoding(plan, generalization),
     })
+}
+
+/// Global recoding's levels named by their columns (a split table's two plan entries, which
+/// hang at different parents, are searched as two sets of columns and named twice).
+fn recoding(plan: &Plan, g: &Generalization) -> Vec<(String, u16, u16)> {
+    let Some(levels) = &g.levels else {
+        return Vec::new();
+    };
+    let names = plan
+        .tables
+        .iter()
+        .flat_map(|t| t.qi_columns().map(move |(c, _)| format!("{}.{c}", t.name)));
+    names
+        .zip(levels)
+        .map(|(name, &(level, height))| (name, level, height))
+        .collect()
 }
 
 /// One table's kept rows as released, before sorting, with the loss its QI cells carry.

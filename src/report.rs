@@ -158,6 +158,10 @@ pub struct Report {
     pub entities: usize,
     pub entities_released: usize,
     pub suppressed_entities: usize,
+    /// Global recoding's node (`algorithm = 'lattice'`): every QI column's level and its
+    /// hierarchy's height. Empty for local recoding. (Absent from earlier reports.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recoding: Vec<ColumnLevel>,
     pub equivalence_classes: usize,
     pub smallest_ec: Option<usize>,
     /// EC size (entities) -> how many ECs have it. Sizes far above k are utility lost to
@@ -179,6 +183,16 @@ pub struct Report {
     pub utility: Utility,
     /// Milliseconds per phase.
     pub timings_ms: BTreeMap<String, f64>,
+}
+
+/// One QI column's level in a global recoding.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ColumnLevel {
+    /// `table.column`.
+    pub column: String,
+    /// 0 keeps the value; `height` generalizes it to `*`.
+    pub level: u16,
+    pub height: u16,
 }
 
 pub fn build(
@@ -261,6 +275,15 @@ pub fn build(
         entities,
         entities_released,
         suppressed_entities: m.suppressed_entities,
+        recoding: m
+            .recoding
+            .iter()
+            .map(|(column, level, height)| ColumnLevel {
+                column: column.clone(),
+                level: *level,
+                height: *height,
+            })
+            .collect(),
         equivalence_classes: m.ec_sizes.len(),
         smallest_ec: m.ec_sizes.iter().copied().min(),
         ec_size_histogram: histogram(&m.ec_sizes),
@@ -384,6 +407,17 @@ impl Report {
             s += &format!(
                 "  not released (outside the family, not declared dimensions): {}\n",
                 self.left_out.join(", ")
+            );
+        }
+        if !self.recoding.is_empty() {
+            let levels: Vec<String> = self
+                .recoding
+                .iter()
+                .map(|c| format!("{} {}/{}", c.column, c.level, c.height))
+                .collect();
+            s += &format!(
+                "  every cell generalized to one level per column (level/height): {}\n",
+                levels.join(", ")
             );
         }
         s += &format!(

@@ -238,6 +238,14 @@ fn release(forest: &Forest, lattice: &Lattice, levels: &[u16], k: usize) -> Gene
     let mut ec_sizes: Vec<usize> = sizes.into_values().filter(|&s| s >= k).collect();
     ec_sizes.sort_unstable();
     g.ec_sizes = ec_sizes;
+    g.levels = Some(
+        lattice
+            .columns
+            .iter()
+            .zip(levels)
+            .map(|(c, &l)| (l, c.height))
+            .collect(),
+    );
     g
 }
 
@@ -379,6 +387,7 @@ mod tests {
         // No suppression: [2,2,4], LM 16.8333 / 27 (the spec's expected answer).
         let g = released(&f, 0.0, "lm", 3);
         assert_eq!(g.suppressed_entities, 0);
+        assert_eq!(g.levels, Some(vec![(2, 3), (2, 3), (4, 5)]));
         assert!((lm_with_suppression(&f, &g) - 16.8333 / 27.0).abs() < 1e-4);
         let age = &f.tables[0].hierarchies[0];
         assert_eq!(age.label(g.codes[0][0]), Some("[11-30]"));

@@ -38,6 +38,10 @@ pub struct Generalization {
     pub ec_sizes: Vec<usize>,
     /// Entities left out whole.
     pub suppressed_entities: usize,
+    /// Global recoding's node: per QI column in plan order (each table's QI columns in
+    /// `FamilyTable::qi_columns` order), the level every cell was generalized to and the
+    /// column's height. `None` for local recoding.
+    pub levels: Option<Vec<(u16, u16)>>,
 }
 
 impl Generalization {
@@ -57,6 +61,7 @@ impl Generalization {
                 .collect(),
             ec_sizes: Vec::new(),
             suppressed_entities: 0,
+            levels: None,
         }
     }
 

@@ -44,6 +44,24 @@ fn rental_is_released_by_global_recoding_or_refused_below_its_shape_floor() {
     assert_eq!(r["verified"], true, "{r}");
     assert_eq!(r["suppressed_entities"], 6, "{r}");
     assert!(r["smallest_ec"].as_u64().expect("smallest") >= 5, "{r}");
+    // The node: one level per QI column, within its hierarchy.
+    let recoding = r["recoding"].as_array().expect("the node is reported");
+    let columns: Vec<&str> = recoding
+        .iter()
+        .map(|c| c["column"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "customer.create_date",
+            "rental.rental_date",
+            "rental.inventory_id",
+            "payment.payment_date"
+        ]
+    );
+    for c in recoding {
+        assert!(c["level"].as_u64() <= c["height"].as_u64(), "{c}");
+    }
     let v = relanon(
         dir.path(),
         &[
