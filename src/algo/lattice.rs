@@ -25,7 +25,6 @@ use std::rc::Rc;
 
 use crate::algo::kernel::lattice::{successors, Class, Lattice};
 use crate::algo::options::{Default, Kind, OptionSpec};
-use crate::algo::output::NO_GROUP;
 use crate::algo::{self, Generalization, Options, Output, Spec};
 use crate::forest::Forest;
 use crate::plan::Model;
@@ -218,7 +217,6 @@ fn release(forest: &Forest, lattice: &Lattice, levels: &[u16], k: usize) -> Gene
                 g.codes[t][at] = lattice.generalize(c, levels[c], table.qi[at]);
             }
         }
-        g.groups[t] = vec![NO_GROUP; table.rows()];
     }
     fn keep(forest: &Forest, t: usize, row: u32, g: &mut Generalization) {
         g.kept[t][row as usize] = true;

@@ -5,6 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use arrow::array::RecordBatch;
+
 pub use crate::plan::family_members;
 
 use crate::warehouse::{render_value, ForeignKey, TableMeta, Warehouse, WarehouseError};
@@ -100,15 +102,10 @@ pub fn id_like(name: &str) -> bool {
         && !WORDS.contains(&w[0].as_str()))
 }
 
-/// The column's values as text, NULLs left out, and whether any value was NULL.
-fn values(
-    wh: &Warehouse,
-    table: &str,
-    column: &str,
-) -> Result<(Vec<String>, bool), WarehouseError> {
-    let batch = wh.table_in_source_order(table)?;
-    let Some(i) = batch.schema().index_of(column).ok() else {
-        return Ok((Vec::new(), false));
+/// A column's values as text, NULLs left out, and whether any value was NULL.
+fn values(batch: &RecordBatch, column: &str) -> (Vec<String>, bool) {
+    let Ok(i) = batch.schema().index_of(column) else {
+        return (Vec::new(), false);
     };
     let array = batch.column(i);
     let mut out = Vec::with_capacity(array.len());
@@ -119,7 +116,7 @@ fn values(
             None => nulls = true,
         }
     }
-    Ok((out, nulls))
+    (out, nulls)
 }
 
 /// Declares a primary key on every table without one that has an id-like column whose
@@ -152,8 +149,9 @@ pub fn infer_primary_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
             })
             .collect();
         candidates.sort_by_key(|&(rank, _)| rank);
+        let batch = wh.table_in_source_order(&t.name)?;
         for (_, column) in candidates {
-            let (vals, nulls) = values(wh, &t.name, column)?;
+            let (vals, nulls) = values(&batch, column);
             if nulls || vals.is_empty() {
                 continue;
             }
@@ -192,14 +190,13 @@ pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
         .collect();
     let mut keys: HashMap<String, HashSet<String>> = HashMap::new();
     for (table, pk) in &parents {
-        keys.insert(
-            table.clone(),
-            values(wh, table, pk)?.0.into_iter().collect(),
-        );
+        let batch = wh.table_in_source_order(table)?;
+        keys.insert(table.clone(), values(&batch, pk).0.into_iter().collect());
     }
     let mut changes = Vec::new();
     let tables = wh.tables.clone();
     for t in &tables {
+        let batch = wh.table_in_source_order(&t.name)?;
         for c in &t.columns {
             if t.primary_key == [c.name.clone()] {
                 continue;
@@ -213,7 +210,7 @@ pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
                                 || s == format!("{}id", squash(p))))
             });
             for (parent, pk) in named {
-                let (vals, _) = values(wh, &t.name, &c.name)?;
+                let (vals, _) = values(&batch, &c.name);
                 let Some(known) = keys.get(parent) else {
                     continue;
                 };

@@ -243,7 +243,7 @@ fn choose_entity(
         let (strength, person) = roles::person_columns(&cols);
         let below = keys::family_members(wh, name).len() - 1;
         let referenced = below > 0;
-        let rows = wh.table_in_source_order(name).map_or(0, |b| b.num_rows());
+        let rows = wh.row_count(name).unwrap_or(0);
         let mut text = format!("{name}: {rows} rows, {below} table(s) below it");
         if !person.is_empty() {
             text.push_str(&format!(", names a person ({})", person.join(", ")));

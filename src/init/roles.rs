@@ -118,7 +118,8 @@ const PERSON_NAME: &[&str] = &[
     "display", "customer", "person", "patient", "employee", "student", "member", "client",
 ];
 
-/// Words that say a table is about people (beside names and e-mail addresses).
+/// Words of a person's own traits: demographics, and (with the phone) what says a table is
+/// about people beside names and e-mail addresses.
 const PERSONAL_TRAITS: &[&str] = &[
     "birth",
     "birthday",
@@ -132,17 +133,8 @@ const PERSONAL_TRAITS: &[&str] = &[
     "phone",
 ];
 
-/// Words of demographics and places.
+/// Further words of demographics and places.
 const DEMOGRAPHIC: &[&str] = &[
-    "birth",
-    "birthday",
-    "birthdate",
-    "dob",
-    "born",
-    "yob",
-    "age",
-    "gender",
-    "sex",
     "race",
     "ethnicity",
     "ethnic",
@@ -285,7 +277,10 @@ pub fn classify(name: &str, in_entity: bool, p: &Profile) -> Decision {
         );
     }
     let w = words(name);
-    if let Some(word) = w.iter().find(|x| DEMOGRAPHIC.contains(&x.as_str())) {
+    // A phone is an identifier, caught above; the other traits are demographics.
+    let demographic =
+        |x: &String| DEMOGRAPHIC.contains(&x.as_str()) || PERSONAL_TRAITS.contains(&x.as_str());
+    if let Some(word) = w.iter().find(|x| demographic(x)) {
         if p.numeric {
             return Decision::new(
                 Role::Qi(bands(p)),

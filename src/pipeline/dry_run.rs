@@ -143,7 +143,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
 }
 
 fn row_count(wh: &Warehouse, table: &str) -> usize {
-    wh.table_in_source_order(table).map_or(0, |b| b.num_rows())
+    wh.row_count(table).unwrap_or(0)
 }
 
 /// Mean and largest number of rows per parent row.

@@ -586,6 +586,12 @@ impl Warehouse {
         })
     }
 
+    /// The table's rows as loaded, counted without copying them.
+    pub fn row_count(&self, table: &str) -> Result<usize, WarehouseError> {
+        let (_, batches) = &self.loaded[self.resolve_table(table)?];
+        Ok(batches.iter().map(RecordBatch::num_rows).sum())
+    }
+
     /// One concatenated batch of the table (all columns, or the listed ones), ordered by
     /// `order_by` ascending with NULLs last. An empty table still yields its schema.
     pub async fn read_table(

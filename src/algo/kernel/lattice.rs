@@ -31,9 +31,6 @@ use crate::hierarchy::Hierarchy;
 /// One QI column of the lattice: where it is and what each level makes of each node.
 #[derive(Debug, Clone)]
 pub struct Column {
-    /// Family table and position among the table's QI columns.
-    pub table: usize,
-    pub qi: usize,
     /// The hierarchy's height D_c: levels run 0..=height.
     pub height: u16,
     /// `gen[level][node]`: the node a value at `node` is generalized to at `level`.
@@ -51,8 +48,6 @@ pub struct Lattice<'f> {
     pub size: usize,
     /// `cols_of[t]`: the lattice columns of table t, in QI order.
     cols_of: Vec<Vec<usize>>,
-    /// Per entity, its tree's rows per table.
-    tree_rows: Vec<Vec<u32>>,
     /// QI cells per entity tree, per entity.
     tree_cells: Vec<u64>,
     /// All QI cells of the family.
@@ -100,20 +95,9 @@ impl<'f> Lattice<'f> {
             .iter()
             .map(|c| c.height as usize + 1)
             .fold(1usize, usize::saturating_mul);
-        let entities = forest.entities();
-        let mut tree_rows = vec![vec![0u32; forest.tables.len()]; entities];
-        for (e, rows) in tree_rows.iter_mut().enumerate() {
-            count_rows(forest, 0, e as u32, rows);
-        }
-        let tree_cells = tree_rows
-            .iter()
-            .map(|rows| {
-                rows.iter()
-                    .zip(&forest.tables)
-                    .map(|(&n, t)| n as u64 * t.nqi() as u64)
-                    .sum()
-            })
-            .collect::<Vec<u64>>();
+        let tree_cells = (0..forest.entities() as u32)
+            .map(|e| tree_cells(forest, 0, e))
+            .collect();
         let cells = forest
             .tables
             .iter()
@@ -124,7 +108,6 @@ impl<'f> Lattice<'f> {
             columns,
             size,
             cols_of,
-            tree_rows,
             tree_cells,
             cells,
         }
@@ -293,11 +276,6 @@ impl<'f> Lattice<'f> {
         &self.cols_of[t]
     }
 
-    /// Rows of table `t` in entity `e`'s tree.
-    pub fn tree_rows(&self, e: u32, t: usize) -> u32 {
-        self.tree_rows[e as usize][t]
-    }
-
     /// QI cells in entity `e`'s tree.
     pub fn tree_cells(&self, e: u32) -> u64 {
         self.tree_cells[e as usize]
@@ -359,21 +337,25 @@ fn column(forest: &Forest, t: usize, q: usize, h: &Hierarchy) -> Column {
         })
         .collect();
     Column {
-        table: t,
-        qi: q,
         height,
         gen,
         loss_at,
     }
 }
 
-fn count_rows(forest: &Forest, t: usize, row: u32, rows: &mut [u32]) {
-    rows[t] += 1;
-    for children in &forest.tables[t].children {
-        for &k in children.of(row) {
-            count_rows(forest, children.table, k, rows);
-        }
-    }
+/// QI cells in the tree under `row` of table `t`.
+fn tree_cells(forest: &Forest, t: usize, row: u32) -> u64 {
+    let table = &forest.tables[t];
+    let below: u64 = table
+        .children
+        .iter()
+        .flat_map(|c| {
+            c.of(row)
+                .iter()
+                .map(move |&k| tree_cells(forest, c.table, k))
+        })
+        .sum();
+    table.nqi() as u64 + below
 }
 
 /// Tree contents to dense ids, for one node. Keys are built in buffers reused per table
