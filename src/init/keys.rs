@@ -9,6 +9,7 @@ use arrow::array::RecordBatch;
 
 pub use crate::plan::family_members;
 
+use crate::plan::{FamilyTable, PlanError};
 use crate::warehouse::{render_value, ForeignKey, TableMeta, Warehouse, WarehouseError};
 
 /// One key statement `init` writes.
@@ -240,108 +241,28 @@ pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
     Ok(changes)
 }
 
-/// Sets foreign keys aside until the family of `root` is a snowflake: each table under the
-/// deepest family table it references, other references into the family only to proper
-/// ancestors of that one, every reference to a primary key, no cycle.
-pub fn make_snowflake(wh: &mut Warehouse, root: &str) -> Result<Vec<KeyChange>, WarehouseError> {
+/// Sets aside, one at a time, each foreign key the planner names as keeping the family of
+/// `root` from being a snowflake (two paths that do not nest, a cycle, a reference to a
+/// non-key), until it reads the family; returns what was set aside and the family.
+pub fn make_snowflake(
+    wh: &mut Warehouse,
+    root: &str,
+) -> Result<(Vec<KeyChange>, Vec<FamilyTable>), PlanError> {
     let mut changes = Vec::new();
-    while let Some((table, fk, reason)) = first_offending(wh, root) {
-        wh.drop_foreign_key(&table, &fk.columns)?;
-        changes.push(KeyChange::DropForeignKey { table, fk, reason });
-    }
-    Ok(changes)
-}
-
-/// The first foreign key that keeps the family of `root` from being a snowflake, in the
-/// planner's order of placement, with why.
-fn first_offending(wh: &Warehouse, root: &str) -> Option<(String, ForeignKey, String)> {
-    let members = family_members(wh, root);
-    let meta = |name: &str| wh.tables.iter().find(|t| t.name == name);
-    let into_family = |t: &TableMeta| -> Vec<ForeignKey> {
-        t.foreign_keys
-            .iter()
-            .filter(|fk| fk.ref_table != t.name && members.contains(&fk.ref_table))
-            .cloned()
-            .collect()
-    };
-    let root_meta = meta(root)?;
-    if let Some(fk) = into_family(root_meta).into_iter().next() {
-        let why = format!(
-            "the entity table would reference its own family ({})",
-            fk.ref_table
-        );
-        return Some((root.to_string(), fk, why));
-    }
-    // Placed tables: name -> (parent, depth).
-    let mut placed: HashMap<String, (Option<String>, usize)> =
-        HashMap::from([(root.to_string(), (None, 0))]);
-    let mut pending: Vec<&TableMeta> = wh
-        .tables
-        .iter()
-        .filter(|t| t.name != root && members.contains(&t.name))
-        .collect();
-    while !pending.is_empty() {
-        let ready: Vec<&TableMeta> = pending
-            .iter()
-            .copied()
-            .filter(|t| {
-                into_family(t)
-                    .iter()
-                    .all(|fk| placed.contains_key(&fk.ref_table))
-            })
-            .collect();
-        let Some(first) = pending.first() else {
-            break;
-        };
-        if ready.is_empty() {
-            let fk = into_family(first)
-                .into_iter()
-                .find(|fk| !placed.contains_key(&fk.ref_table))?;
-            let why = format!("it closes a cycle of foreign keys through {}", fk.ref_table);
-            return Some((first.name.clone(), fk, why));
-        }
-        for t in ready {
-            let fks = into_family(t);
-            for fk in &fks {
-                let target_pk = meta(&fk.ref_table).map(|m| m.primary_key.clone());
-                if target_pk.as_ref() != Some(&fk.ref_columns) {
-                    let why = format!(
-                        "it references {}({}), which is not that table's primary key",
-                        fk.ref_table,
-                        fk.ref_columns.join(", ")
-                    );
-                    return Some((t.name.clone(), fk.clone(), why));
-                }
+    loop {
+        match crate::plan::family(wh, root) {
+            Ok(family) => return Ok((changes, family)),
+            Err(PlanError::Fk(bad)) => {
+                wh.drop_foreign_key(&bad.table, &bad.fk.columns)?;
+                changes.push(KeyChange::DropForeignKey {
+                    table: bad.table,
+                    fk: bad.fk,
+                    reason: bad.why,
+                });
             }
-            let depth = |fk: &ForeignKey| placed.get(&fk.ref_table).map_or(0, |p| p.1);
-            let parent_fk = fks
-                .iter()
-                .max_by_key(|fk| depth(fk))
-                .expect("a family table references the family")
-                .clone();
-            let parent = parent_fk.ref_table.clone();
-            let ancestors: Vec<String> =
-                std::iter::successors(placed.get(&parent).and_then(|p| p.0.clone()), |a| {
-                    placed.get(a).and_then(|p| p.0.clone())
-                })
-                .collect();
-            for fk in fks.iter().filter(|fk| **fk != parent_fk) {
-                if fk.ref_table == parent || !ancestors.contains(&fk.ref_table) {
-                    let why = format!(
-                        "{} already hangs under {} through ({}), and this second path does not lead to one of its ancestors",
-                        t.name,
-                        parent,
-                        parent_fk.columns.join(", ")
-                    );
-                    return Some((t.name.clone(), fk.clone(), why));
-                }
-            }
-            let d = depth(&parent_fk) + 1;
-            placed.insert(t.name.clone(), (Some(parent), d));
+            Err(e) => return Err(e),
         }
-        pending.retain(|t| !placed.contains_key(&t.name));
     }
-    None
 }
 
 #[cfg(test)]

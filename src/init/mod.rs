@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::plan::{self, FamilyTable};
+use crate::plan::FamilyTable;
 use crate::warehouse::{ForeignKey, Warehouse, WarehouseError};
 
 mod keys;
@@ -112,11 +112,12 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
     let mut changes = keys::infer_primary_keys(wh)?;
     changes.extend(keys::infer_foreign_keys(wh)?);
     let (entity, entity_reason, alternatives) = choose_entity(wh, options)?;
-    changes.extend(keys::make_snowflake(wh, &entity)?);
-    let family = plan::family(wh, &entity).map_err(|e| InitError::Family {
-        entity: entity.clone(),
-        detail: e.to_string(),
-    })?;
+    let (dropped_fks, family) =
+        keys::make_snowflake(wh, &entity).map_err(|e| InitError::Family {
+            entity: entity.clone(),
+            detail: e.to_string(),
+        })?;
+    changes.extend(dropped_fks);
     let dropped: Vec<(String, ForeignKey)> = changes
         .iter()
         .filter_map(|c| match c {

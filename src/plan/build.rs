@@ -18,6 +18,10 @@ pub enum PlanError {
     At { pos: Pos, message: String },
     #[error("{0}")]
     Schema(String),
+    /// A foreign key that keeps the family from being a snowflake (or references a
+    /// non-key): the fix is to set it aside, which `init` does.
+    #[error("{}", .0.message)]
+    Fk(Box<BadFk>),
     #[error(transparent)]
     Warehouse(#[from] WarehouseError),
 }
@@ -124,6 +128,13 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
             format!(
                 "the family of entity {} (on table {}): {m}",
                 entity.name, root.name
+            ),
+        ),
+        PlanError::Fk(bad) => at(
+            entity.pos,
+            format!(
+                "the family of entity {} (on table {}): {}",
+                entity.name, root.name, bad.message
             ),
         ),
         other => other,
@@ -352,6 +363,7 @@ fn choose_parent(
             return Err(not_snowflake(
                 root,
                 &t.name,
+                fk,
                 format!(
                     "table {} has two foreign keys into {}, ({}) and ({}), which may name two different rows",
                     t.name,
@@ -365,6 +377,7 @@ fn choose_parent(
             return Err(not_snowflake(
                 root,
                 &t.name,
+                fk,
                 format!(
                     "table {} reaches the entity table through {} ({}) and through {} ({}), which do not lie on one path",
                     t.name,
@@ -385,12 +398,27 @@ fn depth(tables: &[FamilyTable], at: usize) -> usize {
     std::iter::successors(tables[at].parent, |&p| tables[p].parent).count()
 }
 
+/// A foreign key the family cannot take, with what to do.
+#[derive(Debug)]
+pub struct BadFk {
+    pub message: String,
+    /// Why, in a phrase.
+    pub why: String,
+    pub table: String,
+    pub fk: ForeignKey,
+}
+
 /// The refusal of a schema that is not a snowflake, with the fix to write.
-fn not_snowflake(root: &str, table: &str, why: String) -> PlanError {
-    PlanError::Schema(format!(
-        "not a snowflake: {why}; keep one FK path per table toward {root}: set the other aside with ALTER TABLE {} DROP FOREIGN KEY (<its columns>) and give its columns a role",
-        crate::warehouse::quote_ident(table)
-    ))
+fn not_snowflake(root: &str, table: &str, fk: &ForeignKey, why: String) -> PlanError {
+    PlanError::Fk(Box::new(BadFk {
+        message: format!(
+            "not a snowflake: {why}; keep one FK path per table toward {root}: set the other aside with ALTER TABLE {} DROP FOREIGN KEY (<its columns>) and give its columns a role",
+            crate::warehouse::quote_ident(table)
+        ),
+        why,
+        table: table.to_string(),
+        fk: fk.clone(),
+    }))
 }
 
 /// The family of the entity table (001 Sec. IV-A): tables with an FK chain to it. Each family
@@ -414,6 +442,7 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
         return Err(not_snowflake(
             root,
             root,
+            fk,
             format!(
                 "the entity table {root} has a foreign key ({}) into its own family ({})",
                 fk.columns.join(", "),
@@ -443,9 +472,14 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
             .collect();
         if ready.is_empty() {
             let names: Vec<&str> = pending.iter().map(|t| t.name.as_str()).collect();
+            let unplaced = into_family(pending[0])
+                .into_iter()
+                .find(|fk| placed(&fk.ref_table).is_none())
+                .expect("a table not ready references one not placed yet");
             return Err(not_snowflake(
                 root,
                 names[0],
+                &unplaced,
                 format!("the foreign keys among {} form a cycle", names.join(", ")),
             ));
         }
@@ -469,14 +503,23 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
                     fk.ref_columns.clone()
                 };
                 if cols != pk {
-                    return Err(PlanError::Schema(format!(
+                    return Err(PlanError::Fk(Box::new(BadFk {
+                        message: format!(
                         "{}({}) references {}({}), which is not its primary key ({}); reference the primary key",
                         t.name,
                         fk.columns.join(", "),
                         tables[target].name,
                         cols.join(", "),
                         pk.join(", ")
-                    )));
+                    ),
+                        why: format!(
+                            "it references {}({}), which is not that table's primary key",
+                            tables[target].name,
+                            cols.join(", ")
+                        ),
+                        table: t.name.clone(),
+                        fk: fk.clone(),
+                    })));
                 }
                 Ok(cols)
             };

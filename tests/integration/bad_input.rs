@@ -445,6 +445,11 @@ fn two_foreign_keys_into_one_parent() {
             && err.contains("DROP FOREIGN KEY"),
         "{err}"
     );
+    // Reported at the declaration whose family it is.
+    assert!(
+        err.contains(": the family of entity student (on table students): not a snowflake"),
+        "{err}"
+    );
 }
 
 #[test]
