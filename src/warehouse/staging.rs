@@ -38,9 +38,17 @@ fn in_flight() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// `path` is being written by this process.
-pub(crate) fn track(path: &Path) {
-    in_flight().push(path.to_path_buf());
+/// Creates `path` with `create` and tracks it, both under the in-flight lock, so a signal
+/// handler (which takes the lock for good) sees every temporary that exists: none can be
+/// created between its removal and the exit.
+pub(crate) fn create_tracked<T>(
+    path: &Path,
+    create: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let mut list = in_flight();
+    let made = create(path)?;
+    list.push(path.to_path_buf());
+    Ok(made)
 }
 
 /// `path` was committed or removed.
@@ -56,16 +64,20 @@ fn held() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 }
 
 /// Removes every temporary this process is writing and the lock files it holds alone (a
-/// signal handler calls it just before exiting); returns the temporaries it removed.
+/// signal handler calls it just before exiting); returns the temporaries it removed. The
+/// in-flight lock is kept to the end of the process, so no temporary is created after.
 pub fn remove_in_flight() -> Vec<PathBuf> {
     for lock in std::mem::take(&mut *held()) {
         let _ = fs::remove_file(lock);
     }
-    let paths = std::mem::take(&mut *in_flight());
-    paths
+    let mut list = in_flight();
+    let removed = std::mem::take(&mut *list)
         .into_iter()
         .filter(|p| remove_path(p).is_ok())
-        .collect()
+        .collect();
+    // Held until the exit that follows: a writer waiting on it never creates its file.
+    std::mem::forget(list);
+    removed
 }
 
 /// Fault injection: aborts the process at step `name` when `RELANON_FAILPOINT` names it (as
@@ -258,8 +270,7 @@ pub fn stage_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<Pendin
 /// Creates `temp` (tracked, so a signal removes it) and writes `bytes` to it, synced.
 pub(crate) fn write_synced(temp: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     use std::io::Write;
-    let mut file = File::create_new(temp)?;
-    track(temp);
+    let mut file = create_tracked(temp, |p| File::create_new(p))?;
     file.write_all(bytes)?;
     #[cfg(unix)]
     if let Some(mode) = mode {

@@ -147,13 +147,11 @@ pub fn write_staged(
     fs::create_dir_all(&parent).map_err(|e| write_err(&parent, e))?;
     let temp = temp_sibling(target, "tmp")?;
     // Creating the temporary name exclusively reserves it before anything is written.
-    match kind {
-        TargetKind::Sqlite => {
-            File::create_new(&temp).map_err(|e| write_err(&temp, e))?;
-        }
-        TargetKind::Parquet => fs::create_dir(&temp).map_err(|e| write_err(&temp, e))?,
-    }
-    super::staging::track(&temp);
+    super::staging::create_tracked(&temp, |t| match kind {
+        TargetKind::Sqlite => File::create_new(t).map(drop),
+        TargetKind::Parquet => fs::create_dir(t),
+    })
+    .map_err(|e| write_err(&temp, e))?;
     let staged = Staged {
         temp,
         target: target.to_path_buf(),
