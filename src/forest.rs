@@ -736,7 +736,7 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
 }
 
 /// CSR of a child table's rows by parent row (counting sort, keeps child order).
-fn group_children(parent_rows: usize, parent_of: &[u32], table: usize) -> Children {
+pub(crate) fn group_children(parent_rows: usize, parent_of: &[u32], table: usize) -> Children {
     let mut offsets = vec![0u32; parent_rows + 1];
     for &p in parent_of {
         offsets[p as usize + 1] += 1;

@@ -24,6 +24,8 @@ pub enum Kind {
     Declarations,
     /// A hierarchy file `init` wrote beside its declarations (`<stem>-hierarchies/`).
     HierarchyFile,
+    /// An annotated lattice `relanon lattice` wrote.
+    Lattice,
 }
 
 impl Kind {
@@ -35,6 +37,7 @@ impl Kind {
             Kind::Page => "report page",
             Kind::Declarations => "declarations file",
             Kind::HierarchyFile => "hierarchy file",
+            Kind::Lattice => "lattice",
         }
     }
 }
@@ -154,6 +157,14 @@ pub fn is_ours(kind: Kind, path: &Path) -> bool {
             t.starts_with("<!DOCTYPE html>")
                 && t.contains("<meta name=\"generator\" content=\"relanon\">")
         }),
+        Kind::Lattice => {
+            use std::io::Read;
+            let mut head = [0u8; 16];
+            std::fs::File::open(path)
+                .and_then(|mut f| f.read_exact(&mut head))
+                .is_ok()
+                && &head == crate::pipeline::negotiate::MAGIC
+        }
         Kind::Declarations => std::fs::read_to_string(path)
             .ok()
             .is_some_and(|t| t.starts_with(crate::init::HEADER)),

@@ -82,6 +82,9 @@ impl ReportParams {
                     OptionValue::Number(n) => serde_json::Value::from(n),
                     OptionValue::Count(n) => serde_json::Value::from(n),
                     OptionValue::Choice(c) => serde_json::Value::from(c),
+                    OptionValue::Levels(l) => serde_json::Value::from(
+                        l.iter().map(u16::to_string).collect::<Vec<_>>().join(", "),
+                    ),
                     OptionValue::Unset => return None,
                 };
                 Some((name.to_string(), json))

@@ -20,17 +20,49 @@
 //! Beyond the seed: 002 negotiates on height; choosing by LM or DM is the Incognito-style
 //! optimum (ARX's global recoding) the issue asks for, on the same lattice.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::algo::kernel::lattice::{successors, Class, Lattice};
 use crate::algo::options::{Default, Kind, OptionSpec};
-use crate::algo::{self, Generalization, Options, Output, Spec};
+use crate::algo::{Generalization, Options, Output, Spec};
 use crate::forest::Forest;
-use crate::plan::Model;
+use crate::plan::{Diversity, Model, Plan};
 use crate::progress::Progress;
 
-pub static LATTICE: Spec = Spec::plain("lattice", OPTIONS, algo::k_anonymity_only, run);
+pub static LATTICE: Spec = Spec {
+    name: "lattice",
+    aliases: &[],
+    note: "",
+    baseline: false,
+    options: OPTIONS,
+    serves,
+    refuses: sensitive_below_the_entity,
+    run,
+};
+
+/// k-anonymity, and l-diversity in its distinct form: the frequency form is not monotone
+/// over the lattice (002 P8: merging a diverse class with a uniform one can fail), so no
+/// node's suppression would bound its parents'.
+fn serves(model: &Model) -> Result<(), String> {
+    match model.diversity() {
+        Some((_, Diversity::Probabilistic)) => Err("serves l-diversity only in its distinct form (diversity = 'distinct'): the frequency form is not monotone over the lattice (generalizing can make a class fail)".to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// Distinct l-diversity is measured on the entity table's sensitive columns: a class's l on
+/// a child table's column depends on how its members' rows are matched, which whole-tree
+/// classes do not fix.
+fn sensitive_below_the_entity(plan: &Plan) -> Option<String> {
+    plan.params.model.diversity()?;
+    let below = plan.sensitive_below_entity();
+    (!below.is_empty()).then(|| {
+        format!(
+            "algorithm = 'lattice' measures l-diversity on the entity table's sensitive columns only, but {} is sensitive; use algorithm = 'clustree' for sensitive child rows",
+            below.join(", ")
+        )
+    })
+}
 
 const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
@@ -48,6 +80,14 @@ const OPTIONS: &[OptionSpec] = &[
         default: Default::Choice("lm"),
         check: None,
         doc: "what the release minimizes: 'lm' (LM with suppressed cells counting 1) or 'dm'",
+    },
+    OptionSpec {
+        name: "levels",
+        aliases: &[],
+        kind: Kind::Levels,
+        default: Default::Unset,
+        check: None,
+        doc: "release this node instead of searching: one level per QI column, in plan order (as `relanon negotiate` writes it)",
     },
 ];
 
@@ -73,37 +113,41 @@ fn run(
     options: &Options,
     progress: &Progress,
 ) -> Result<Output, String> {
-    let k = model.min_group();
     let lattice = Lattice::new(forest);
     let entities = forest.entities() as u64;
     let share = options.number("max_suppression");
     // A share written in decimal (0.29 of 100) must allow what it says despite binary floats.
     let budget = (share * entities as f64 + 1e-9).floor() as u64;
     let dm = options.choice("loss") == "dm";
-    let bottom = Rc::new(lattice.bottom());
+    let criterion = Criterion::of(model);
     let top: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
-    let top_roots = lattice.root_ids(&top);
-    let mut top_sizes: HashMap<u32, usize> = HashMap::new();
-    for &r in &top_roots {
-        *top_sizes.entry(r).or_insert(0) += 1;
+    if let Some(levels) = options.levels("levels") {
+        return release_node(forest, &lattice, levels, criterion, budget, share);
     }
     // The shape floor: entities every node suppresses (suppression only shrinks going up).
+    let (top_class, top_measures) = lattice.classes_at(&top);
     let floor_entities: Vec<u32> = (0..entities as u32)
-        .filter(|&e| top_sizes[&top_roots[e as usize]] < k)
+        .filter(|&e| !criterion.met(top_measures[top_class[e as usize] as usize]))
         .collect();
     let floor = floor_entities.len() as u64;
     if floor > budget || floor == entities {
         return Err(format!(
-            "no generalization of the {} QI column(s) meets k = {k} within max_suppression = {share}: even generalizing every column to '*' suppresses {floor} of the {entities} entities ({:.1}%), whose tree shapes (rows per table) fewer than {k} others share; allow max_suppression >= {}, lower k, or use an algorithm that suppresses child rows (algorithm = 'miraclex')",
+            "no generalization of the {} QI column(s) meets {criterion} within max_suppression = {share}: even generalizing every column to '*' suppresses {floor} of the {entities} entities ({:.1}%), {}; allow max_suppression >= {}, lower {}, or use an algorithm that suppresses child rows (algorithm = '{}')",
             lattice.columns.len(),
             100.0 * floor as f64 / entities.max(1) as f64,
+            criterion.floor_reason(),
             // The least share of four decimals that allows the floor.
-            (floor * 10_000).div_ceil(entities.max(1)) as f64 / 10_000.0
+            (floor * 10_000).div_ceil(entities.max(1)) as f64 / 10_000.0,
+            criterion.name(),
+            criterion.local_algorithm(),
         ));
     }
-    lattice
-        .searchable()
-        .map_err(|e| format!("{e}, or use algorithm = 'miraclex' (local recoding)"))?;
+    lattice.searchable().map_err(|e| {
+        format!(
+            "{e}, or use algorithm = '{}' (local recoding)",
+            criterion.local_algorithm()
+        )
+    })?;
     // A lower bound of any node's LM sum: every cell at the node's levels, the floor's
     // entities' cells counted suppressed (1 each) instead.
     let floor_losses = lattice.losses_of(&floor_entities);
@@ -118,6 +162,7 @@ fn run(
         scaled(sum / lattice.cells.max(1) as f64)
     };
     progress.stage("searching the lattice", lattice.size);
+    let bottom = Rc::new(lattice.bottom());
     let mut best: Option<Candidate> = None;
     let mut stack: Vec<(Vec<u16>, Rc<Vec<Class>>)> = vec![(vec![0; top.len()], Rc::clone(&bottom))];
     let mut first = true;
@@ -131,7 +176,8 @@ fn run(
         } else {
             Rc::new(lattice.roll_up(&from, &levels))
         };
-        if let Some(c) = evaluate(&lattice, &classes, &levels, k, budget, entities, dm) {
+        let measured = criterion.measure(&lattice, &classes, &levels);
+        if let Some(c) = evaluate(&lattice, &measured, &levels, budget, entities, dm) {
             if best.as_ref().is_none_or(|b| c.key() < b.key()) {
                 best = Some(c);
             }
@@ -147,13 +193,146 @@ fn run(
     // The nodes the bound ruled out are decided too: the stage completes.
     progress.advance(lattice.size.saturating_sub(visited));
     let best = best.ok_or_else(|| {
-        format!("no node of the lattice meets k = {k} within max_suppression = {share}")
+        format!("no node of the lattice meets {criterion} within max_suppression = {share}")
     })?;
     Ok(Output::Generalized(release(
         forest,
         &lattice,
         &best.levels,
-        k,
+        criterion,
+    )))
+}
+
+/// What a class must reach: k entities, or l distinct values in each of the entity table's
+/// sensitive columns.
+#[derive(Debug, Clone, Copy)]
+enum Criterion {
+    K(u32),
+    DistinctL(u32),
+}
+
+impl std::fmt::Display for Criterion {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Criterion::K(k) => write!(f, "k = {k}"),
+            Criterion::DistinctL(l) => write!(f, "l = {l} (distinct)"),
+        }
+    }
+}
+
+impl Criterion {
+    fn of(model: &Model) -> Criterion {
+        match model.diversity() {
+            Some((l, _)) => Criterion::DistinctL(l as u32),
+            None => Criterion::K(model.min_group() as u32),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Criterion::K(_) => "k",
+            Criterion::DistinctL(_) => "l",
+        }
+    }
+
+    fn local_algorithm(self) -> &'static str {
+        match self {
+            Criterion::K(_) => "miraclex",
+            Criterion::DistinctL(_) => "clustree",
+        }
+    }
+
+    fn floor_reason(self) -> String {
+        match self {
+            Criterion::K(k) => {
+                format!("whose tree shapes (rows per table) fewer than {k} others share")
+            }
+            Criterion::DistinctL(l) => format!(
+                "whose classes of tree shapes hold fewer than {l} distinct sensitive values"
+            ),
+        }
+    }
+
+    /// Whether a class of (size, least distinct sensitive values) meets it.
+    fn met(self, (size, distinct): (u32, u32)) -> bool {
+        match self {
+            Criterion::K(k) => size >= k,
+            Criterion::DistinctL(l) => distinct >= l,
+        }
+    }
+
+    /// The node's classes as (representative, size, met).
+    fn measure(
+        self,
+        lattice: &Lattice,
+        classes: &[Class],
+        levels: &[u16],
+    ) -> Vec<(u32, u32, bool)> {
+        match self {
+            Criterion::K(k) => classes
+                .iter()
+                .map(|c| (c.rep, c.size, c.size >= k))
+                .collect(),
+            // The rolled-up classes carry no sensitive values: count them at the node.
+            Criterion::DistinctL(_) => {
+                let (class_of, measures) = lattice.classes_at(levels);
+                let mut rep = vec![u32::MAX; measures.len()];
+                for (e, &c) in class_of.iter().enumerate() {
+                    if rep[c as usize] == u32::MAX {
+                        rep[c as usize] = e as u32;
+                    }
+                }
+                rep.into_iter()
+                    .zip(measures)
+                    .map(|(r, m)| (r, m.0, self.met(m)))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// `levels = '...'`: the node named, released if it meets the criterion within the budget.
+fn release_node(
+    forest: &Forest,
+    lattice: &Lattice,
+    levels: &[u16],
+    criterion: Criterion,
+    budget: u64,
+    share: f64,
+) -> Result<Output, String> {
+    let heights: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
+    if levels.len() != heights.len() {
+        return Err(format!(
+            "levels lists {} level(s), but the family has {} QI column(s): write one level per QI column, in plan order",
+            levels.len(),
+            heights.len()
+        ));
+    }
+    if let Some((i, (l, h))) = levels
+        .iter()
+        .zip(&heights)
+        .enumerate()
+        .find(|(_, (l, h))| l > h)
+    {
+        return Err(format!(
+            "levels gives QI column {} level {l}, above its hierarchy's height {h}",
+            i + 1
+        ));
+    }
+    let (class_of, measures) = lattice.classes_at(levels);
+    let entities = forest.entities() as u64;
+    let suppressed = class_of
+        .iter()
+        .filter(|&&c| !criterion.met(measures[c as usize]))
+        .count() as u64;
+    if suppressed > budget || suppressed == entities {
+        return Err(format!(
+            "the node [{}] suppresses {suppressed} of the {entities} entities at {criterion}, more than max_suppression = {share} allows; allow more suppression or name a higher node",
+            levels.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(Output::Generalized(release(
+        forest, lattice, levels, criterion,
     )))
 }
 
@@ -165,30 +344,28 @@ fn scaled(lm: f64) -> i128 {
 /// The node as a candidate, if it meets the budget and keeps someone.
 fn evaluate(
     lattice: &Lattice,
-    classes: &[Class],
+    measured: &[(u32, u32, bool)],
     levels: &[u16],
-    k: usize,
     budget: u64,
     entities: u64,
     dm: bool,
 ) -> Option<Candidate> {
-    let small: Vec<&Class> = classes.iter().filter(|c| (c.size as usize) < k).collect();
-    let suppressed: u64 = small.iter().map(|c| c.size as u64).sum();
+    let suppressed: u64 = measured.iter().filter(|c| !c.2).map(|c| c.1 as u64).sum();
     if suppressed > budget || suppressed == entities {
         return None;
     }
     let loss = if dm {
-        let kept: u64 = classes
+        let kept: u64 = measured
             .iter()
-            .filter(|c| c.size as usize >= k)
-            .map(|c| c.size as u64 * c.size as u64)
+            .filter(|c| c.2)
+            .map(|c| c.1 as u64 * c.1 as u64)
             .sum();
         (kept + suppressed * entities) as i128
     } else {
         let mut sum = lattice.floor_loss(levels);
-        for c in &small {
-            let cells = lattice.tree_cells(c.rep) as f64;
-            sum += c.size as f64 * (cells - lattice.tree_loss(c.rep, levels));
+        for &(rep, size, _) in measured.iter().filter(|c| !c.2) {
+            let cells = lattice.tree_cells(rep) as f64;
+            sum += size as f64 * (cells - lattice.tree_loss(rep, levels));
         }
         scaled(sum / lattice.cells.max(1) as f64)
     };
@@ -200,14 +377,15 @@ fn evaluate(
     })
 }
 
-/// The release at `levels`: entities of classes of k or more kept whole, every kept cell at
-/// its column's level.
-fn release(forest: &Forest, lattice: &Lattice, levels: &[u16], k: usize) -> Generalization {
-    let roots = lattice.root_ids(levels);
-    let mut sizes = std::collections::HashMap::new();
-    for &r in &roots {
-        *sizes.entry(r).or_insert(0usize) += 1;
-    }
+/// The release at `levels`: entities of classes meeting the criterion kept whole, every
+/// kept cell at its column's level.
+fn release(
+    forest: &Forest,
+    lattice: &Lattice,
+    levels: &[u16],
+    criterion: Criterion,
+) -> Generalization {
+    let (class_of, measures) = lattice.classes_at(levels);
     let mut g = Generalization::empty(forest);
     for (t, table) in forest.tables.iter().enumerate() {
         let nqi = table.nqi();
@@ -226,14 +404,18 @@ fn release(forest: &Forest, lattice: &Lattice, levels: &[u16], k: usize) -> Gene
             }
         }
     }
-    for (e, root) in roots.iter().enumerate() {
-        if sizes[root] >= k {
+    for (e, &class) in class_of.iter().enumerate() {
+        if criterion.met(measures[class as usize]) {
             keep(forest, 0, e as u32, &mut g);
         } else {
             g.suppressed_entities += 1;
         }
     }
-    let mut ec_sizes: Vec<usize> = sizes.into_values().filter(|&s| s >= k).collect();
+    let mut ec_sizes: Vec<usize> = measures
+        .iter()
+        .filter(|&&m| criterion.met(m))
+        .map(|m| m.0 as usize)
+        .collect();
     ec_sizes.sort_unstable();
     g.ec_sizes = ec_sizes;
     g.levels = Some(

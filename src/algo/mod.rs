@@ -28,6 +28,7 @@ pub mod dmiracle;
 pub mod kernel;
 pub mod lattice;
 pub mod miracle;
+pub mod negotiate;
 pub mod options;
 pub mod output;
 pub mod topdown;

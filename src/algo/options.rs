@@ -17,6 +17,8 @@ pub enum Kind {
     Count { min: f64, max: f64 },
     /// One of the spellings, each `(written, meant)`: the option holds the meant name.
     Choice(&'static [(&'static str, &'static str)]),
+    /// A list of whole numbers written as text, `'2, 0, 1'` (a lattice node's levels).
+    Levels,
 }
 
 /// An option's value when the declarations do not set it.
@@ -90,20 +92,38 @@ impl OptionSpec {
                     })?;
                 OptionValue::Choice(meant)
             }
+            Kind::Levels => {
+                let Value::Text(text) = &raw.value else {
+                    return Err(format!(
+                        "{name} must be text listing one level per QI column, e.g. '2, 0, 1', found {}",
+                        raw.value
+                    ));
+                };
+                let levels = text
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|p| !p.is_empty())
+                    .map(|p| p.parse::<u16>())
+                    .collect::<Result<Vec<u16>, _>>()
+                    .map_err(|_| {
+                        format!("{name} must list whole numbers (one level per QI column), e.g. '2, 0, 1', found '{text}'")
+                    })?;
+                OptionValue::Levels(levels)
+            }
         };
-        if let (Some(check), OptionValue::Number(n)) = (self.check, value) {
-            check(n)?;
+        if let (Some(check), OptionValue::Number(n)) = (self.check, &value) {
+            check(*n)?;
         }
         Ok(value)
     }
 }
 
 /// An option's value in force.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum OptionValue {
     Number(f64),
     Count(usize),
     Choice(&'static str),
+    Levels(Vec<u16>),
     Unset,
 }
 
@@ -157,21 +177,21 @@ impl Options {
 
     /// Every option with its value, in the table's order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, OptionValue)> + '_ {
-        self.values.iter().copied()
+        self.values.iter().cloned()
     }
 
-    fn get(&self, name: &str) -> OptionValue {
+    fn get(&self, name: &str) -> &OptionValue {
         self.values
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
+            .map(|(_, v)| v)
             .expect("an algorithm reads only the options its own table declares")
     }
 
     /// A `Kind::Number` option.
     pub fn number(&self, name: &str) -> f64 {
         match self.get(name) {
-            OptionValue::Number(n) => n,
+            OptionValue::Number(n) => *n,
             other => panic!("option {name} is declared as a number, holds {other:?}"),
         }
     }
@@ -185,7 +205,7 @@ impl Options {
     /// A `Kind::Count` option that may be unset.
     pub fn optional_count(&self, name: &str) -> Option<usize> {
         match self.get(name) {
-            OptionValue::Count(n) => Some(n),
+            OptionValue::Count(n) => Some(*n),
             OptionValue::Unset => None,
             other => panic!("option {name} is declared as a count, holds {other:?}"),
         }
@@ -196,6 +216,15 @@ impl Options {
         match self.get(name) {
             OptionValue::Choice(c) => c,
             other => panic!("option {name} is declared as a choice, holds {other:?}"),
+        }
+    }
+
+    /// A `Kind::Levels` option without a default: `None` when not set.
+    pub fn levels(&self, name: &str) -> Option<&[u16]> {
+        match self.get(name) {
+            OptionValue::Levels(l) => Some(l),
+            OptionValue::Unset => None,
+            other => panic!("option {name} is declared as levels, holds {other:?}"),
         }
     }
 }

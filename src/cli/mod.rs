@@ -17,6 +17,7 @@ mod demo;
 mod experiment;
 mod generate;
 mod init;
+mod negotiate;
 mod plan;
 mod progress;
 mod report;
@@ -44,6 +45,12 @@ pub enum Command {
     /// A dry run: the family with row counts and fan-out, every column's fate, the lines
     /// still marked `-- review`, warnings and a rough time estimate; nothing is written.
     Plan(plan::PlanArgs),
+    /// Build the annotated generalization lattice (every node's suppression per k, and per
+    /// l when the entity table has sensitive columns) and write it for `negotiate`.
+    Lattice(negotiate::LatticeArgs),
+    /// Ask for k (or l), a suppression budget and the most generalization accepted per
+    /// column: the exact answer over the lattice, or three relaxations; --accept releases one.
+    Negotiate(negotiate::NegotiateArgs),
     /// Generate the bundled university warehouse, anonymize it (k = 5) into ./out/, verify it, print a summary.
     Demo(demo::DemoArgs),
     /// Anonymize the warehouse a declarations file describes.
@@ -68,6 +75,8 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
     match command {
         Command::Init(args) => init::init(args, quiet).await,
         Command::Plan(args) => plan::plan(args, quiet).await,
+        Command::Lattice(args) => negotiate::lattice(args, quiet).await,
+        Command::Negotiate(args) => negotiate::negotiate(args, quiet).await,
         Command::Demo(args) => demo::demo(&args, quiet).await,
         Command::Anonymize(args) => anonymize::anonymize(args, quiet).await,
         Command::Verify(args) => verify::verify(args, quiet).await,

@@ -139,14 +139,7 @@ pub async fn prepare(req: &Request, progress: &Progress) -> Result<(Plan, Config
     if let Some(with) = &req.with {
         override_options(&mut policy, with, &req.origin)?;
     }
-    let source = match (&req.source, &policy.source) {
-        (Some(s), _) => s.clone(),
-        (None, Some(s)) => req.base.join(&s.value),
-        (None, None) => bail!(
-            "{}: no source; add SET source = '<file.sqlite or directory>' (or pass --source)",
-            req.origin
-        ),
-    };
+    let source = source_of(req, &policy)?;
     progress.phase("load", "opening the source");
     let options = SourceOptions {
         csv_delimiter: policy
@@ -167,6 +160,18 @@ pub async fn prepare(req: &Request, progress: &Progress) -> Result<(Plan, Config
     }
     let algorithm = algo::configure(&plan).map_err(|e| located(req, Some(e.pos), e))?;
     Ok((plan, algorithm, wh))
+}
+
+/// The source a request reads: `--source`, or `SET source` relative to the declarations.
+fn source_of(req: &Request, policy: &Policy) -> Result<PathBuf> {
+    match (&req.source, &policy.source) {
+        (Some(s), _) => Ok(s.clone()),
+        (None, Some(s)) => Ok(req.base.join(&s.value)),
+        (None, None) => bail!(
+            "{}: no source; add SET source = '<file.sqlite or directory>' (or pass --source)",
+            req.origin
+        ),
+    }
 }
 
 /// An error about the declarations, prefixed with the file it is in: `decl.sql:3:5: ...`,
@@ -697,5 +702,6 @@ fn return_free_heap() {}
 
 mod dry_run;
 mod init;
+pub mod negotiate;
 pub use dry_run::{dry_run, DryRun};
 pub use init::{init, Initialized};

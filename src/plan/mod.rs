@@ -438,6 +438,21 @@ pub enum Model {
     },
 }
 
+impl Plan {
+    /// `table.column` of every SENSITIVE column below the entity table.
+    pub fn sensitive_below_entity(&self) -> Vec<String> {
+        self.tables[1..]
+            .iter()
+            .flat_map(|t| {
+                t.columns
+                    .iter()
+                    .filter(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
+                    .map(move |c| format!("{}.{}", t.name, c.name))
+            })
+            .collect()
+    }
+}
+
 impl Model {
     /// The smallest number of entities an EC may hold.
     pub fn min_group(&self) -> usize {

@@ -44,6 +44,7 @@ mod html;
 mod init;
 mod lattice;
 mod ldiversity;
+mod negotiate;
 mod progress;
 mod properties;
 mod realworld;

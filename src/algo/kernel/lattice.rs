@@ -200,6 +200,45 @@ impl<'f> Lattice<'f> {
             .collect()
     }
 
+    /// Every entity's class at `levels`: the class index of each entity, and per class its
+    /// size and the least number of distinct values among its members over the entity
+    /// table's sensitive columns (0 without any).
+    pub fn classes_at(&self, levels: &[u16]) -> (Vec<u32>, Vec<(u32, u32)>) {
+        let roots = self.root_ids(levels);
+        let mut dense: FxHashMap<u32, u32> = FxHashMap::default();
+        let class_of: Vec<u32> = roots
+            .iter()
+            .map(|r| {
+                let next = dense.len() as u32;
+                *dense.entry(*r).or_insert(next)
+            })
+            .collect();
+        let classes = dense.len();
+        let mut sizes = vec![0u32; classes];
+        for &c in &class_of {
+            sizes[c as usize] += 1;
+        }
+        let sensitive = &self.forest.tables[0].sensitive;
+        let mut least = vec![if sensitive.is_empty() { 0 } else { u32::MAX }; classes];
+        for s in sensitive {
+            let mut pairs: Vec<(u32, u32)> = class_of
+                .iter()
+                .copied()
+                .zip(s.codes.iter().copied())
+                .collect();
+            pairs.sort_unstable();
+            pairs.dedup();
+            let mut count = vec![0u32; classes];
+            for (c, _) in pairs {
+                count[c as usize] += 1;
+            }
+            for (l, n) in least.iter_mut().zip(count) {
+                *l = (*l).min(n);
+            }
+        }
+        (class_of, sizes.into_iter().zip(least).collect())
+    }
+
     /// LM' summed over the cells of entity `e`'s tree at `levels`.
     pub fn tree_loss(&self, e: u32, levels: &[u16]) -> f64 {
         self.row_loss(0, e, levels)
@@ -266,7 +305,13 @@ impl<'f> Lattice<'f> {
         }
     }
 
+    /// The forest the lattice is over.
+    pub fn forest(&self) -> &'f Forest {
+        self.forest
+    }
+
     /// The node a column's value is generalized to.
+    #[inline]
     pub fn generalize(&self, column: usize, level: u16, node: u32) -> u32 {
         self.columns[column].gen[level as usize][node as usize]
     }

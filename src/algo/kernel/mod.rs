@@ -3,6 +3,7 @@
 //! that names them all).
 
 pub mod ahead;
+pub mod annotate;
 pub mod cdgh;
 pub mod diversify;
 pub mod lattice;

@@ -1,0 +1,349 @@
+//! `relanon lattice` (build and persist the annotated lattice) and `relanon negotiate`
+//! (answer a request over it, and release an answer on `--accept`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use relanon::pipeline::negotiate::{self as nego, AnswerJson, Answered, Ask, Built};
+use relanon::pipeline::{self, Request};
+
+use super::progress::Watch;
+use super::Declared;
+
+#[derive(Args)]
+pub struct LatticeArgs {
+    #[command(flatten)]
+    declared: Declared,
+    /// Where to write the annotated lattice.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Replace a lattice relanon wrote before.
+    #[arg(long)]
+    overwrite: bool,
+    /// Print what was built as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct NegotiateArgs {
+    #[command(flatten)]
+    declared: Declared,
+    /// The least class size asked for (default: the declarations' k).
+    #[arg(long)]
+    k: Option<u32>,
+    /// The least number of distinct sensitive values per class asked for (distinct
+    /// l-diversity over the entity table's sensitive columns).
+    #[arg(long)]
+    l: Option<u32>,
+    /// The most entities that may be suppressed: a number, or a share such as 1%.
+    #[arg(
+        long,
+        value_name = "N|P%",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
+    max_suppression: String,
+    /// The highest level accepted for a QI column, COLUMN=LEVEL (repeatable; columns not
+    /// named may reach their top level).
+    #[arg(long = "max-level", value_name = "COLUMN=LEVEL")]
+    max_level: Vec<String>,
+    /// A lattice `relanon lattice` built from these declarations (refused if stale);
+    /// without it the lattice is built first.
+    #[arg(long, value_name = "FILE")]
+    lattice: Option<PathBuf>,
+    /// Print the answers as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Exit 1 when there is no exact answer.
+    #[arg(long)]
+    require_exact: bool,
+    /// Release an answer: `exact`, or a relaxation by number (1 suppression, 2 levels,
+    /// 3 k or l) or by name. Writes to --target through the whole pipeline and verify.
+    #[arg(long, value_name = "ANSWER")]
+    accept: Option<String>,
+    /// Where --accept writes the release (default: the declarations' SET target).
+    #[arg(long)]
+    target: Option<PathBuf>,
+    /// Replace an existing release.
+    #[arg(long)]
+    overwrite: bool,
+}
+
+/// Builds the lattice and writes it.
+pub async fn lattice(args: LatticeArgs, quiet: bool) -> Result<ExitCode> {
+    let req = args.declared.request()?;
+    let watch = Watch::start(quiet);
+    let built = nego::build(&req, watch.progress()).await?;
+    drop(watch);
+    nego::write(&built, &args.out, &req, args.overwrite)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&built.meta)?);
+    } else if !quiet {
+        outln!("{}", describe_lattice(&built));
+        outln!("lattice written to {}", args.out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a lattice holds: its columns and levels, its size, the shape floor.
+fn describe_lattice(built: &Built) -> String {
+    let a = &built.lattice;
+    let m = &built.meta;
+    let mut out = format!(
+        "lattice of {} ({} entities): {} nodes over {} QI column(s), annotated in {:.2} s\n",
+        m.entity,
+        a.entities,
+        a.nodes(),
+        m.columns.len(),
+        m.build_seconds
+    );
+    for c in &m.columns {
+        let levels: Vec<String> = c
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| match &l.example {
+                Some(e) if i > 0 => format!("{i}: {} labels, e.g. '{e}'", l.labels),
+                _ => format!("{i}: {} labels", l.labels),
+            })
+            .collect();
+        out.push_str(&format!(
+            "  {} ({}): {}\n",
+            c.name,
+            c.hierarchy,
+            levels.join("; ")
+        ));
+    }
+    let top = a.index(&a.top());
+    let floor: Vec<String> = [2u32, 5, 10, 20]
+        .iter()
+        .filter(|&&k| k as u64 <= a.entities)
+        .map(|&k| format!("{} at k = {k}", a.size.get(top).entities(k)))
+        .collect();
+    out.push_str(&format!(
+        "shape floor (entities suppressed even with every column at '*'): {}\n",
+        floor.join(", ")
+    ));
+    match &m.no_distinct {
+        Some(why) => out.push_str(&format!("l-diversity: not annotated ({why})\n")),
+        None => out.push_str(&format!(
+            "l-diversity (distinct) annotated over {}\n",
+            m.sensitive.join(", ")
+        )),
+    }
+    out.trim_end().to_string()
+}
+
+/// Answers a request, prints it, and releases an accepted answer.
+pub async fn negotiate(args: NegotiateArgs, quiet: bool) -> Result<ExitCode> {
+    let req = args.declared.request()?;
+    let ask = Ask {
+        k: args.k,
+        l: args.l,
+        max_suppression: Some(args.max_suppression.clone()),
+        max_levels: args.max_level.clone(),
+    };
+    let built = match &args.lattice {
+        Some(path) => {
+            let built = nego::read(path)?;
+            nego::check_fresh(&built, &req, path)?;
+            built
+        }
+        None => {
+            let watch = Watch::start(quiet || args.json);
+            let built = nego::build(&req, watch.progress()).await?;
+            drop(watch);
+            built
+        }
+    };
+    let answered = nego::answer(&built, &ask)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&answered)?);
+    } else if !quiet {
+        outln!("{}", describe(&answered));
+    }
+    if let Some(which) = &args.accept {
+        let chosen = pick(&answered, which)?;
+        return accept(req, &args, chosen, quiet || args.json).await;
+    }
+    if args.require_exact && answered.exact.is_none() {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The answer `--accept` names.
+fn pick<'a>(answered: &'a Answered, which: &str) -> Result<&'a AnswerJson> {
+    let w = which.trim().to_ascii_lowercase();
+    if w == "exact" || w == "0" {
+        return answered.exact.as_ref().ok_or_else(|| {
+            anyhow!(
+                "--accept exact: this request has no exact answer; accept a relaxation (1, 2 or 3)"
+            )
+        });
+    }
+    let index = match w.as_str() {
+        "1" | "suppression" => 0,
+        "2" | "levels" => 1,
+        "3" | "k" | "l" => 2,
+        _ => bail!("--accept '{which}': give exact, 1 (suppression), 2 (levels) or 3 (k or l)"),
+    };
+    if answered.exact.is_some() {
+        bail!("--accept {which}: the request has an exact answer and no relaxations; use --accept exact");
+    }
+    let r = &answered.relaxations[index];
+    r.answer.as_ref().ok_or_else(|| {
+        anyhow!(
+            "--accept {which}: relaxing {} has no answer ({})",
+            r.relaxes,
+            r.reason.as_deref().unwrap_or("none")
+        )
+    })
+}
+
+/// Releases `chosen` through the whole pipeline (staged write, verify, commit).
+async fn accept(
+    mut req: Request,
+    args: &NegotiateArgs,
+    chosen: &AnswerJson,
+    quiet: bool,
+) -> Result<ExitCode> {
+    req.with = Some(chosen.with.clone());
+    req.target = args.target.clone();
+    req.overwrite = args.overwrite;
+    let watch = Watch::start(quiet);
+    let outcome = pipeline::anonymize(&req, watch.progress()).await?;
+    drop(watch);
+    if !quiet {
+        outln!("\n{}", outcome.report.summary());
+        outln!("verify: passed ({} checks)", outcome.verdict.checks.len());
+        outln!(
+            "release written to {} (report: {})",
+            outcome.target.display(),
+            outcome.report_path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The answers as text.
+fn describe(a: &Answered) -> String {
+    let q = &a.request;
+    let share = |e: u64| 100.0 * e as f64 / q.entities.max(1) as f64;
+    // In the lattice's column order, those below their top level.
+    let constrained: Vec<String> = a
+        .lattice
+        .columns
+        .iter()
+        .zip(&a.lattice.heights)
+        .filter_map(|(c, &h)| {
+            let l = *q.max_levels.get(c)?;
+            (l < h).then(|| format!("{c} {l}"))
+        })
+        .collect();
+    let levels = if constrained.is_empty() {
+        "any levels".to_string()
+    } else {
+        format!("levels <= {} (others any)", constrained.join(", "))
+    };
+    let mut out = format!(
+        "request  {} >= {}, suppress <= {} entities ({:.2}% of {}), {levels}\n",
+        q.measure,
+        q.value,
+        q.max_suppression,
+        share(q.max_suppression),
+        q.entities
+    );
+    out.push_str(&format!(
+        "lattice  {} nodes over {}; answered in {:.2} ms, {} nodes visited\n",
+        a.lattice.nodes,
+        a.lattice.columns.join(", "),
+        a.stats.microseconds as f64 / 1000.0,
+        a.stats.visited
+    ));
+    let node = |x: &AnswerJson| {
+        format!(
+            "[{}]",
+            x.levels
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let rows = |x: &AnswerJson| -> String {
+        if x.suppressed.rows.is_empty() {
+            return String::new();
+        }
+        let r: Vec<String> = x
+            .suppressed
+            .rows
+            .iter()
+            .map(|(t, n)| format!("{n} {t}"))
+            .collect();
+        format!(", rows: {}", r.join(", "))
+    };
+    let v = &a.v_max;
+    match &a.exact {
+        Some(e) => {
+            out.push_str(&format!(
+                "exact    {} height {} {} {} suppresses {} entities ({:.2}%){}\n",
+                node(e),
+                e.height,
+                e.measure,
+                e.value,
+                e.suppressed.entities,
+                share(e.suppressed.entities),
+                rows(e)
+            ));
+            out.push_str(&format!(
+                "release it: --accept exact, or anonymize --with \"{}\"",
+                e.with
+            ));
+        }
+        None => {
+            out.push_str(&format!(
+                "top acceptable node {} height {} suppresses {} entities at {} = {}: no exact answer\n\n",
+                node(v),
+                v.height,
+                v.suppressed.entities,
+                q.measure,
+                q.value
+            ));
+            out.push_str(&format!(
+                "  {:<12} {:<18} {:>6} {:>4} {:>22}  deviation\n",
+                "relaxes", "levels", "height", q.measure, "suppressed"
+            ));
+            for (i, r) in a.relaxations.iter().enumerate() {
+                match &r.answer {
+                    Some(x) => out.push_str(&format!(
+                        "{} {:<12} {:<18} {:>6} {:>4} {:>22}  {}{}\n",
+                        i + 1,
+                        r.relaxes,
+                        node(x),
+                        x.height,
+                        x.value,
+                        format!(
+                            "{} ({:.2}%)",
+                            x.suppressed.entities,
+                            share(x.suppressed.entities)
+                        ),
+                        x.deviation,
+                        rows(x)
+                    )),
+                    None => out.push_str(&format!(
+                        "{} {:<12} none: {}\n",
+                        i + 1,
+                        r.relaxes,
+                        r.reason.as_deref().unwrap_or("")
+                    )),
+                }
+            }
+            out.push_str("release one: --accept 1, 2 or 3");
+        }
+    }
+    out
+}

@@ -1,0 +1,845 @@
+//! `relanon lattice` and `relanon negotiate`: the annotated lattice of a warehouse built
+//! (declarations -> plan -> forest -> [`annotate`]), persisted with a fingerprint of what it
+//! was built from, and requests answered over it ([`negotiate`]).
+//!
+//! A persisted lattice is refused when its declarations, source or hierarchy files changed
+//! since it was built (their contents are hashed), or when it was written by another format
+//! version: answers over stale histograms would promise suppressions the data no longer has.
+
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use twox_hash::XxHash64;
+
+use super::{load, prepare, source_of, Request};
+use crate::algo::kernel::annotate::{annotate, estimated_work, Annotated, Histograms, Measure};
+use crate::algo::kernel::lattice::Lattice;
+use crate::algo::negotiate::{negotiate, Answer, Relaxed, Request as Query};
+use crate::outputs::{self, Input, Kind, Output};
+use crate::plan::{Diversity, Model};
+use crate::progress::Progress;
+use crate::warehouse::staging;
+
+/// The first bytes of a persisted lattice.
+pub const MAGIC: &[u8; 16] = b"relanon lattice\n";
+/// Bumped whenever the layout changes; other versions are refused.
+const VERSION: u32 = 1;
+/// The most nodes annotated in full (memory: one histogram each).
+pub const NODE_LIMIT: usize = 1_000_000;
+/// The most row visits a full annotation may take (about a minute or two on a laptop core).
+pub const WORK_LIMIT: f64 = 2e10;
+
+/// An annotated lattice and what it describes.
+pub struct Built {
+    pub lattice: Annotated,
+    pub meta: Meta,
+}
+
+/// What a persisted lattice says about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub relanon_version: String,
+    /// The entity table.
+    pub entity: String,
+    /// Family tables in plan order (the first is the entity table).
+    pub tables: Vec<String>,
+    pub rows: Vec<u64>,
+    /// QI columns in lattice order.
+    pub columns: Vec<ColumnMeta>,
+    /// The entity table's sensitive columns, when the distinct measure is annotated.
+    pub sensitive: Vec<String>,
+    /// Why the distinct measure is not annotated, if it is not.
+    pub no_distinct: Option<String>,
+    /// The model the declarations ask for, as `k` or `l` and its value.
+    pub declared: Declared,
+    pub fingerprint: Fingerprint,
+    /// Seconds the annotation took.
+    pub build_seconds: f64,
+    /// Hash of the histograms as written, so a damaged file is refused.
+    pub body_hash: String,
+}
+
+/// A QI column of the lattice.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColumnMeta {
+    /// `table.column`.
+    pub name: String,
+    pub hierarchy: String,
+    /// Levels run 0..=height.
+    pub height: u16,
+    /// Per level: distinct released labels in the family, and one generalized label (never a
+    /// leaf, which may be a person's own value).
+    pub levels: Vec<LevelMeta>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LevelMeta {
+    pub labels: u64,
+    pub example: Option<String>,
+}
+
+/// The declarations' model.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Declared {
+    /// `k` or `l`.
+    pub measure: String,
+    pub value: u32,
+    /// `probabilistic` or `distinct` for l-diversity.
+    pub diversity: Option<String>,
+}
+
+/// What a lattice was built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Hash of the declarations text.
+    pub declarations: String,
+    /// The source, absolute.
+    pub source: PathBuf,
+    /// Each file read (source files, hierarchy files), absolute, with its content hash.
+    pub inputs: Vec<(PathBuf, String)>,
+}
+
+/// Builds the annotated lattice of the declarations' warehouse.
+pub async fn build(req: &Request, progress: &Progress) -> Result<Built> {
+    let started = Instant::now();
+    let (plan, _, wh) = prepare(req, progress).await?;
+    let forest = load(&plan, &wh, progress).await?;
+    let lattice = Lattice::new(&forest);
+    let shape = lattice
+        .columns
+        .iter()
+        .map(|c| (c.height + 1).to_string())
+        .collect::<Vec<_>>()
+        .join(" x ");
+    let nodes: f64 = lattice
+        .columns
+        .iter()
+        .map(|c| c.height as f64 + 1.0)
+        .product();
+    let work = estimated_work(&lattice);
+    if nodes > NODE_LIMIT as f64 || work > WORK_LIMIT {
+        bail!(
+            "the lattice of the {} QI column(s) has {nodes:.0} nodes ({shape} levels); annotating every node would take about {work:.1e} row visits over {} family rows, more than the {WORK_LIMIT:.0e} (or {NODE_LIMIT} nodes) relanon annotates; declare fewer quasi-identifiers or hierarchies with fewer levels, or let `anonymize` with algorithm = 'lattice' search it with pruning",
+            lattice.columns.len(),
+            forest.tables.iter().map(|t| t.rows()).sum::<usize>()
+        );
+    }
+    let below = plan.sensitive_below_entity();
+    let sensitive: Vec<String> = forest.tables[0]
+        .sensitive
+        .iter()
+        .map(|s| s.column.clone())
+        .collect();
+    let no_distinct = if !below.is_empty() {
+        Some(format!("{} is sensitive and lies below the entity table; l is measured on the entity table's sensitive columns only", below.join(", ")))
+    } else if sensitive.is_empty() {
+        Some(format!(
+            "the entity table {} has no SENSITIVE column",
+            plan.tables[0].name
+        ))
+    } else {
+        None
+    };
+    progress.phase("cluster", "annotating the lattice");
+    let annotated = annotate(&lattice, no_distinct.is_none(), progress);
+    let columns = column_meta(&plan, &lattice);
+    let declared = match plan.params.model {
+        Model::KAnonymity { k } => Declared {
+            measure: "k".into(),
+            value: k as u32,
+            diversity: None,
+        },
+        Model::LDiversity { l, diversity } => Declared {
+            measure: "l".into(),
+            value: l as u32,
+            diversity: Some(
+                match diversity {
+                    Diversity::Probabilistic => "probabilistic",
+                    Diversity::Distinct => "distinct",
+                }
+                .into(),
+            ),
+        },
+    };
+    let mut inputs = vec![plan.source.clone()];
+    inputs.extend(plan.hierarchy_files.iter().cloned());
+    let fingerprint = fingerprint(req, &plan.source, &inputs)?;
+    let meta = Meta {
+        relanon_version: env!("CARGO_PKG_VERSION").to_string(),
+        entity: plan.entity.clone(),
+        tables: plan.tables.iter().map(|t| t.name.clone()).collect(),
+        rows: annotated.rows.clone(),
+        columns,
+        sensitive: if no_distinct.is_none() {
+            sensitive
+        } else {
+            Vec::new()
+        },
+        no_distinct,
+        declared,
+        fingerprint,
+        build_seconds: started.elapsed().as_secs_f64(),
+        body_hash: String::new(),
+    };
+    Ok(Built {
+        lattice: annotated,
+        meta,
+    })
+}
+
+/// Each lattice column's name, hierarchy and what its levels release.
+fn column_meta(plan: &crate::plan::Plan, lattice: &Lattice) -> Vec<ColumnMeta> {
+    let forest = lattice.forest();
+    let mut out = Vec::new();
+    for (t, (ft, table)) in plan.tables.iter().zip(&forest.tables).enumerate() {
+        for ((q, (name, _)), &c) in ft.qi_columns().enumerate().zip(lattice.columns_of(t)) {
+            let h = &table.hierarchies[q];
+            let height = lattice.columns[c].height;
+            let levels = (0..=height)
+                .map(|level| {
+                    let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+                    let mut generalized: BTreeMap<u32, u64> = BTreeMap::new();
+                    for r in 0..table.rows() {
+                        let leaf = table.qi[r * table.nqi() + q];
+                        let g = lattice.generalize(c, level, leaf);
+                        *counts.entry(g).or_insert(0) += 1;
+                        if g != leaf {
+                            *generalized.entry(g).or_insert(0) += 1;
+                        }
+                    }
+                    let example = generalized
+                        .iter()
+                        .max_by_key(|(&g, &n)| (n, std::cmp::Reverse(g)))
+                        .and_then(|(&g, _)| h.label(g).map(str::to_string));
+                    LevelMeta {
+                        labels: counts.len() as u64,
+                        example,
+                    }
+                })
+                .collect();
+            out.push(ColumnMeta {
+                name: format!("{}.{name}", ft.name),
+                hierarchy: h.name().to_string(),
+                height,
+                levels,
+            });
+        }
+    }
+    out
+}
+
+/// Hashes the declarations text and every input (a directory: each file below it, by
+/// relative path, in order).
+fn fingerprint(req: &Request, source: &Path, inputs: &[PathBuf]) -> Result<Fingerprint> {
+    let mut hashed = Vec::new();
+    for input in inputs {
+        for file in files_under(input)? {
+            let hash = hash_file(&file)?;
+            hashed.push((std::path::absolute(&file).unwrap_or(file), hash));
+        }
+    }
+    Ok(Fingerprint {
+        declarations: hex(XxHash64::oneshot(0, req.text.as_bytes())),
+        source: std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf()),
+        inputs: hashed,
+    })
+}
+
+fn hex(h: u64) -> String {
+    format!("{h:016x}")
+}
+
+/// A file, or every file under a directory, sorted.
+fn files_under(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot read '{}'", path.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read '{}'", path.display()))?;
+    entries.sort();
+    for e in entries {
+        out.extend(files_under(&e)?);
+    }
+    Ok(out)
+}
+
+fn hash_file(path: &Path) -> Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read '{}'", path.display()))?;
+    let mut hasher = XxHash64::with_seed(0);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("cannot read '{}'", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.write(&buf[..n]);
+    }
+    Ok(hex(hasher.finish()))
+}
+
+/// Writes `built` to `path` (refusing an input, or an existing file without `overwrite` or
+/// not a lattice relanon wrote), staged and committed whole.
+pub fn write(built: &Built, path: &Path, req: &Request, overwrite: bool) -> Result<()> {
+    let mut read = vec![Input {
+        path: built.meta.fingerprint.source.clone(),
+        what: "the source",
+    }];
+    if let Some(p) = &req.path {
+        read.push(Input {
+            path: p.clone(),
+            what: "the declarations",
+        });
+    }
+    outputs::check(
+        &[Output {
+            kind: Kind::Lattice,
+            path: path.to_path_buf(),
+            option: "--out",
+        }],
+        &read,
+        overwrite,
+    )?;
+    let bytes = encode(built)?;
+    let context = || {
+        format!(
+            "cannot write '{}'; check that its directory exists and is writable",
+            path.display()
+        )
+    };
+    let pending = staging::stage_file(path, &bytes, None).with_context(context)?;
+    staging::commit_all(vec![pending], path, overwrite).with_context(context)?;
+    Ok(())
+}
+
+fn encode(built: &Built) -> Result<Vec<u8>> {
+    let mut body = Vec::new();
+    let a = &built.lattice;
+    // Four flat little-endian arrays per measure, each preceded by its length.
+    for hs in std::iter::once(&a.size).chain(a.distinct.as_ref()) {
+        put_u32s(&mut body, &hs.classes);
+        put_u64s(&mut body, &hs.start);
+        put_u32s(&mut body, &hs.stats);
+        put_u64s(&mut body, &hs.cum);
+    }
+    let mut meta = built.meta.clone();
+    meta.body_hash = hex(XxHash64::oneshot(0, &body));
+    let header = serde_json::to_vec(&meta)?;
+    let mut out = Vec::with_capacity(32 + header.len() + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
+    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn put_u64s(out: &mut Vec<u8>, v: &[u64]) {
+    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// Reads a lattice `relanon lattice` wrote.
+pub fn read(path: &Path) -> Result<Built> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read the lattice '{}'", path.display()))?;
+    let corrupt = |what: &str| {
+        anyhow!(
+            "'{}' is not a lattice relanon can read ({what}); rebuild it with `relanon lattice <declarations> --out {}`",
+            path.display(),
+            path.display()
+        )
+    };
+    if bytes.len() < 28 || &bytes[..16] != MAGIC {
+        return Err(corrupt("it does not start as one"));
+    }
+    let version = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    if version != VERSION {
+        return Err(corrupt(&format!(
+            "format version {version}, this relanon reads {VERSION}"
+        )));
+    }
+    let len = u64::from_le_bytes(bytes[20..28].try_into().expect("8 bytes")) as usize;
+    let header = bytes
+        .get(28..28usize.saturating_add(len))
+        .ok_or_else(|| corrupt("its header is cut short"))?;
+    let meta: Meta =
+        serde_json::from_slice(header).map_err(|_| corrupt("its header is damaged"))?;
+    let body = &bytes[28 + len..];
+    if hex(XxHash64::oneshot(0, body)) != meta.body_hash {
+        return Err(corrupt("its histograms are damaged"));
+    }
+    let heights: Vec<u16> = meta.columns.iter().map(|c| c.height).collect();
+    let nodes: usize = heights.iter().map(|&h| h as usize + 1).product();
+    let tables = meta.tables.len();
+    let mut reader = Reader { body, at: 0 };
+    let cut = || corrupt("its histograms are cut short or malformed");
+    let size = reader.histograms(nodes, tables).ok_or_else(cut)?;
+    let distinct = if meta.no_distinct.is_none() {
+        Some(reader.histograms(nodes, tables).ok_or_else(cut)?)
+    } else {
+        None
+    };
+    Ok(Built {
+        lattice: Annotated {
+            heights,
+            tables,
+            entities: meta.rows.first().copied().unwrap_or(0),
+            rows: meta.rows.clone(),
+            size,
+            distinct,
+        },
+        meta,
+    })
+}
+
+/// Reads histograms back as [`encode`] laid them out.
+struct Reader<'a> {
+    body: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.body.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn len(&mut self) -> Option<usize> {
+        usize::try_from(u64::from_le_bytes(self.take(8)?.try_into().ok()?)).ok()
+    }
+
+    fn u32s(&mut self) -> Option<Vec<u32>> {
+        let n = self.len()?;
+        let bytes = self.take(n.checked_mul(4)?)?;
+        Some(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().expect("chunks of 4 bytes")))
+                .collect(),
+        )
+    }
+
+    fn u64s(&mut self) -> Option<Vec<u64>> {
+        let n = self.len()?;
+        let bytes = self.take(n.checked_mul(8)?)?;
+        Some(
+            bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8 bytes")))
+                .collect(),
+        )
+    }
+
+    fn histograms(&mut self, nodes: usize, tables: usize) -> Option<Histograms> {
+        let h = Histograms {
+            tables,
+            classes: self.u32s()?,
+            start: self.u64s()?,
+            stats: self.u32s()?,
+            cum: self.u64s()?,
+        };
+        h.well_formed(nodes).then_some(h)
+    }
+}
+
+/// Refuses a persisted lattice built from other declarations, data or hierarchy files.
+pub fn check_fresh(built: &Built, req: &Request, path: &Path) -> Result<()> {
+    let f = &built.meta.fingerprint;
+    let rebuild = format!(
+        "rebuild it with `relanon lattice {} --out {} --overwrite`",
+        req.origin,
+        path.display()
+    );
+    if hex(XxHash64::oneshot(0, req.text.as_bytes())) != f.declarations {
+        bail!(
+            "the lattice '{}' was built from other declarations than {}; {rebuild}",
+            path.display(),
+            req.origin
+        );
+    }
+    let policy = crate::decl::parse(&req.text).map_err(|e| anyhow!("{}:{e}", req.origin))?;
+    let source = source_of(req, &policy)?;
+    let source = std::path::absolute(&source).unwrap_or(source);
+    if source != f.source {
+        bail!(
+            "the lattice '{}' was built from the source '{}', not '{}'; {rebuild}",
+            path.display(),
+            f.source.display(),
+            source.display()
+        );
+    }
+    let mut now = Vec::new();
+    let mut roots = vec![f.source.clone()];
+    roots.extend(
+        f.inputs
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| !p.starts_with(&f.source)),
+    );
+    for root in &roots {
+        for file in files_under(root).unwrap_or_default() {
+            let hash = hash_file(&file).unwrap_or_default();
+            now.push((std::path::absolute(&file).unwrap_or(file), hash));
+        }
+    }
+    now.sort();
+    let mut then = f.inputs.clone();
+    then.sort();
+    if now != then {
+        let changed = then
+            .iter()
+            .find(|x| !now.contains(x))
+            .or_else(|| now.iter().find(|x| !then.contains(x)))
+            .map(|(p, _)| p.display().to_string())
+            .unwrap_or_default();
+        bail!(
+            "the lattice '{}' is stale: '{changed}' changed since it was built; {rebuild}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A request as the command line gives it.
+#[derive(Debug, Clone, Default)]
+pub struct Ask {
+    pub k: Option<u32>,
+    pub l: Option<u32>,
+    /// `321` (entities) or `1%` (of the entities).
+    pub max_suppression: Option<String>,
+    /// `table.column=level` or `column=level`.
+    pub max_levels: Vec<String>,
+}
+
+/// A request's answers, as `negotiate` prints them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answered {
+    pub request: AskedJson,
+    pub lattice: LatticeJson,
+    pub v_max: AnswerJson,
+    pub exact: Option<AnswerJson>,
+    pub relaxations: Vec<RelaxationJson>,
+    pub stats: StatsJson,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AskedJson {
+    /// `k` or `l`.
+    pub measure: String,
+    pub value: u32,
+    pub max_suppression: u64,
+    pub entities: u64,
+    pub max_levels: BTreeMap<String, u16>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatticeJson {
+    pub nodes: usize,
+    pub columns: Vec<String>,
+    pub heights: Vec<u16>,
+    pub build_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AnswerJson {
+    /// Levels in column order (also keyed by column in `by_column`).
+    pub levels: Vec<u16>,
+    pub by_column: BTreeMap<String, u16>,
+    pub measure: String,
+    pub value: u32,
+    pub height: u32,
+    pub suppressed: SuppressedJson,
+    /// How the answer departs from the request (empty for an exact answer).
+    pub deviation: String,
+    /// The `--with` options that release it with `anonymize`.
+    pub with: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SuppressedJson {
+    pub entities: u64,
+    pub rows: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RelaxationJson {
+    pub relaxes: String,
+    pub answer: Option<AnswerJson>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StatsJson {
+    pub visited: usize,
+    pub microseconds: u64,
+}
+
+/// Checks `ask` against the lattice and answers it.
+pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
+    let meta = &built.meta;
+    let a = &built.lattice;
+    let n = a.entities;
+    let (measure, value) = match (ask.k, ask.l) {
+        (Some(_), Some(_)) => bail!("give --k or --l, not both"),
+        (Some(k), None) => (Measure::Size, k),
+        (None, Some(l)) => (Measure::Distinct, l),
+        (None, None) => match (meta.declared.measure.as_str(), meta.declared.diversity.as_deref()) {
+            ("l", Some("probabilistic")) => bail!(
+                "the declarations ask for l-diversity in its frequency form, which negotiation cannot answer: it is not monotone over the lattice (generalizing can make a class fail, so no node's suppression bounds its parents'); pass --l L for distinct l-diversity or --k K"
+            ),
+            ("l", _) => (Measure::Distinct, meta.declared.value),
+            _ => (Measure::Size, meta.declared.value),
+        },
+    };
+    let name = if measure == Measure::Size { "k" } else { "l" };
+    if measure == Measure::Distinct {
+        if let Some(why) = &meta.no_distinct {
+            bail!("--l needs distinct sensitive values per class, which this lattice does not count: {why}; negotiate --k instead");
+        }
+    }
+    if value < 2 {
+        bail!("{name} = {value} protects nobody: {name} must be at least 2");
+    }
+    if value as u64 > n {
+        bail!("{name} = {value} is above the {n} entities: no class can be that large; ask for {name} <= {n}");
+    }
+    let budget = parse_budget(ask.max_suppression.as_deref().unwrap_or("0"), n)?;
+    let mut max_levels = a.heights.clone();
+    let mut given: Vec<usize> = Vec::new();
+    for spec in &ask.max_levels {
+        let (col, level) = spec.split_once('=').ok_or_else(|| {
+            anyhow!(
+                "--max-level '{spec}': write COLUMN=LEVEL, e.g. --max-level {}=1",
+                meta.columns
+                    .first()
+                    .map_or("table.column", |c| c.name.as_str())
+            )
+        })?;
+        let (col, level) = (col.trim(), level.trim());
+        let matches: Vec<usize> = meta
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.name.eq_ignore_ascii_case(col)
+                    || c.name
+                        .split_once('.')
+                        .is_some_and(|(_, short)| short.eq_ignore_ascii_case(col))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if matches.is_empty() {
+            bail!(
+                "--max-level '{spec}': {col} is not a QI column of the lattice; the QI columns are {}",
+                meta.columns.iter().map(|c| format!("{} (levels 0-{})", c.name, c.height)).collect::<Vec<_>>().join(", ")
+            );
+        }
+        let names: std::collections::BTreeSet<&str> = matches
+            .iter()
+            .map(|&i| meta.columns[i].name.as_str())
+            .collect();
+        if names.len() > 1 {
+            bail!(
+                "--max-level '{spec}': {col} names {}; write the table too",
+                names.into_iter().collect::<Vec<_>>().join(" and ")
+            );
+        }
+        let level: u16 = level.parse().map_err(|_| {
+            anyhow!(
+                "--max-level '{spec}': the level must be a whole number from 0 to {}",
+                meta.columns[matches[0]].height
+            )
+        })?;
+        for &i in &matches {
+            if given.contains(&i) {
+                bail!(
+                    "--max-level names {} twice; give each column once",
+                    meta.columns[i].name
+                );
+            }
+            let c = &meta.columns[i];
+            if level > c.height {
+                bail!(
+                    "--max-level '{spec}': {} has levels 0 to {} (hierarchy {}), not {level}",
+                    c.name,
+                    c.height,
+                    c.hierarchy
+                );
+            }
+            max_levels[i] = level;
+            given.push(i);
+        }
+    }
+    let query = Query {
+        measure,
+        value,
+        budget,
+        max_levels: max_levels.clone(),
+    };
+    let started = Instant::now();
+    let got = negotiate(a, &query);
+    let micros = started.elapsed().as_micros() as u64;
+    let render = |answer: &Answer, deviation: String| -> AnswerJson {
+        let by_column = meta
+            .columns
+            .iter()
+            .zip(&answer.levels)
+            .map(|(c, &l)| (c.name.clone(), l))
+            .collect();
+        let share = answer.suppressed[0] as f64 / n.max(1) as f64;
+        let model = match measure {
+            Measure::Size => format!("model = 'k-anonymity', k = {}", answer.value),
+            Measure::Distinct => format!(
+                "model = 'l-diversity', diversity = 'distinct', l = {}",
+                answer.value
+            ),
+        };
+        AnswerJson {
+            levels: answer.levels.clone(),
+            by_column,
+            measure: name.to_string(),
+            value: answer.value,
+            height: answer.height,
+            suppressed: SuppressedJson {
+                entities: answer.suppressed[0],
+                rows: meta
+                    .tables
+                    .iter()
+                    .zip(&answer.suppressed)
+                    .skip(1)
+                    .map(|(t, &r)| (t.clone(), r))
+                    .collect(),
+            },
+            deviation,
+            with: format!(
+                "algorithm = 'lattice', {model}, max_suppression = {share}, levels = '{}'",
+                answer
+                    .levels
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    };
+    let deviation = |relaxes: Relaxed, answer: &Answer| -> String {
+        match relaxes {
+            Relaxed::Suppression => format!(
+                "+{} entities over {budget}",
+                answer.suppressed[0].saturating_sub(budget)
+            ),
+            Relaxed::Value => format!("{name} {value} -> {}", answer.value),
+            Relaxed::Levels => {
+                let above: Vec<String> = meta
+                    .columns
+                    .iter()
+                    .zip(answer.levels.iter().zip(&max_levels))
+                    .filter(|(_, (l, m))| l > m)
+                    .map(|(c, (l, m))| format!("{} {m} -> {l}", c.name))
+                    .collect();
+                format!("above the max: {}", above.join(", "))
+            }
+        }
+    };
+    Ok(Answered {
+        request: AskedJson {
+            measure: name.to_string(),
+            value,
+            max_suppression: budget,
+            entities: n,
+            max_levels: meta
+                .columns
+                .iter()
+                .zip(&max_levels)
+                .map(|(c, &l)| (c.name.clone(), l))
+                .collect(),
+        },
+        lattice: LatticeJson {
+            nodes: a.nodes(),
+            columns: meta.columns.iter().map(|c| c.name.clone()).collect(),
+            heights: a.heights.clone(),
+            build_seconds: meta.build_seconds,
+        },
+        v_max: render(&got.v_max, String::new()),
+        exact: got.exact.as_ref().map(|e| render(e, String::new())),
+        relaxations: got
+            .relaxations
+            .iter()
+            .map(|r| RelaxationJson {
+                relaxes: r.relaxes.name(measure).to_string(),
+                answer: r
+                    .answer
+                    .as_ref()
+                    .ok()
+                    .map(|x| render(x, deviation(r.relaxes, x))),
+                reason: r.answer.as_ref().err().cloned(),
+            })
+            .collect(),
+        stats: StatsJson {
+            visited: got.visited,
+            microseconds: micros,
+        },
+    })
+}
+
+/// `321` entities or `1.5%` of `n`, within [0, n].
+fn parse_budget(text: &str, n: u64) -> Result<u64> {
+    let t = text.trim();
+    let bad = || {
+        anyhow!("--max-suppression '{text}': write a number of entities (0 to {n}) or a share such as 1% (0% to 100%)")
+    };
+    if let Some(p) = t.strip_suffix('%') {
+        let p: f64 = p.trim().parse().map_err(|_| bad())?;
+        if !(0.0..=100.0).contains(&p) {
+            bail!("--max-suppression {t} is outside 0% to 100%");
+        }
+        // 1% of 30,162 is 301 entities (floored: the budget is a most).
+        return Ok((p / 100.0 * n as f64 + 1e-9).floor() as u64);
+    }
+    let v: f64 = t.parse().map_err(|_| bad())?;
+    if v < 0.0 || v.fract() != 0.0 {
+        return Err(bad());
+    }
+    if v > n as f64 {
+        bail!("--max-suppression {t} is above the {n} entities; give at most {n} (or a share such as 5%)");
+    }
+    Ok(v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_entities_or_shares() {
+        assert_eq!(parse_budget("321", 30162).expect("ok"), 321);
+        assert_eq!(parse_budget("1%", 30162).expect("ok"), 301);
+        assert_eq!(parse_budget("100%", 10).expect("ok"), 10);
+        assert_eq!(parse_budget("0", 10).expect("ok"), 0);
+        for bad in ["-1", "101%", "-0.5%", "x", "1.5", "11"] {
+            assert!(parse_budget(bad, 10).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! `relanon lattice` and `relanon negotiate` through the binary: exact answers and the three
+//! relaxations on a warehouse with child tables, an accepted answer released and verified,
+//! a persisted lattice answering the same and refused when stale or damaged, distinct
+//! l-diversity, and every bad input of the issue refused in one line with exit 2.
+
+use std::path::Path;
+
+use crate::common::{realworld_workspace, relanon, stderr, stdout};
+
+fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let o = relanon(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("JSON answers")
+}
+
+/// Exit 2 with one line saying `says`.
+fn refused(dir: &Path, args: &[&str], says: &str) {
+    let o = relanon(dir, args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+}
+
+#[test]
+fn an_exact_answer_is_the_lowest_node_and_releases_verified() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let d = decl.to_str().expect("UTF-8 path");
+    let a = json(
+        dir.path(),
+        &[
+            "negotiate",
+            d,
+            "--k",
+            "5",
+            "--max-suppression",
+            "5%",
+            "--json",
+        ],
+    );
+    let exact = &a["exact"];
+    assert!(exact.is_object(), "{a}");
+    assert_eq!(a["relaxations"].as_array().map(Vec::len), Some(0), "{a}");
+    // 5% of 120 is 6 entities: the shape floor at k = 5 (the lattice algorithm's test).
+    assert_eq!(a["request"]["max_suppression"], 6);
+    assert_eq!(exact["suppressed"]["entities"], 6, "{a}");
+    let levels: Vec<u64> = exact["levels"]
+        .as_array()
+        .expect("levels")
+        .iter()
+        .map(|l| l.as_u64().expect("a level"))
+        .collect();
+    let height: u64 = levels.iter().sum();
+    assert_eq!(exact["height"], height);
+    let o = relanon(
+        dir.path(),
+        &[
+            "negotiate",
+            d,
+            "--k",
+            "5",
+            "--max-suppression",
+            "5%",
+            "--accept",
+            "exact",
+            "--target",
+            "accepted.sqlite",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("verify: passed"), "{}", stdout(&o));
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("accepted.report.json")).expect("report"),
+    )
+    .expect("report JSON");
+    assert_eq!(r["verified"], true);
+    assert_eq!(r["suppressed_entities"], 6);
+    let released: Vec<u64> = r["recoding"]
+        .as_array()
+        .expect("the node")
+        .iter()
+        .map(|c| c["level"].as_u64().expect("level"))
+        .collect();
+    assert_eq!(released, levels);
+}
+
+#[test]
+fn without_an_exact_answer_each_relaxation_keeps_two_parameters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let d = decl.to_str().expect("UTF-8 path");
+    let ask = [
+        "negotiate",
+        d,
+        "--k",
+        "3",
+        "--max-suppression",
+        "10%",
+        "--max-level",
+        "rental_date=1",
+    ];
+    let a = json(dir.path(), &[&ask[..], &["--json"]].concat());
+    assert!(a["exact"].is_null(), "{a}");
+    let v_max = &a["v_max"];
+    assert_eq!(v_max["by_column"]["rental.rental_date"], 1);
+    let r = a["relaxations"].as_array().expect("relaxations");
+    let names: Vec<&str> = r
+        .iter()
+        .map(|x| x["relaxes"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["suppression", "levels", "k"]);
+    // Suppression: k and the levels kept, v_max's own suppression (Theorem 6).
+    let s = &r[0]["answer"];
+    assert_eq!(s["value"], 3);
+    assert_eq!(s["suppressed"]["entities"], v_max["suppressed"]["entities"]);
+    assert!(
+        s["by_column"]["rental.rental_date"].as_u64() <= Some(1),
+        "{s}"
+    );
+    // Levels: k and the budget kept, some column above its max.
+    let l = &r[1]["answer"];
+    assert_eq!(l["value"], 3);
+    assert!(l["suppressed"]["entities"].as_u64() <= Some(12), "{l}");
+    assert!(
+        l["by_column"]["rental.rental_date"].as_u64() > Some(1),
+        "{l}"
+    );
+    // k: none here, and said why.
+    assert!(r[2]["answer"].is_null());
+    assert!(
+        r[2]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("at k = 2"),
+        "{}",
+        r[2]
+    );
+    let o = relanon(dir.path(), &[&ask[..], &["--require-exact"]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no exact answer"), "{}", stdout(&o));
+    refused(
+        dir.path(),
+        &[&ask[..], &["--accept", "3", "--target", "x.sqlite"]].concat(),
+        "relaxing k has no answer",
+    );
+    let o = relanon(
+        dir.path(),
+        &[
+            &ask[..],
+            &["--accept", "levels", "--target", "relaxed.sqlite"],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("verify: passed"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_persisted_lattice_answers_the_same_and_is_refused_when_stale() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let d = decl.to_str().expect("UTF-8 path");
+    let o = relanon(dir.path(), &["lattice", d, "--out", "rental.lattice"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("256 nodes over 4 QI column(s)"), "{text}");
+    assert!(text.contains("6 at k = 5"), "{text}");
+    for ask in [
+        vec!["--k", "5", "--max-suppression", "5%"],
+        vec![
+            "--k",
+            "3",
+            "--max-suppression",
+            "12",
+            "--max-level",
+            "rental.rental_date=1",
+        ],
+        vec!["--k", "10", "--max-level", "customer.create_date=0"],
+    ] {
+        let mut built = json(
+            dir.path(),
+            &[&["negotiate", d, "--json"], &ask[..]].concat(),
+        );
+        let mut read = json(
+            dir.path(),
+            &[
+                &["negotiate", d, "--json", "--lattice", "rental.lattice"],
+                &ask[..],
+            ]
+            .concat(),
+        );
+        for a in [&mut built, &mut read] {
+            a["stats"] = serde_json::Value::Null;
+            a["lattice"]["build_seconds"] = serde_json::Value::Null;
+        }
+        assert_eq!(built, read, "{ask:?}");
+    }
+    refused(
+        dir.path(),
+        &["lattice", d, "--out", "rental.lattice"],
+        "pass --overwrite",
+    );
+    refused(
+        dir.path(),
+        &["lattice", d, "--out", "rental.sqlite", "--overwrite"],
+        "source",
+    );
+    let use_it = ["negotiate", d, "--k", "5", "--lattice", "rental.lattice"];
+    // Other declarations.
+    let original = std::fs::read_to_string(&decl).expect("read");
+    std::fs::write(&decl, format!("{original}\n-- edited\n")).expect("write");
+    refused(dir.path(), &use_it, "other declarations");
+    std::fs::write(&decl, &original).expect("write");
+    assert!(relanon(dir.path(), &use_it).status.success());
+    // Other data.
+    let db = rusqlite::Connection::open(dir.path().join("rental.sqlite")).expect("open");
+    db.execute(
+        "UPDATE customer SET create_date = '2006-03-01' WHERE customer_id = 1",
+        [],
+    )
+    .expect("update");
+    drop(db);
+    refused(dir.path(), &use_it, "is stale");
+    // A damaged file, and a file that is no lattice.
+    let o = relanon(
+        dir.path(),
+        &["lattice", d, "--out", "rental.lattice", "--overwrite"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let path = dir.path().join("rental.lattice");
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&path, &bytes).expect("write");
+    refused(dir.path(), &use_it, "its histograms are damaged");
+    std::fs::write(&path, "not a lattice").expect("write");
+    refused(dir.path(), &use_it, "is not a lattice relanon can read");
+}
+
+#[test]
+fn bad_requests_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let d = decl.to_str().expect("UTF-8 path");
+    let o = relanon(dir.path(), &["lattice", d, "--out", "r.lattice"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (ask, says) in [
+        (vec!["--k", "1"], "k must be at least 2"),
+        (vec!["--k", "121"], "above the 120 entities"),
+        (vec!["--max-suppression", "101%"], "outside 0% to 100%"),
+        (
+            vec!["--max-suppression", "-3"],
+            "write a number of entities",
+        ),
+        (vec!["--max-suppression", "500"], "above the 120 entities"),
+        (
+            vec!["--max-level", "customer.email=1"],
+            "is not a QI column",
+        ),
+        (vec!["--max-level", "rental_date=9"], "has levels 0 to 3"),
+        (vec!["--max-level", "rental_date"], "write COLUMN=LEVEL"),
+        (
+            vec![
+                "--max-level",
+                "rental_date=1",
+                "--max-level",
+                "rental.rental_date=2",
+            ],
+            "twice",
+        ),
+        // The only sensitive column hangs below the entity table.
+        (vec!["--l", "2"], "payment.amount"),
+        (vec!["--k", "5", "--accept", "7"], "give exact, 1"),
+    ] {
+        let args = [&["negotiate", d, "--lattice", "r.lattice"], &ask[..]].concat();
+        refused(dir.path(), &args, says);
+    }
+}
+
+/// The clinic warehouse with the entity's sex as its sensitive column: distinct l over the
+/// entity table is annotated, negotiated and released; the frequency form is refused.
+#[test]
+fn distinct_l_diversity_is_negotiated_and_the_frequency_form_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "clinic", "clinic", &[]);
+    let text = std::fs::read_to_string(&decl)
+        .expect("read")
+        .replace(
+            "LABEL COLUMN persons.sex        AS QUASI IDENTIFIER USING sex_h;",
+            "LABEL COLUMN persons.sex        AS SENSITIVE;",
+        )
+        .replace(
+            "AS SENSITIVE;\nLABEL COLUMN prescriptions.drug AS SENSITIVE;",
+            "AS INSENSITIVE;\nLABEL COLUMN prescriptions.drug AS INSENSITIVE;",
+        );
+    assert!(text.contains("persons.sex        AS SENSITIVE"), "{text}");
+    assert!(text.contains("prescriptions.drug AS INSENSITIVE"), "{text}");
+    std::fs::write(&decl, &text).expect("write");
+    let d = decl.to_str().expect("UTF-8 path");
+    let a = json(
+        dir.path(),
+        &[
+            "negotiate",
+            d,
+            "--l",
+            "2",
+            "--max-suppression",
+            "50%",
+            "--json",
+        ],
+    );
+    let answer = if a["exact"].is_object() {
+        a["exact"].clone()
+    } else {
+        a["relaxations"][0]["answer"].clone()
+    };
+    assert_eq!(answer["measure"], "l", "{a}");
+    let accept = if a["exact"].is_object() { "exact" } else { "1" };
+    let o = relanon(
+        dir.path(),
+        &[
+            "negotiate",
+            d,
+            "--l",
+            "2",
+            "--max-suppression",
+            "50%",
+            "--accept",
+            accept,
+            "--target",
+            "l2.sqlite",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("verify: passed"), "{}", stdout(&o));
+    let frequency = text.replace(
+        "ANONYMIZE person WITH (k = 5);",
+        "ANONYMIZE person WITH (model = 'l-diversity', l = 2);",
+    );
+    std::fs::write(&decl, frequency).expect("write");
+    // The planner also warns what l = 2 in the frequency form would suppress.
+    let o = relanon(dir.path(), &["negotiate", d]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let errors: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with("error"))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        errors.len() == 1 && errors[0].contains("not monotone"),
+        "{errors:?}"
+    );
+    refused(
+        dir.path(),
+        &["anonymize", d, "--with", "algorithm = 'lattice'"],
+        "distinct form",
+    );
+}
