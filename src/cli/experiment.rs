@@ -47,6 +47,10 @@ pub struct ExperimentArgs {
         default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1"
     )]
     thresholds: Vec<f64>,
+    /// negotiation: the directory holding UCI Adult as ARX distributes it (adult.csv and
+    /// adult_hierarchy_*.csv).
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
     /// Also write the table as JSON here.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -65,6 +69,9 @@ pub enum Experiment {
     /// 001 Sec. V, Fig. 4-8: LM, DM and time of MiRaCle, MiRaCleX and the bitmap baselines
     /// versus k and versus threshold on the university warehouse.
     Miracle,
+    /// 002 Ch. 3-4: the annotated lattice of UCI Adult for |QI| = 3..6 (ARX's hierarchies),
+    /// its build time, and the thesis's request grid answered over it beside its answers.
+    Negotiation,
 }
 
 /// `relanon experiment`: writes the dataset, its declarations and hierarchies under `out`
@@ -90,6 +97,9 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
         ),
         Experiment::Miracle => {
             return miracle_experiment(args, quiet).await;
+        }
+        Experiment::Negotiation => {
+            return negotiation_experiment(args, quiet).await;
         }
     };
     let hierarchies = out.join("hierarchies");
@@ -165,6 +175,32 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     }
     outln!("{}", experiment::markdown(rows));
     Ok(failures(&table.failed))
+}
+
+/// `relanon experiment negotiation` (002 Ch. 3-4) on the Adult files in `--data`.
+async fn negotiation_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
+    use relanon::experiment::negotiation;
+    let data = args.data.as_deref().ok_or_else(|| {
+        anyhow::anyhow!("experiment negotiation needs --data DIR: the directory holding UCI Adult as ARX distributes it (adult.csv and adult_hierarchy_*.csv)")
+    })?;
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
+        if !quiet {
+            errln!("{line}");
+        }
+    };
+    let (lattices, requests) = negotiation::negotiation(data, &say, watch.progress()).await?;
+    drop(watch);
+    if let Some(path) = &args.json {
+        let both = serde_json::json!({"lattices": lattices, "requests": requests});
+        std::fs::write(path, serde_json::to_string_pretty(&both)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if args.html.is_some() {
+        anyhow::bail!("experiment negotiation prints tables only; drop --html");
+    }
+    outln!("{}", negotiation::markdown(&lattices, &requests));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `relanon experiment miracle` (001 Sec. V): the university warehouse under `out`; LM, DM

@@ -508,3 +508,70 @@ fn adult_lattice_meets_arxs_global_optimum() {
         );
     }
 }
+
+/// `experiment negotiation` (002 Ch. 3-4): the lattice sizes of ARX's hierarchies, and at the
+/// bottom node (every value as it is, so the thesis's lost hierarchies do not matter) the
+/// suppression the thesis reports for k = 3, 10, 50 and |QI| = 3..6 (Fig. 5.2-5.13, Tables
+/// 3.7-3.10); then, going up, suppression per height never grows (P4).
+#[test]
+fn the_negotiation_experiment_meets_the_thesis_at_the_bottom_node() {
+    let Some(data) = adult_data() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = relanon(
+        dir.path(),
+        &[
+            "experiment",
+            "negotiation",
+            "--data",
+            data.to_str().expect("UTF-8 path"),
+            "--json",
+            "n.json",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("n.json")).expect("json"))
+            .expect("JSON");
+    let lattices = j["lattices"].as_array().expect("lattices");
+    let nodes: Vec<u64> = lattices
+        .iter()
+        .map(|l| l["nodes"].as_u64().expect("n"))
+        .collect();
+    assert_eq!(nodes, [30, 90, 360, 1080]);
+    let thesis = [
+        [554, 1921, 8297],
+        [3297, 9416, 20066],
+        [10458, 18916, 29650],
+        [15318, 24040, 29868],
+    ];
+    for (l, want) in lattices.iter().zip(thesis) {
+        let heights = l["min_by_height"].as_array().expect("heights");
+        let bottom: Vec<u64> = heights[0][1]
+            .as_array()
+            .expect("k = 3, 10, 50")
+            .iter()
+            .map(|v| v.as_u64().expect("a count"))
+            .collect();
+        assert_eq!(bottom, want, "{l}");
+        for k in 0..3 {
+            let mins: Vec<u64> = heights
+                .iter()
+                .map(|h| h[1][k].as_u64().expect("a count"))
+                .collect();
+            assert!(mins.windows(2).all(|w| w[1] <= w[0]), "{mins:?}");
+            assert_eq!(mins.last(), Some(&0), "{mins:?}");
+        }
+    }
+    let requests = j["requests"].as_array().expect("requests");
+    assert_eq!(requests.len(), 28);
+    // The one request the bottom node answers: k = 10 with 3,216 entities to spare (l.1854).
+    let r = requests
+        .iter()
+        .find(|r| r["qi"] == 3 && r["max_suppression"] == 3216)
+        .expect("the request");
+    assert_eq!(r["answer"], "e 000/1921");
+    assert_eq!(r["answer"], r["thesis_answer"]);
+}

@@ -2,6 +2,8 @@
 //! pipeline (plan, load, cluster, release, utility, self-verify, write) once per parameter
 //! setting, with the figures each paper plots collected into a table.
 
+pub mod negotiation;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
