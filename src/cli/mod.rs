@@ -15,6 +15,7 @@ mod anonymize;
 mod attack;
 mod demo;
 mod experiment;
+mod explore;
 mod generate;
 mod init;
 mod negotiate;

@@ -64,6 +64,10 @@ pub struct NegotiateArgs {
     /// 3 k or l) or by name. Writes to --target through the whole pipeline and verify.
     #[arg(long, value_name = "ANSWER")]
     accept: Option<String>,
+    /// Negotiate interactively: the lattice by height for each request, the answers, and a
+    /// prompt to change k, the budget or a level, adopt a relaxation, look into a height.
+    #[arg(long, conflicts_with_all = ["json", "accept", "require_exact"])]
+    explore: bool,
     /// Where --accept writes the release (default: the declarations' SET target).
     #[arg(long)]
     target: Option<PathBuf>,
@@ -159,6 +163,10 @@ pub async fn negotiate(args: NegotiateArgs, quiet: bool) -> Result<ExitCode> {
             built
         }
     };
+    if args.explore {
+        super::explore::explore(&built, ask, &mut std::io::stdin().lock())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let answered = nego::answer(&built, &ask)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&answered)?);

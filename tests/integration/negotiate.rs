@@ -357,3 +357,119 @@ fn distinct_l_diversity_is_negotiated_and_the_frequency_form_refused() {
         "distinct form",
     );
 }
+
+/// Runs `relanon args` with `input` on its stdin; on a pseudo-terminal (util-linux `script`)
+/// when `terminal`, or `None` when `script` is missing outside CI.
+fn conversation(dir: &Path, args: &[&str], input: &str, terminal: bool) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_relanon");
+    let mut cmd = if terminal {
+        let line = std::iter::once(bin)
+            .chain(args.iter().copied())
+            .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut c = Command::new("script");
+        c.env("TERM", "xterm").args(["-qec", &line, "/dev/null"]);
+        c
+    } else {
+        let mut c = Command::new(bin);
+        c.args(args);
+        c
+    };
+    let child = cmd
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if terminal && std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: cannot run util-linux script ({e})");
+            return None;
+        }
+        Err(e) => panic!("cannot run {args:?}: {e}"),
+    };
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(input.as_bytes())
+        .expect("write the commands");
+    let o = child.wait_with_output().expect("the conversation ends");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    Some(stdout(&o))
+}
+
+/// The explorer's answers are `negotiate`'s: the same request typed in it shows the
+/// relaxations `--json` gives; adopting a relaxation makes it the exact answer; a bad
+/// request is refused without ending the conversation; undo restores the one before.
+#[test]
+fn the_explorer_answers_as_negotiate_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let d = decl.to_str().expect("UTF-8 path");
+    let o = relanon(dir.path(), &["lattice", d, "--out", "r.lattice"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = json(
+        dir.path(),
+        &[
+            "negotiate",
+            d,
+            "--lattice",
+            "r.lattice",
+            "--json",
+            "--k",
+            "3",
+            "--max-suppression",
+            "10%",
+            "--max-level",
+            "rental_date=1",
+        ],
+    );
+    let levels = |x: &serde_json::Value| -> String {
+        x["levels"]
+            .as_array()
+            .expect("levels")
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let relaxed = levels(&a["relaxations"][1]["answer"]);
+    let script = "k 3\nsupp 10%\nlevel rental_date 1\nopen 7\nk 1\nadopt 2\nundo\nhistory\nquit\n";
+    for terminal in [false, true] {
+        let Some(shown) = conversation(
+            dir.path(),
+            &["negotiate", d, "--lattice", "r.lattice", "--explore"],
+            script,
+            terminal,
+        ) else {
+            continue;
+        };
+        assert!(
+            shown.contains(&format!("2 levels      [{relaxed}]")),
+            "{shown}"
+        );
+        assert!(shown.contains("refused: k = 1 protects nobody"), "{shown}");
+        assert!(
+            shown.contains(&format!("E exact       [{relaxed}]")),
+            "{shown}"
+        );
+        assert!(shown.contains("height 7: 40 nodes"), "{shown}");
+        // After undo the relaxations are back (the last drawing shows them again) and the
+        // history holds the three requests before the one undone.
+        let last = shown
+            .rsplit("k >= 3, suppress <= 12 of 120 entities")
+            .next()
+            .expect("a drawing");
+        assert!(last.contains("1 suppression"), "{last}");
+        assert!(
+            shown.contains("  3  k >= 3, suppress <= 12, top node [3,3,3,3]: exact")
+                && !shown.contains("  4  k >= 3"),
+            "{shown}"
+        );
+    }
+}
