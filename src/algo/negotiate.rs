@@ -84,6 +84,9 @@ pub struct Negotiation {
     pub relaxations: Vec<Relaxation>,
     /// Nodes whose histogram was read.
     pub visited: usize,
+    /// Over a partial lattice: whether v_max has its histogram (if not, its suppression is a
+    /// lower bound, read from its lowest computed ancestors).
+    pub v_max_computed: bool,
 }
 
 /// The lattice as a search reads it: histograms, and every node's neighbours.
@@ -146,6 +149,7 @@ pub fn negotiate(lattice: &Annotated, q: &Request) -> Negotiation {
             exact: Some(exact),
             relaxations: Vec::new(),
             visited: s.visited.len(),
+            v_max_computed: true,
         };
     }
     // Lines 4-5: the least suppression that lets v_max meet k (Theorem 6).
@@ -166,22 +170,171 @@ pub fn negotiate(lattice: &Annotated, q: &Request) -> Negotiation {
     Negotiation {
         v_max: v_answer,
         exact: None,
-        relaxations: vec![
-            Relaxation {
-                relaxes: Relaxed::Suppression,
-                answer: suppression,
-            },
-            Relaxation {
-                relaxes: Relaxed::Levels,
-                answer: levels,
-            },
-            Relaxation {
-                relaxes: Relaxed::Value,
-                answer: value,
-            },
-        ],
+        relaxations: relaxations(suppression, levels, value),
         visited: s.visited.len(),
+        v_max_computed: true,
     }
+}
+
+/// Answers `q` over a partial lattice (002 Fig. 5.15 as the spec's Sec. 2.9 and 2.12
+/// correct it): every answer is the best computed node by order O, so none is proven
+/// optimal over the whole lattice. When v_max is computed, relaxing the suppression and k
+/// read it (Theorems 4-6 hold, the relaxations of Fig. 5.23); otherwise they take the best
+/// computed node below it, as Fig. 5.15 does. Relaxing the levels scans every computed node
+/// (a binary search on height is not sound over missing nodes, decision 12).
+pub fn negotiate_partial(lattice: &Annotated, q: &Request) -> Negotiation {
+    let mut s = Search {
+        lattice,
+        measure: q.measure,
+        visited: HashSet::new(),
+    };
+    let computed: Vec<usize> = (0..lattice.nodes())
+        .filter(|&i| lattice.is_computed(i))
+        .collect();
+    let below: Vec<usize> = computed
+        .iter()
+        .copied()
+        .filter(|&i| {
+            lattice
+                .levels(i)
+                .iter()
+                .zip(&q.max_levels)
+                .all(|(l, m)| l <= m)
+        })
+        .collect();
+    let v_max = lattice.index(&q.max_levels);
+    let v_max_computed = lattice.is_computed(v_max);
+    let v_answer = if v_max_computed {
+        s.answer(v_max, q.value)
+    } else {
+        lower_bound(&mut s, &q.max_levels, q.value)
+    };
+    let meeting = |s: &mut Search, nodes: &[usize], value: u32, budget: u64| -> Vec<usize> {
+        nodes
+            .iter()
+            .copied()
+            .filter(|&i| s.meets(i, value, budget))
+            .collect()
+    };
+    let exact_nodes = meeting(&mut s, &below, q.value, q.budget);
+    if let Some(exact) = s.best(exact_nodes, q.value) {
+        return Negotiation {
+            v_max: v_answer,
+            exact: Some(exact),
+            relaxations: Vec::new(),
+            visited: s.visited.len(),
+            v_max_computed,
+        };
+    }
+    let name = Relaxed::Value.name(q.measure);
+    // Relaxing suppression: v_max's own, or the least of a computed node below it.
+    let least = below
+        .iter()
+        .map(|&i| s.histogram(i).entities(q.value))
+        .min()
+        .unwrap_or(lattice.entities);
+    let least = if v_max_computed {
+        v_answer.suppressed[0]
+    } else {
+        least
+    };
+    let suppression = if least < lattice.entities {
+        let nodes = meeting(&mut s, &below, q.value, least);
+        s.best(nodes, q.value)
+            .ok_or_else(|| "no computed node below the top acceptable node meets it".to_string())
+    } else {
+        Err(format!(
+            "at {name} = {} every computed node below the top acceptable node suppresses every entity",
+            q.value
+        ))
+    };
+    // Relaxing k: the largest k' in [2, k - 1] v_max (or a computed node below it) meets.
+    let candidates: Vec<usize> = if v_max_computed {
+        vec![v_max]
+    } else {
+        below.clone()
+    };
+    let largest = candidates
+        .iter()
+        .filter_map(|&i| {
+            let k = s
+                .histogram(i)
+                .largest_within(q.budget)
+                .unwrap_or(u32::MAX)
+                .min(q.value.saturating_sub(1));
+            (k >= 2 && s.meets(i, k, q.budget)).then_some(k)
+        })
+        .max();
+    let value = match largest {
+        Some(k) => {
+            let nodes = meeting(&mut s, &below, k, q.budget);
+            s.best(nodes, k)
+                .ok_or_else(|| "no computed node below the top acceptable node meets it".into())
+        }
+        None => Err(format!(
+            "no computed node below the top acceptable node meets {name} = 2 within {} entities",
+            q.budget
+        )),
+    };
+    // Relaxing the levels: the best computed node anywhere.
+    let levels = if q.max_levels == lattice.heights {
+        Err("every column may already reach its top level: no level to relax".to_string())
+    } else {
+        let nodes = meeting(&mut s, &computed, q.value, q.budget);
+        s.best(nodes, q.value).ok_or_else(|| {
+            format!(
+                "no computed node meets {name} = {} within {} entities",
+                q.value, q.budget
+            )
+        })
+    };
+    Negotiation {
+        v_max: v_answer,
+        exact: None,
+        relaxations: relaxations(suppression, levels, value),
+        visited: s.visited.len(),
+        v_max_computed,
+    }
+}
+
+/// An uncomputed node's suppression bounded from below: per table the most any computed
+/// ancestor suppresses (an ancestor keeps a superset, P2; the top node is always computed).
+fn lower_bound(s: &mut Search, levels: &[u16], value: u32) -> Answer {
+    let lattice = s.lattice;
+    let mut bound = vec![0u64; lattice.tables];
+    for i in 0..lattice.nodes() {
+        if !lattice.is_computed(i) {
+            continue;
+        }
+        let up = lattice.levels(i);
+        if up.iter().zip(levels).all(|(u, l)| u >= l) {
+            for (b, &x) in bound.iter_mut().zip(s.histogram(i).suppressed(value)) {
+                *b = (*b).max(x);
+            }
+        }
+    }
+    Answer {
+        height: levels.iter().map(|&l| l as u32).sum(),
+        levels: levels.to_vec(),
+        value,
+        suppressed: bound,
+    }
+}
+
+/// The three relaxations in Fig. 4.3's order.
+fn relaxations(
+    suppression: Result<Answer, String>,
+    levels: Result<Answer, String>,
+    value: Result<Answer, String>,
+) -> Vec<Relaxation> {
+    [
+        (Relaxed::Suppression, suppression),
+        (Relaxed::Levels, levels),
+        (Relaxed::Value, value),
+    ]
+    .into_iter()
+    .map(|(relaxes, answer)| Relaxation { relaxes, answer })
+    .collect()
 }
 
 /// The lowest node below `top` meeting `value` within `budget` (the spec's `Exact`, 002 Fig.
@@ -335,6 +488,68 @@ mod tests {
                 .sum::<usize>(),
             60
         );
+    }
+
+    /// At p = 100% the partial negotiation is the full one; at 10% every answer is a
+    /// computed node meeting what it claims, never lower than the full lattice's answer.
+    #[test]
+    fn partial_answers_are_the_full_ones_at_every_node_and_never_better() {
+        use crate::algo::kernel::partial::annotate_partial;
+        for f in [flat(4, 40), family(4, 30)] {
+            let lattice = Lattice::new(&f);
+            let full = annotate(&lattice, false, &Progress::new());
+            let all = annotate_partial(&lattice, false, 1.0, &Progress::new());
+            let some = annotate_partial(&lattice, false, 0.1, &Progress::new());
+            for v_max in 0..full.nodes() {
+                for (value, budget) in [(2u32, 0u64), (3, 5), (5, 12)] {
+                    let q = Request {
+                        measure: Measure::Size,
+                        value,
+                        budget,
+                        max_levels: full.levels(v_max),
+                    };
+                    let want = negotiate(&full, &q);
+                    let got = negotiate_partial(&all, &q);
+                    // The same answers (the reasons for none are worded for each).
+                    let answers = |n: &Negotiation| -> Vec<Option<Answer>> {
+                        n.relaxations
+                            .iter()
+                            .map(|r| r.answer.clone().ok())
+                            .collect()
+                    };
+                    assert_eq!(
+                        (&got.exact, answers(&got), &got.v_max),
+                        (&want.exact, answers(&want), &want.v_max),
+                        "{q:?}"
+                    );
+                    let part = negotiate_partial(&some, &q);
+                    let answers = part.exact.iter().chain(
+                        part.relaxations
+                            .iter()
+                            .filter_map(|r| r.answer.as_ref().ok()),
+                    );
+                    for a in answers {
+                        let i = some.index(&a.levels);
+                        assert!(some.is_computed(i));
+                        assert_eq!(
+                            full.size.get(i).suppressed(a.value),
+                            a.suppressed.as_slice()
+                        );
+                    }
+                    if let (Some(p), Some(w)) = (&part.exact, &want.exact) {
+                        assert!(
+                            (p.height, &p.suppressed) >= (w.height, &w.suppressed),
+                            "{q:?}"
+                        );
+                    }
+                    if part.exact.is_some() {
+                        assert!(want.exact.is_some(), "{q:?}");
+                    }
+                    // v_max's suppression is exact or a lower bound.
+                    assert!(part.v_max.suppressed[0] <= full.size.get(v_max).entities(value));
+                }
+            }
+        }
     }
 
     /// Order O over answers, as the brute force applies it.

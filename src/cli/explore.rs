@@ -217,7 +217,8 @@ fn draw(built: &Built, a: &Answered) -> String {
     let top: usize = lat.heights.iter().map(|&h| h as usize).sum();
     // Per height: nodes, meeting, least and most suppressed.
     let mut rows = vec![(0usize, 0usize, u64::MAX, 0u64); top + 1];
-    for index in 0..lat.nodes() {
+    // A partial lattice's uncomputed nodes are left out of every count.
+    for index in (0..lat.nodes()).filter(|&i| lat.is_computed(i)) {
         let h: usize = lat.levels(index).iter().map(|&l| l as usize).sum();
         let s = suppressed(built, a, index);
         let row = &mut rows[h];
@@ -239,8 +240,12 @@ fn draw(built: &Built, a: &Answered) -> String {
         }
     }
     let mut out = format!(
-        "\n{} >= {}, suppress <= {} of {} entities; '#' share of a height's nodes that meet it\n height  nodes   meet      least       most\n",
-        q.measure, q.value, q.max_suppression, q.entities
+        "\n{} >= {}, suppress <= {} of {} entities; '#' share of a height's {}nodes that meet it\n height  nodes   meet      least       most\n",
+        q.measure,
+        q.value,
+        q.max_suppression,
+        q.entities,
+        if a.lattice.partial.is_some() { "computed " } else { "" }
     );
     for (h, &(nodes, meet, least, most)) in rows.iter().enumerate() {
         let filled = (meet * BAR).div_ceil(nodes.max(1));
@@ -308,6 +313,7 @@ fn open(built: &Built, a: &Answered, h: u32) -> String {
     let lat = &built.lattice;
     let q = &a.request;
     let mut nodes: Vec<(u64, Vec<u16>)> = (0..lat.nodes())
+        .filter(|&i| lat.is_computed(i))
         .filter_map(|i| {
             let levels = lat.levels(i);
             (levels.iter().map(|&l| l as u32).sum::<u32>() == h)

@@ -19,6 +19,10 @@ pub struct LatticeArgs {
     /// Where to write the annotated lattice.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Annotate only this share of each height's nodes (the thesis's partial lattice, e.g.
+    /// 5%), chosen by how much their levels group the entities.
+    #[arg(long, value_name = "P%")]
+    partial: Option<String>,
     /// Replace a lattice relanon wrote before.
     #[arg(long)]
     overwrite: bool,
@@ -54,6 +58,9 @@ pub struct NegotiateArgs {
     /// without it the lattice is built first.
     #[arg(long, value_name = "FILE")]
     lattice: Option<PathBuf>,
+    /// Without --lattice: build a partial lattice (this share of each height's nodes).
+    #[arg(long, value_name = "P%", conflicts_with = "lattice")]
+    partial: Option<String>,
     /// Print the answers as JSON.
     #[arg(long)]
     json: bool,
@@ -79,8 +86,9 @@ pub struct NegotiateArgs {
 /// Builds the lattice and writes it.
 pub async fn lattice(args: LatticeArgs, quiet: bool) -> Result<ExitCode> {
     let req = args.declared.request()?;
+    let partial = share(args.partial.as_deref())?;
     let watch = Watch::start(quiet);
-    let built = nego::build(&req, watch.progress()).await?;
+    let built = nego::build(&req, partial, watch.progress()).await?;
     drop(watch);
     nego::write(&built, &args.out, &req, args.overwrite)?;
     if args.json {
@@ -92,12 +100,37 @@ pub async fn lattice(args: LatticeArgs, quiet: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--partial P%` as a share in (0, 1].
+fn share(text: Option<&str>) -> Result<Option<f64>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let p: f64 = text
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("--partial '{text}': give a share of the nodes such as 5%"))?;
+    if !(p > 0.0 && p <= 100.0) {
+        bail!("--partial {text} is outside (0%, 100%]: give a share of the nodes such as 5%");
+    }
+    Ok(Some(p / 100.0))
+}
+
 /// What a lattice holds: its columns and levels, its size, the shape floor.
 fn describe_lattice(built: &Built) -> String {
     let a = &built.lattice;
     let m = &built.meta;
+    let computed = match &a.computed {
+        Some(c) => format!(
+            "{} of them annotated (the partial lattice at {}%)",
+            c.iter().filter(|&&x| x).count(),
+            m.partial.unwrap_or(0.0) * 100.0
+        ),
+        None => "annotated".to_string(),
+    };
     let mut out = format!(
-        "lattice of {} ({} entities): {} nodes over {} QI column(s), annotated in {:.2} s\n",
+        "lattice of {} ({} entities): {} nodes over {} QI column(s), {computed} in {:.2} s\n",
         m.entity,
         a.entities,
         a.nodes(),
@@ -150,19 +183,28 @@ pub async fn negotiate(args: NegotiateArgs, quiet: bool) -> Result<ExitCode> {
         max_suppression: Some(args.max_suppression.clone()),
         max_levels: args.max_level.clone(),
     };
-    let built = match &args.lattice {
+    let mut built = match &args.lattice {
         Some(path) => {
             let built = nego::read(path)?;
             nego::check_fresh(&built, &req, path)?;
             built
         }
         None => {
+            let partial = share(args.partial.as_deref())?;
             let watch = Watch::start(quiet || args.json);
-            let built = nego::build(&req, watch.progress()).await?;
+            let built = nego::build(&req, partial, watch.progress()).await?;
             drop(watch);
             built
         }
     };
+    // Over a partial lattice, the top acceptable node is computed from the data when it is
+    // missing (002 Fig. 5.23): relaxing the suppression and k then read it.
+    if built.lattice.computed.is_some() && !args.explore {
+        if let Some(top) = nego::top_acceptable(&built, &ask) {
+            let watch = Watch::start(quiet || args.json);
+            nego::compute_nodes(&mut built, &req, &[top], watch.progress()).await?;
+        }
+    }
     if args.explore {
         super::explore::explore(&built, ask, &mut std::io::stdin().lock())?;
         return Ok(ExitCode::SUCCESS);
@@ -272,6 +314,13 @@ fn describe(a: &Answered) -> String {
         a.stats.microseconds as f64 / 1000.0,
         a.stats.visited
     ));
+    if let Some(p) = a.lattice.partial {
+        out.push_str(&format!(
+            "partial  {} of the nodes annotated ({}%): every answer is the best computed node, not proven optimal\n",
+            a.lattice.computed,
+            p * 100.0
+        ));
+    }
     let node = |x: &AnswerJson| {
         format!(
             "[{}]",
@@ -314,9 +363,10 @@ fn describe(a: &Answered) -> String {
         }
         None => {
             out.push_str(&format!(
-                "top acceptable node {} height {} suppresses {} entities at {} = {}: no exact answer\n\n",
+                "top acceptable node {} height {} suppresses {}{} entities at {} = {}: no exact answer\n\n",
                 node(v),
                 v.height,
+                if a.lattice.v_max_computed { "" } else { "at least " },
                 v.suppressed.entities,
                 q.measure,
                 q.value

@@ -13,7 +13,9 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::pipeline::negotiate::{answer, build, AnswerJson, Answered, Ask};
+use crate::pipeline::negotiate::{
+    answer, build, compute_nodes, top_acceptable, AnswerJson, Answered, Ask, Built,
+};
 use crate::pipeline::Request;
 use crate::progress::Progress;
 
@@ -131,6 +133,9 @@ const REQUESTS: [Request4; 28] = [
     ),
 ];
 
+/// The partial lattice's share (the thesis's default, Sec. 5.4).
+const PARTIAL: f64 = 0.05;
+
 /// One QI set's lattice.
 #[derive(Debug, Clone, Serialize)]
 pub struct LatticeRow {
@@ -140,6 +145,9 @@ pub struct LatticeRow {
     pub thesis_nodes: usize,
     /// Reading the source, planning and annotating every node.
     pub build_seconds: f64,
+    /// The 5% partial lattice: nodes computed and the same whole build.
+    pub partial_nodes: usize,
+    pub partial_build_seconds: f64,
     /// Per height, the least entities any node of it suppresses at k = 3, 10, 50.
     pub min_by_height: Vec<(u32, Vec<u64>)>,
 }
@@ -159,6 +167,12 @@ pub struct RequestRow {
     pub visited: usize,
     pub thesis_ms: String,
     pub thesis_answer: String,
+    /// The answers over the 5% partial lattice, and whether they are the full lattice's.
+    pub partial_answer: String,
+    pub partial_same: bool,
+    /// The same with the top acceptable node computed at query time (Fig. 5.23).
+    pub partial_top_answer: String,
+    pub partial_top_same: bool,
 }
 
 /// Builds each QI set's lattice from the ARX files in `data` and answers the grid.
@@ -184,7 +198,9 @@ pub async fn negotiation(
             origin: format!("the |QI| = {qi} declarations"),
             ..Request::default()
         };
-        let built = build(&req, progress).await?;
+        let built = build(&req, None, progress).await?;
+        say(&format!("|QI| = {qi}: annotating 5% of it"));
+        let part = build(&req, Some(PARTIAL), progress).await?;
         let a = &built.lattice;
         // Lattice columns in the thesis's order.
         let order: Vec<usize> = ATTRIBUTES[..qi]
@@ -214,6 +230,12 @@ pub async fn negotiation(
             nodes: a.nodes(),
             thesis_nodes: thesis_levels[..qi].iter().product(),
             build_seconds: built.meta.build_seconds,
+            partial_nodes: part
+                .lattice
+                .computed
+                .as_ref()
+                .map_or(0, |c| c.iter().filter(|&&x| x).count()),
+            partial_build_seconds: part.meta.build_seconds,
             min_by_height,
         });
         for &(q, varied, k, supp, h, ms, thesis) in REQUESTS.iter().filter(|r| r.0 == qi) {
@@ -236,6 +258,16 @@ pub async fn negotiation(
                     .collect(),
             };
             let answered = answer(&built, &ask)?;
+            let partial = compact(&answer(&part, &ask)?, &order);
+            // Fig. 5.23: the top acceptable node computed at query time.
+            let mut with_top = Built {
+                lattice: part.lattice.clone(),
+                meta: part.meta.clone(),
+            };
+            let top = top_acceptable(&with_top, &ask).expect("the grid's requests are valid");
+            compute_nodes(&mut with_top, &req, &[top], progress).await?;
+            let partial_top = compact(&answer(&with_top, &ask)?, &order);
+            let full = compact(&answered, &order);
             requests.push(RequestRow {
                 qi: q,
                 varied: varied.to_string(),
@@ -243,7 +275,11 @@ pub async fn negotiation(
                 max_suppression: supp,
                 thesis_h: h.to_string(),
                 h: digits(&levels),
-                answer: compact(&answered, &order),
+                partial_same: partial == full,
+                partial_answer: partial,
+                partial_top_same: partial_top == full,
+                partial_top_answer: partial_top,
+                answer: full,
                 microseconds: answered.stats.microseconds,
                 visited: answered.stats.visited,
                 thesis_ms: ms.to_string(),
@@ -272,6 +308,14 @@ fn declarations(qi: usize) -> String {
         text += &format!("LABEL COLUMN adult.\"{col}\" AS INSENSITIVE;\n");
     }
     text + "ANONYMIZE person WITH (k = 10, algorithm = 'lattice');\n"
+}
+
+fn same_or(same: bool, answer: &str) -> String {
+    if same {
+        "same".to_string()
+    } else {
+        answer.to_string()
+    }
 }
 
 fn digits(levels: &[u16]) -> String {
@@ -307,7 +351,7 @@ fn compact(a: &Answered, order: &[usize]) -> String {
 /// The two tables as Markdown.
 pub fn markdown(lattices: &[LatticeRow], requests: &[RequestRow]) -> String {
     let mut out = String::from(
-        "| \\|QI\\| | nodes (thesis) | build s | least suppressed per height, k = 3 / 10 / 50 |\n| --- | --- | --- | --- |\n",
+        "| \\|QI\\| | nodes (thesis) | build s | 5%: nodes, build s | least suppressed per height, k = 3 / 10 / 50 |\n| --- | --- | --- | --- | --- |\n",
     );
     for l in lattices {
         let per = |i: usize| {
@@ -318,20 +362,22 @@ pub fn markdown(lattices: &[LatticeRow], requests: &[RequestRow]) -> String {
                 .join(", ")
         };
         out += &format!(
-            "| {} | {} ({}) | {:.2} | {} / {} / {} |\n",
+            "| {} | {} ({}) | {:.2} | {}, {:.2} | {} / {} / {} |\n",
             l.qi,
             l.nodes,
             l.thesis_nodes,
             l.build_seconds,
+            l.partial_nodes,
+            l.partial_build_seconds,
             per(0),
             per(1),
             per(2)
         );
     }
-    out += "\n| \\|QI\\| | varied | k | MaxSupp | h (thesis -> ARX) | relanon | ms | visited | thesis | thesis ms |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    out += "\n| \\|QI\\| | varied | k | MaxSupp | h (thesis -> ARX) | relanon | ms | visited | thesis | thesis ms | relanon, 5% partial | 5% + top node |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for r in requests {
         out += &format!(
-            "| {} | {} | {} | {} | {} -> {} | {} | {:.2} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} -> {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
             r.qi,
             r.varied,
             r.k,
@@ -342,8 +388,16 @@ pub fn markdown(lattices: &[LatticeRow], requests: &[RequestRow]) -> String {
             r.microseconds as f64 / 1000.0,
             r.visited,
             r.thesis_answer,
-            r.thesis_ms
+            r.thesis_ms,
+            same_or(r.partial_same, &r.partial_answer),
+            same_or(r.partial_top_same, &r.partial_top_answer),
         );
     }
+    let same = requests.iter().filter(|r| r.partial_same).count();
+    let top = requests.iter().filter(|r| r.partial_top_same).count();
+    out += &format!(
+        "\nOver the 5% partial lattice, {same} of {} requests get the full lattice's answers; {top} with the top acceptable node computed at query time.\n",
+        requests.len()
+    );
     out
 }

@@ -17,9 +17,12 @@ use serde::{Deserialize, Serialize};
 use twox_hash::XxHash64;
 
 use super::{load, prepare, source_of, Request};
-use crate::algo::kernel::annotate::{annotate, estimated_work, Annotated, Histograms, Measure};
+use crate::algo::kernel::annotate::{
+    annotate, estimated_work, tree_rows, Annotated, Histograms, Measure,
+};
 use crate::algo::kernel::lattice::Lattice;
-use crate::algo::negotiate::{negotiate, Answer, Relaxed, Request as Query};
+use crate::algo::kernel::partial::{annotate_partial, node_histograms};
+use crate::algo::negotiate::{negotiate, negotiate_partial, Answer, Relaxed, Request as Query};
 use crate::outputs::{self, Input, Kind, Output};
 use crate::plan::{Diversity, Model};
 use crate::progress::Progress;
@@ -31,8 +34,10 @@ pub const MAGIC: &[u8; 16] = b"relanon lattice\n";
 const VERSION: u32 = 1;
 /// The most nodes annotated in full (memory: one histogram each).
 pub const NODE_LIMIT: usize = 1_000_000;
-/// The most row visits a full annotation may take (about a minute or two on a laptop core).
+/// The most row visits an annotation may take (a few minutes on two cores).
 pub const WORK_LIMIT: f64 = 2e10;
+/// The most nodes a partial lattice scores (its estimator is computed for every node).
+pub const PARTIAL_NODE_LIMIT: usize = 20_000_000;
 
 /// An annotated lattice and what it describes.
 pub struct Built {
@@ -60,6 +65,9 @@ pub struct Meta {
     pub fingerprint: Fingerprint,
     /// Seconds the annotation took.
     pub build_seconds: f64,
+    /// For a partial lattice, the share of each height's nodes annotated.
+    #[serde(default)]
+    pub partial: Option<f64>,
     /// Hash of the histograms as written, so a damaged file is refused.
     pub body_hash: String,
 }
@@ -105,7 +113,9 @@ pub struct Fingerprint {
 }
 
 /// Builds the annotated lattice of the declarations' warehouse.
-pub async fn build(req: &Request, progress: &Progress) -> Result<Built> {
+/// With `partial` (a share in (0, 1]), only that share of each height's nodes is annotated
+/// (002 Ch. 5).
+pub async fn build(req: &Request, partial: Option<f64>, progress: &Progress) -> Result<Built> {
     let started = Instant::now();
     let (plan, _, wh) = prepare(req, progress).await?;
     let forest = load(&plan, &wh, progress).await?;
@@ -121,13 +131,41 @@ pub async fn build(req: &Request, progress: &Progress) -> Result<Built> {
         .iter()
         .map(|c| c.height as f64 + 1.0)
         .product();
-    let work = estimated_work(&lattice);
-    if nodes > NODE_LIMIT as f64 || work > WORK_LIMIT {
-        bail!(
-            "the lattice of the {} QI column(s) has {nodes:.0} nodes ({shape} levels); annotating every node would take about {work:.1e} row visits over {} family rows, more than the {WORK_LIMIT:.0e} (or {NODE_LIMIT} nodes) relanon annotates; declare fewer quasi-identifiers or hierarchies with fewer levels, or let `anonymize` with algorithm = 'lattice' search it with pruning",
-            lattice.columns.len(),
-            forest.tables.iter().map(|t| t.rows()).sum::<usize>()
-        );
+    let rows: usize = forest.tables.iter().map(|t| t.rows()).sum();
+    let heights_sum: f64 = lattice.columns.iter().map(|c| c.height as f64).sum();
+    // A partial lattice computes each chosen node on its own: one pass over the rows each,
+    // about p of the nodes (at least two per height) plus one axis node per column level.
+    let partial_work = |p: f64| {
+        let axes: f64 = lattice.columns.iter().map(|c| c.height as f64 + 1.0).sum();
+        ((p * nodes).max(2.0 * (heights_sum + 1.0)).min(nodes) + axes) * rows as f64
+    };
+    match partial {
+        None => {
+            let work = estimated_work(&lattice);
+            if nodes > NODE_LIMIT as f64 || work > WORK_LIMIT {
+                let offer = if nodes <= PARTIAL_NODE_LIMIT as f64
+                    && partial_work(0.05) <= WORK_LIMIT
+                {
+                    format!(", or annotate part of it with --partial 5% (about {:.0} nodes, {:.1e} row visits)", (0.05 * nodes).max(2.0 * (heights_sum + 1.0)).min(nodes), partial_work(0.05))
+                } else {
+                    String::new()
+                };
+                bail!(
+                    "the lattice of the {} QI column(s) has {nodes:.0} nodes ({shape} levels); annotating every node would take about {work:.1e} row visits over {rows} family rows, more than the {WORK_LIMIT:.0e} (or {NODE_LIMIT} nodes) relanon annotates; declare fewer quasi-identifiers or hierarchies with fewer levels{offer}, or let `anonymize` with algorithm = 'lattice' search it with pruning",
+                    lattice.columns.len(),
+                );
+            }
+        }
+        Some(p) => {
+            if nodes > PARTIAL_NODE_LIMIT as f64 || partial_work(p) > WORK_LIMIT {
+                bail!(
+                    "the lattice of the {} QI column(s) has {nodes:.0} nodes ({shape} levels); annotating {:.1}% of them would take about {:.1e} row visits over {rows} family rows, more than the {WORK_LIMIT:.0e} (or {PARTIAL_NODE_LIMIT} nodes) relanon annotates; declare fewer quasi-identifiers or hierarchies with fewer levels, or a smaller share",
+                    lattice.columns.len(),
+                    p * 100.0,
+                    partial_work(p)
+                );
+            }
+        }
     }
     let below = plan.sensitive_below_entity();
     let sensitive: Vec<String> = forest.tables[0]
@@ -146,7 +184,10 @@ pub async fn build(req: &Request, progress: &Progress) -> Result<Built> {
         None
     };
     progress.phase("cluster", "annotating the lattice");
-    let annotated = annotate(&lattice, no_distinct.is_none(), progress);
+    let annotated = match partial {
+        None => annotate(&lattice, no_distinct.is_none(), progress),
+        Some(p) => annotate_partial(&lattice, no_distinct.is_none(), p, progress),
+    };
     let columns = column_meta(&plan, &lattice);
     let declared = match plan.params.model {
         Model::KAnonymity { k } => Declared {
@@ -184,6 +225,7 @@ pub async fn build(req: &Request, progress: &Progress) -> Result<Built> {
         declared,
         fingerprint,
         build_seconds: started.elapsed().as_secs_f64(),
+        partial,
         body_hash: String::new(),
     };
     Ok(Built {
@@ -333,6 +375,12 @@ fn encode(built: &Built) -> Result<Vec<u8>> {
         put_u32s(&mut body, &hs.stats);
         put_u64s(&mut body, &hs.cum);
     }
+    if let Some(computed) = &a.computed {
+        let nodes: Vec<u32> = (0..computed.len() as u32)
+            .filter(|&i| computed[i as usize])
+            .collect();
+        put_u32s(&mut body, &nodes);
+    }
     let mut meta = built.meta.clone();
     meta.body_hash = hex(XxHash64::oneshot(0, &body));
     let header = serde_json::to_vec(&meta)?;
@@ -400,6 +448,16 @@ pub fn read(path: &Path) -> Result<Built> {
     } else {
         None
     };
+    let computed = match meta.partial {
+        None => None,
+        Some(_) => {
+            let mut flags = vec![false; nodes];
+            for i in reader.u32s().ok_or_else(cut)? {
+                *flags.get_mut(i as usize).ok_or_else(cut)? = true;
+            }
+            Some(flags)
+        }
+    };
     Ok(Built {
         lattice: Annotated {
             heights,
@@ -408,6 +466,8 @@ pub fn read(path: &Path) -> Result<Built> {
             rows: meta.rows.clone(),
             size,
             distinct,
+            computed,
+            extra: Vec::new(),
         },
         meta,
     })
@@ -522,6 +582,40 @@ pub fn check_fresh(built: &Built, req: &Request, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Computes, from the data, the histograms of a partial lattice's nodes at `levels` that it
+/// lacks (the thesis's third variant, Fig. 5.23: the top acceptable node at query time, so
+/// relaxing the suppression and k are answered as over the full lattice).
+pub async fn compute_nodes(
+    built: &mut Built,
+    req: &Request,
+    nodes: &[Vec<u16>],
+    progress: &Progress,
+) -> Result<()> {
+    let missing: Vec<&Vec<u16>> = nodes
+        .iter()
+        .filter(|l| !built.lattice.is_computed(built.lattice.index(l)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let (plan, _, wh) = prepare(req, progress).await?;
+    let forest = load(&plan, &wh, progress).await?;
+    let lattice = Lattice::new(&forest);
+    let rows = tree_rows(&forest);
+    let distinct = built.meta.no_distinct.is_none();
+    for levels in missing {
+        let (size, by_distinct) = node_histograms(&lattice, levels, distinct, &rows);
+        let index = built.lattice.index(levels);
+        built.lattice.extra.push((index, size, by_distinct));
+    }
+    Ok(())
+}
+
+/// The top acceptable node `ask` names, if it is valid (errors are `answer`'s to report).
+pub fn top_acceptable(built: &Built, ask: &Ask) -> Option<Vec<u16>> {
+    max_levels(built, ask).ok()
+}
+
 /// A request as the command line gives it.
 #[derive(Debug, Clone, Default)]
 pub struct Ask {
@@ -557,6 +651,14 @@ pub struct AskedJson {
 #[derive(Debug, Clone, Serialize)]
 pub struct LatticeJson {
     pub nodes: usize,
+    /// Nodes with histograms (all of them but for a partial lattice).
+    pub computed: usize,
+    /// A partial lattice's share of each height's nodes: its answers are the best among
+    /// the computed nodes, not proven optimal.
+    pub partial: Option<f64>,
+    /// Whether the top acceptable node has its histogram (if not, `v_max`'s suppression is a
+    /// lower bound).
+    pub v_max_computed: bool,
     pub columns: Vec<String>,
     pub heights: Vec<u16>,
     pub build_seconds: f64,
@@ -626,72 +728,7 @@ pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
         bail!("{name} = {value} is above the {n} entities: no class can be that large; ask for {name} <= {n}");
     }
     let budget = parse_budget(ask.max_suppression.as_deref().unwrap_or("0"), n)?;
-    let mut max_levels = a.heights.clone();
-    let mut given: Vec<usize> = Vec::new();
-    for spec in &ask.max_levels {
-        let (col, level) = spec.split_once('=').ok_or_else(|| {
-            anyhow!(
-                "--max-level '{spec}': write COLUMN=LEVEL, e.g. --max-level {}=1",
-                meta.columns
-                    .first()
-                    .map_or("table.column", |c| c.name.as_str())
-            )
-        })?;
-        let (col, level) = (col.trim(), level.trim());
-        let matches: Vec<usize> = meta
-            .columns
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                c.name.eq_ignore_ascii_case(col)
-                    || c.name
-                        .split_once('.')
-                        .is_some_and(|(_, short)| short.eq_ignore_ascii_case(col))
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if matches.is_empty() {
-            bail!(
-                "--max-level '{spec}': {col} is not a QI column of the lattice; the QI columns are {}",
-                meta.columns.iter().map(|c| format!("{} (levels 0-{})", c.name, c.height)).collect::<Vec<_>>().join(", ")
-            );
-        }
-        let names: std::collections::BTreeSet<&str> = matches
-            .iter()
-            .map(|&i| meta.columns[i].name.as_str())
-            .collect();
-        if names.len() > 1 {
-            bail!(
-                "--max-level '{spec}': {col} names {}; write the table too",
-                names.into_iter().collect::<Vec<_>>().join(" and ")
-            );
-        }
-        let level: u16 = level.parse().map_err(|_| {
-            anyhow!(
-                "--max-level '{spec}': the level must be a whole number from 0 to {}",
-                meta.columns[matches[0]].height
-            )
-        })?;
-        for &i in &matches {
-            if given.contains(&i) {
-                bail!(
-                    "--max-level names {} twice; give each column once",
-                    meta.columns[i].name
-                );
-            }
-            let c = &meta.columns[i];
-            if level > c.height {
-                bail!(
-                    "--max-level '{spec}': {} has levels 0 to {} (hierarchy {}), not {level}",
-                    c.name,
-                    c.height,
-                    c.hierarchy
-                );
-            }
-            max_levels[i] = level;
-            given.push(i);
-        }
-    }
+    let max_levels = max_levels(built, ask)?;
     let query = Query {
         measure,
         value,
@@ -699,7 +736,11 @@ pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
         max_levels: max_levels.clone(),
     };
     let started = Instant::now();
-    let got = negotiate(a, &query);
+    let got = if a.computed.is_some() {
+        negotiate_partial(a, &query)
+    } else {
+        negotiate(a, &query)
+    };
     let micros = started.elapsed().as_micros() as u64;
     let render = |answer: &Answer, deviation: String| -> AnswerJson {
         let by_column = meta
@@ -778,6 +819,12 @@ pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
         },
         lattice: LatticeJson {
             nodes: a.nodes(),
+            computed: a
+                .computed
+                .as_ref()
+                .map_or(a.nodes(), |c| c.iter().filter(|&&x| x).count()),
+            partial: meta.partial,
+            v_max_computed: got.v_max_computed,
             columns: meta.columns.iter().map(|c| c.name.clone()).collect(),
             heights: a.heights.clone(),
             build_seconds: meta.build_seconds,
@@ -802,6 +849,79 @@ pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
             microseconds: micros,
         },
     })
+}
+
+/// The request's top acceptable node: every column at its top unless `--max-level` says.
+fn max_levels(built: &Built, ask: &Ask) -> Result<Vec<u16>> {
+    let meta = &built.meta;
+    let a = &built.lattice;
+    let mut max_levels = a.heights.clone();
+    let mut given: Vec<usize> = Vec::new();
+    for spec in &ask.max_levels {
+        let (col, level) = spec.split_once('=').ok_or_else(|| {
+            anyhow!(
+                "--max-level '{spec}': write COLUMN=LEVEL, e.g. --max-level {}=1",
+                meta.columns
+                    .first()
+                    .map_or("table.column", |c| c.name.as_str())
+            )
+        })?;
+        let (col, level) = (col.trim(), level.trim());
+        let matches: Vec<usize> = meta
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.name.eq_ignore_ascii_case(col)
+                    || c.name
+                        .split_once('.')
+                        .is_some_and(|(_, short)| short.eq_ignore_ascii_case(col))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if matches.is_empty() {
+            bail!(
+                "--max-level '{spec}': {col} is not a QI column of the lattice; the QI columns are {}",
+                meta.columns.iter().map(|c| format!("{} (levels 0-{})", c.name, c.height)).collect::<Vec<_>>().join(", ")
+            );
+        }
+        let names: std::collections::BTreeSet<&str> = matches
+            .iter()
+            .map(|&i| meta.columns[i].name.as_str())
+            .collect();
+        if names.len() > 1 {
+            bail!(
+                "--max-level '{spec}': {col} names {}; write the table too",
+                names.into_iter().collect::<Vec<_>>().join(" and ")
+            );
+        }
+        let level: u16 = level.parse().map_err(|_| {
+            anyhow!(
+                "--max-level '{spec}': the level must be a whole number from 0 to {}",
+                meta.columns[matches[0]].height
+            )
+        })?;
+        for &i in &matches {
+            if given.contains(&i) {
+                bail!(
+                    "--max-level names {} twice; give each column once",
+                    meta.columns[i].name
+                );
+            }
+            let c = &meta.columns[i];
+            if level > c.height {
+                bail!(
+                    "--max-level '{spec}': {} has levels 0 to {} (hierarchy {}), not {level}",
+                    c.name,
+                    c.height,
+                    c.hierarchy
+                );
+            }
+            max_levels[i] = level;
+            given.push(i);
+        }
+    }
+    Ok(max_levels)
 }
 
 /// `321` entities or `1.5%` of `n`, within [0, n].

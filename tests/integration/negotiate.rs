@@ -473,3 +473,104 @@ fn the_explorer_answers_as_negotiate_does() {
         );
     }
 }
+
+/// The partial lattice (002 Ch. 5): a share of each height's nodes annotated, persisted and
+/// read back, its answers flagged and never lower than the full lattice's; a share outside
+/// (0%, 100%] refused; a lattice too large to annotate in full refused with its size and the
+/// partial lattice offered.
+#[test]
+fn a_partial_lattice_answers_among_its_nodes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let d = decl.to_str().expect("UTF-8 path");
+    let o = relanon(
+        dir.path(),
+        &["lattice", d, "--out", "p.lattice", "--partial", "10%"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("35 of them annotated"),
+        "{}",
+        stdout(&o)
+    );
+    for ask in [
+        vec!["--k", "5", "--max-suppression", "5%"],
+        vec![
+            "--k",
+            "3",
+            "--max-suppression",
+            "10%",
+            "--max-level",
+            "rental_date=1",
+        ],
+    ] {
+        let part = json(
+            dir.path(),
+            &[
+                &["negotiate", d, "--json", "--lattice", "p.lattice"],
+                &ask[..],
+            ]
+            .concat(),
+        );
+        let full = json(
+            dir.path(),
+            &[&["negotiate", d, "--json"], &ask[..]].concat(),
+        );
+        assert_eq!(part["lattice"]["partial"], 0.1, "{part}");
+        assert_eq!(part["lattice"]["computed"], 35, "{part}");
+        assert!(full["lattice"]["partial"].is_null());
+        if let (Some(p), Some(f)) = (part["exact"].as_object(), full["exact"].as_object()) {
+            assert!(
+                p["height"].as_u64() >= f["height"].as_u64(),
+                "{part} {full}"
+            );
+        }
+        // The top acceptable node is computed from the data when the file lacks it, so
+        // relaxing the suppression costs what it costs over the full lattice (Theorem 6).
+        assert_eq!(part["lattice"]["v_max_computed"], true, "{part}");
+        assert_eq!(part["v_max"]["suppressed"], full["v_max"]["suppressed"]);
+        if full["exact"].is_null() {
+            assert_eq!(
+                part["relaxations"][0]["answer"]["suppressed"]["entities"],
+                full["relaxations"][0]["answer"]["suppressed"]["entities"],
+                "{part} {full}"
+            );
+        }
+        let o = relanon(
+            dir.path(),
+            &[&["negotiate", d, "--lattice", "p.lattice"], &ask[..]].concat(),
+        );
+        assert!(stdout(&o).contains("not proven optimal"), "{}", stdout(&o));
+    }
+    for bad in ["0", "101%", "x"] {
+        refused(
+            dir.path(),
+            &["lattice", d, "--out", "q.lattice", "--partial", bad],
+            "--partial",
+        );
+    }
+    // Eight banded columns of six levels: 1,679,616 nodes, more than a full lattice takes.
+    let mut csv = String::from("id,a,b,c,d,e,f,g,h\n");
+    for r in 0..40 {
+        csv += &format!("{r}");
+        for c in 0..8 {
+            csv += &format!(",{}", (r * (c + 3)) % 31);
+        }
+        csv += "\n";
+    }
+    std::fs::create_dir(dir.path().join("wide")).expect("dir");
+    std::fs::write(dir.path().join("wide/people.csv"), csv).expect("csv");
+    let mut text = String::from("SET source = 'wide';\nCREATE HIERARCHY b AS BANDS (2, 4, 8, 16);\nALTER TABLE people ADD PRIMARY KEY (id);\nCREATE ENTITY person ON people (id);\n");
+    for c in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+        text += &format!("LABEL COLUMN people.{c} AS QUASI IDENTIFIER USING b;\n");
+    }
+    text += "ANONYMIZE person WITH (k = 2);\n";
+    std::fs::write(dir.path().join("wide.sql"), text).expect("declarations");
+    refused(
+        dir.path(),
+        &["lattice", "wide.sql", "--out", "w.lattice"],
+        "1679616 nodes",
+    );
+    let o = relanon(dir.path(), &["lattice", "wide.sql", "--out", "w.lattice"]);
+    assert!(stderr(&o).contains("--partial 5%"), "{}", stderr(&o));
+}

@@ -204,6 +204,35 @@ pub struct Annotated {
     pub size: Histograms,
     /// Per node, by distinct sensitive values, when the entity table has sensitive columns.
     pub distinct: Option<Histograms>,
+    /// Which nodes have histograms, for a partial lattice (002 Ch. 5); `None`: every node.
+    /// An uncomputed node's stored histogram suppresses every entity and is never read.
+    pub computed: Option<Vec<bool>>,
+    /// Nodes of a partial lattice computed since (the top acceptable node of a request,
+    /// 002 Fig. 5.23), with their histograms by size and by distinct values.
+    pub extra: Vec<(usize, Histogram, Option<Histogram>)>,
+}
+
+/// A node's position among `heights`' level vectors: mixed radix, the first column least
+/// significant.
+pub fn node_index(heights: &[u16], levels: &[u16]) -> usize {
+    let mut index = 0;
+    for (&l, &h) in levels.iter().zip(heights).rev() {
+        index = index * (h as usize + 1) + l as usize;
+    }
+    index
+}
+
+/// The levels of the node at `index` (see [`node_index`]).
+pub fn node_levels(heights: &[u16], mut index: usize) -> Vec<u16> {
+    heights
+        .iter()
+        .map(|&h| {
+            let radix = h as usize + 1;
+            let l = index % radix;
+            index /= radix;
+            l as u16
+        })
+        .collect()
 }
 
 impl Annotated {
@@ -214,24 +243,18 @@ impl Annotated {
 
     /// A node's position: mixed radix, the first column least significant.
     pub fn index(&self, levels: &[u16]) -> usize {
-        let mut index = 0;
-        for (&l, &h) in levels.iter().zip(&self.heights).rev() {
-            index = index * (h as usize + 1) + l as usize;
-        }
-        index
+        node_index(&self.heights, levels)
     }
 
     /// The levels of the node at `index`.
-    pub fn levels(&self, mut index: usize) -> Vec<u16> {
-        self.heights
-            .iter()
-            .map(|&h| {
-                let radix = h as usize + 1;
-                let l = index % radix;
-                index /= radix;
-                l as u16
-            })
-            .collect()
+    pub fn levels(&self, index: usize) -> Vec<u16> {
+        node_levels(&self.heights, index)
+    }
+
+    /// Whether node `index` has its histograms.
+    pub fn is_computed(&self, index: usize) -> bool {
+        self.computed.as_ref().is_none_or(|c| c[index])
+            || self.extra.iter().any(|(i, _, _)| *i == index)
     }
 
     /// The top node: every column at `*`.
@@ -241,6 +264,15 @@ impl Annotated {
 
     /// A node's histogram by `measure` (`None`: not annotated for it).
     pub fn histogram(&self, measure: Measure, index: usize) -> Option<HistogramRef<'_>> {
+        if let Some((_, size, distinct)) = self.extra.iter().find(|(i, _, _)| *i == index) {
+            return match measure {
+                Measure::Size => Some(size.view()),
+                Measure::Distinct => distinct.as_ref().map(Histogram::view),
+            };
+        }
+        if !self.is_computed(index) {
+            return None;
+        }
         let hs = match measure {
             Measure::Size => Some(&self.size),
             Measure::Distinct => self.distinct.as_ref(),
@@ -358,6 +390,8 @@ fn annotate_keyed(lattice: &Lattice, distinct: bool, progress: &Progress, pack: 
         rows: forest.tables.iter().map(|t| t.rows() as u64).collect(),
         size: Histograms::of_nodes(tables, out.size),
         distinct: out.distinct.map(|d| Histograms::of_nodes(tables, d)),
+        computed: None,
+        extra: Vec::new(),
     }
 }
 
@@ -373,11 +407,7 @@ struct Nodes {
 
 impl Nodes {
     fn index(&self, levels: &[u16]) -> usize {
-        let mut index = 0;
-        for (&l, &h) in levels.iter().zip(&self.heights).rev() {
-            index = index * (h as usize + 1) + l as usize;
-        }
-        index
+        node_index(&self.heights, levels)
     }
 }
 
@@ -432,7 +462,7 @@ fn advance(levels: &mut [u16], outer: &[usize], heights: &[u16]) -> bool {
 }
 
 /// Rows of every table in each entity's tree: `out[e * tables + t]`.
-fn tree_rows(forest: &Forest) -> Vec<u32> {
+pub fn tree_rows(forest: &Forest) -> Vec<u32> {
     fn add(forest: &Forest, t: usize, row: u32, counts: &mut [u32]) {
         counts[t] += 1;
         for c in &forest.tables[t].children {

@@ -9,4 +9,5 @@ pub mod diversify;
 pub mod lattice;
 pub mod lca_loss;
 pub mod pairwise;
+pub mod partial;
 pub mod tree;
