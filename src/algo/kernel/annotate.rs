@@ -1046,6 +1046,57 @@ pub(crate) mod tests {
         assert_eq!(sld.entities(6), 10);
     }
 
+    /// Appendix A.3 (Fig. 3.7): cumKA(3) is the singletons plus twice the pairs.
+    #[test]
+    fn figure_3_7_arithmetic() {
+        for (ones, twos, want) in [
+            (296, 129, 554),
+            (11, 3, 17),
+            (6920, 1769, 10458),
+            (887, 366, 1619),
+        ] {
+            let mut classes = Vec::new();
+            for i in 0..ones {
+                classes.push((1, 1, i));
+            }
+            for i in 0..twos {
+                classes.push((2, 2, ones + i));
+            }
+            // And a class large enough to keep.
+            classes.push((3, 3, ones + twos));
+            let rows = vec![1u32; (ones + twos + 1) as usize];
+            let h = Histogram::of_classes(1, classes, &rows);
+            assert_eq!(h.view().entities(3), want);
+        }
+    }
+
+    /// Appendix A.6 (P8): classes {s1, s2, s3} and {s4 x 10} at a node, one class above it.
+    /// At l = 3 the frequency form would suppress 10 below and 13 above (s4 is 10/13 of the
+    /// merge: not monotone, which is why it is refused); the distinct form annotated here
+    /// suppresses 10 below and nothing above.
+    #[test]
+    fn distinct_l_is_monotone_where_the_frequency_form_is_not() {
+        let values: Vec<String> = (0..13)
+            .map(|e| if e < 3 { "v0".into() } else { "v1".into() })
+            .collect();
+        let (h, codes) = hierarchy("p.q", 2, &values);
+        let mut root = TableNodes::bare("p", vec![h], codes, vec![u32::MAX; 13]);
+        root.sensitive = vec![SensitiveColumn {
+            column: "p.s".into(),
+            labels: vec!["s1".into(), "s2".into(), "s3".into(), "s4".into()],
+            codes: (0..13).map(|e| if e < 3 { e } else { 3 }).collect(),
+        }];
+        let f = Forest { tables: vec![root] };
+        let lattice = Lattice::new(&f);
+        let a = annotate(&lattice, true, &Progress::new());
+        let d = a.distinct.as_ref().expect("annotated");
+        assert_eq!(d.get(a.index(&[0])).entities(3), 10);
+        assert_eq!(d.get(a.index(&[1])).entities(3), 0);
+        // The frequency form's count above, by hand: s4 holds 10 of 13 > 1/3.
+        let frequency_above: u64 = if 10 * 3 > 13 { 13 } else { 0 };
+        assert!(frequency_above > d.get(a.index(&[0])).entities(3));
+    }
+
     /// Appendix A.5 (O1): plain histograms are not monotone, cumulative ones are.
     #[test]
     fn observation_1_cola_and_milk() {
