@@ -347,9 +347,10 @@ fn describe(a: &Answered) -> String {
     match &a.exact {
         Some(e) => {
             out.push_str(&format!(
-                "exact    {} height {} {} {} suppresses {} entities ({:.2}%){}\n",
+                "exact    {} height {} LM {:.4} {} {} suppresses {} entities ({:.2}%){}\n",
                 node(e),
                 e.height,
+                e.lm,
                 e.measure,
                 e.value,
                 e.suppressed.entities,
@@ -372,17 +373,18 @@ fn describe(a: &Answered) -> String {
                 q.value
             ));
             out.push_str(&format!(
-                "  {:<12} {:<18} {:>6} {:>4} {:>22}  deviation\n",
-                "relaxes", "levels", "height", q.measure, "suppressed"
+                "  {:<12} {:<18} {:>6} {:>7} {:>4} {:>18}  deviation\n",
+                "relaxes", "levels", "height", "LM", q.measure, "suppressed"
             ));
             for (i, r) in a.relaxations.iter().enumerate() {
                 match &r.answer {
                     Some(x) => out.push_str(&format!(
-                        "{} {:<12} {:<18} {:>6} {:>4} {:>22}  {}{}\n",
+                        "{} {:<12} {:<18} {:>6} {:>7.4} {:>4} {:>18}  {}{}\n",
                         i + 1,
                         r.relaxes,
                         node(x),
                         x.height,
+                        x.lm,
                         x.value,
                         format!(
                             "{} ({:.2}%)",

@@ -80,6 +80,9 @@ pub struct ColumnMeta {
     pub hierarchy: String,
     /// Levels run 0..=height.
     pub height: u16,
+    /// The column's cells (its table's rows in the family).
+    #[serde(default)]
+    pub cells: u64,
     /// Per level: distinct released labels in the family, and one generalized label (never a
     /// leaf, which may be a person's own value).
     pub levels: Vec<LevelMeta>,
@@ -89,6 +92,9 @@ pub struct ColumnMeta {
 pub struct LevelMeta {
     pub labels: u64,
     pub example: Option<String>,
+    /// LM' summed over the column's cells at this level.
+    #[serde(default)]
+    pub loss: f64,
 }
 
 /// The declarations' model.
@@ -261,6 +267,7 @@ fn column_meta(plan: &crate::plan::Plan, lattice: &Lattice) -> Vec<ColumnMeta> {
                     LevelMeta {
                         labels: counts.len() as u64,
                         example,
+                        loss: lattice.level_loss(c, level),
                     }
                 })
                 .collect();
@@ -268,6 +275,7 @@ fn column_meta(plan: &crate::plan::Plan, lattice: &Lattice) -> Vec<ColumnMeta> {
                 name: format!("{}.{name}", ft.name),
                 hierarchy: h.name().to_string(),
                 height,
+                cells: table.rows() as u64,
                 levels,
             });
         }
@@ -672,6 +680,9 @@ pub struct AnswerJson {
     pub measure: String,
     pub value: u32,
     pub height: u32,
+    /// LM of the node's generalization over every QI cell of the family (001 Def. 8),
+    /// before suppression: a suppressed cell would count 1 instead.
+    pub lm: f64,
     pub suppressed: SuppressedJson,
     /// How the answer departs from the request (empty for an exact answer).
     pub deviation: String,
@@ -757,9 +768,18 @@ pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
                 answer.value
             ),
         };
+        let cells: f64 = meta.columns.iter().map(|c| c.cells as f64).sum();
+        let lm = meta
+            .columns
+            .iter()
+            .zip(&answer.levels)
+            .map(|(c, &l)| c.levels.get(l as usize).map_or(0.0, |m| m.loss))
+            .sum::<f64>()
+            / cells.max(1.0);
         AnswerJson {
             levels: answer.levels.clone(),
             by_column,
+            lm,
             measure: name.to_string(),
             value: answer.value,
             height: answer.height,

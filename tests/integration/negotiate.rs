@@ -45,6 +45,10 @@ fn an_exact_answer_is_the_lowest_node_and_releases_verified() {
     // 5% of 120 is 6 entities: the shape floor at k = 5 (the lattice algorithm's test).
     assert_eq!(a["request"]["max_suppression"], 6);
     assert_eq!(exact["suppressed"]["entities"], 6, "{a}");
+    // LM before suppression: 1 at the top node (v_max, no level constrained), less below.
+    assert_eq!(a["v_max"]["lm"], 1.0, "{a}");
+    let lm = exact["lm"].as_f64().expect("LM");
+    assert!(lm > 0.0 && lm < 1.0, "{a}");
     let levels: Vec<u64> = exact["levels"]
         .as_array()
         .expect("levels")

@@ -305,6 +305,11 @@ impl<'f> Lattice<'f> {
         }
     }
 
+    /// LM' summed over column `c`'s cells at `level` (001 Def. 8's numerator).
+    pub fn level_loss(&self, c: usize, level: u16) -> f64 {
+        self.columns[c].loss_at[level as usize]
+    }
+
     /// The forest the lattice is over.
     pub fn forest(&self) -> &'f Forest {
         self.forest
