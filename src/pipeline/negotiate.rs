@@ -8,8 +8,9 @@
 
 use std::collections::BTreeMap;
 use std::hash::Hasher;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -18,7 +19,8 @@ use twox_hash::XxHash64;
 
 use super::{load, prepare, source_of, Request};
 use crate::algo::kernel::annotate::{
-    annotate, estimated_work, tree_rows, Annotated, Histograms, Measure,
+    annotate, estimated_work, tree_rows, Annotated, Histogram, HistogramRef, HistogramSource,
+    Histograms, Measure, Source,
 };
 use crate::algo::kernel::lattice::Lattice;
 use crate::algo::kernel::partial::{annotate_partial, node_histograms};
@@ -31,7 +33,7 @@ use crate::warehouse::staging;
 /// The first bytes of a persisted lattice.
 pub const MAGIC: &[u8; 16] = b"relanon lattice\n";
 /// Bumped whenever the layout changes; other versions are refused.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// The most nodes annotated in full (memory: one histogram each).
 pub const NODE_LIMIT: usize = 1_000_000;
 /// The most row visits an annotation may take (a few minutes on two cores).
@@ -68,8 +70,11 @@ pub struct Meta {
     /// For a partial lattice, the share of each height's nodes annotated.
     #[serde(default)]
     pub partial: Option<f64>,
-    /// Hash of the histograms as written, so a damaged file is refused.
-    pub body_hash: String,
+    /// Hash of the index (class counts, layout, each node's hash), so a damaged file is
+    /// refused; each node's histogram is checked against its own hash when it is read.
+    pub index_hash: String,
+    /// Bytes of the index, which the histograms follow.
+    pub index_len: u64,
 }
 
 /// A QI column of the lattice.
@@ -232,7 +237,8 @@ pub async fn build(req: &Request, partial: Option<f64>, progress: &Progress) -> 
         fingerprint,
         build_seconds: started.elapsed().as_secs_f64(),
         partial,
-        body_hash: String::new(),
+        index_hash: String::new(),
+        index_len: 0,
     };
     Ok(Built {
         lattice: annotated,
@@ -373,32 +379,55 @@ pub fn write(built: &Built, path: &Path, req: &Request, overwrite: bool) -> Resu
     Ok(())
 }
 
+/// The file: magic, version, header length, the JSON header, then the index (per measure
+/// the class counts, the layout and a hash of each node's histogram; a partial lattice's
+/// computed nodes) and the histograms (per measure, every node's measures, then its sums).
+/// Every array is little-endian and preceded by its length.
 fn encode(built: &Built) -> Result<Vec<u8>> {
-    let mut body = Vec::new();
     let a = &built.lattice;
-    // Four flat little-endian arrays per measure, each preceded by its length.
-    for hs in std::iter::once(&a.size).chain(a.distinct.as_ref()) {
-        put_u32s(&mut body, &hs.classes);
-        put_u64s(&mut body, &hs.start);
-        put_u32s(&mut body, &hs.stats);
-        put_u64s(&mut body, &hs.cum);
+    let measures: Vec<&Histograms> = std::iter::once(&a.size)
+        .chain(a.distinct.as_ref())
+        .collect();
+    let mut index = Vec::new();
+    let mut data = Vec::new();
+    for hs in &measures {
+        let hashes: Vec<u64> = (0..hs.len()).map(|i| node_hash(hs.get(i))).collect();
+        put_u32s(&mut index, &hs.classes);
+        put_u64s(&mut index, &hs.start);
+        put_u64s(&mut index, &hashes);
+        put_u32s(&mut data, &hs.stats);
+        put_u64s(&mut data, &hs.cum);
     }
     if let Some(computed) = &a.computed {
         let nodes: Vec<u32> = (0..computed.len() as u32)
             .filter(|&i| computed[i as usize])
             .collect();
-        put_u32s(&mut body, &nodes);
+        put_u32s(&mut index, &nodes);
     }
     let mut meta = built.meta.clone();
-    meta.body_hash = hex(XxHash64::oneshot(0, &body));
+    meta.index_hash = hex(XxHash64::oneshot(0, &index));
+    meta.index_len = index.len() as u64;
     let header = serde_json::to_vec(&meta)?;
-    let mut out = Vec::with_capacity(32 + header.len() + body.len());
+    let mut out = Vec::with_capacity(28 + header.len() + index.len() + data.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(header.len() as u64).to_le_bytes());
     out.extend_from_slice(&header);
-    out.extend_from_slice(&body);
+    out.extend_from_slice(&index);
+    out.extend_from_slice(&data);
     Ok(out)
+}
+
+/// A node's histogram hashed as its bytes are laid out in the file.
+fn node_hash(h: HistogramRef) -> u64 {
+    let mut hasher = XxHash64::with_seed(0);
+    for x in h.stats {
+        hasher.write(&x.to_le_bytes());
+    }
+    for x in h.cum {
+        hasher.write(&x.to_le_bytes());
+    }
+    hasher.finish()
 }
 
 fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
@@ -415,10 +444,10 @@ fn put_u64s(out: &mut Vec<u8>, v: &[u64]) {
     }
 }
 
-/// Reads a lattice `relanon lattice` wrote.
+/// Reads a lattice `relanon lattice` wrote: its header and index now, each node's histogram
+/// when a search first asks for it (an answer reads a few hundred nodes, so a request over a
+/// large lattice stays fast).
 pub fn read(path: &Path) -> Result<Built> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read the lattice '{}'", path.display()))?;
     let corrupt = |what: &str| {
         anyhow!(
             "'{}' is not a lattice relanon can read ({what}); rebuild it with `relanon lattice <declarations> --out {}`",
@@ -426,36 +455,64 @@ pub fn read(path: &Path) -> Result<Built> {
             path.display()
         )
     };
-    if bytes.len() < 28 || &bytes[..16] != MAGIC {
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the lattice '{}'", path.display()))?;
+    let total = file
+        .metadata()
+        .with_context(|| format!("cannot read the lattice '{}'", path.display()))?
+        .len();
+    let mut head = [0u8; 28];
+    if total < 28 || file.read_exact(&mut head).is_err() || &head[..16] != MAGIC {
         return Err(corrupt("it does not start as one"));
     }
-    let version = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    let version = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
     if version != VERSION {
         return Err(corrupt(&format!(
             "format version {version}, this relanon reads {VERSION}"
         )));
     }
-    let len = u64::from_le_bytes(bytes[20..28].try_into().expect("8 bytes")) as usize;
-    let header = bytes
-        .get(28..28usize.saturating_add(len))
-        .ok_or_else(|| corrupt("its header is cut short"))?;
+    let len = u64::from_le_bytes(head[20..28].try_into().expect("8 bytes"));
+    if len > total - 28 {
+        return Err(corrupt("its header is cut short"));
+    }
+    let mut header = vec![0u8; len as usize];
+    file.read_exact(&mut header)
+        .map_err(|_| corrupt("its header is cut short"))?;
     let meta: Meta =
-        serde_json::from_slice(header).map_err(|_| corrupt("its header is damaged"))?;
-    let body = &bytes[28 + len..];
-    if hex(XxHash64::oneshot(0, body)) != meta.body_hash {
-        return Err(corrupt("its histograms are damaged"));
+        serde_json::from_slice(&header).map_err(|_| corrupt("its header is damaged"))?;
+    if meta.index_len > total - 28 - len {
+        return Err(corrupt("its index is cut short"));
+    }
+    let mut index = vec![0u8; meta.index_len as usize];
+    file.read_exact(&mut index)
+        .map_err(|_| corrupt("its index is cut short"))?;
+    if hex(XxHash64::oneshot(0, &index)) != meta.index_hash {
+        return Err(corrupt("its index is damaged"));
     }
     let heights: Vec<u16> = meta.columns.iter().map(|c| c.height).collect();
     let nodes: usize = heights.iter().map(|&h| h as usize + 1).product();
     let tables = meta.tables.len();
-    let mut reader = Reader { body, at: 0 };
     let cut = || corrupt("its histograms are cut short or malformed");
-    let size = reader.histograms(nodes, tables).ok_or_else(cut)?;
-    let distinct = if meta.no_distinct.is_none() {
-        Some(reader.histograms(nodes, tables).ok_or_else(cut)?)
-    } else {
-        None
+    let mut reader = Reader {
+        body: &index,
+        at: 0,
     };
+    let count = 1 + usize::from(meta.no_distinct.is_none());
+    let mut layouts = Vec::new();
+    for _ in 0..count {
+        let classes = reader.u32s().ok_or_else(cut)?;
+        let start = reader.u64s().ok_or_else(cut)?;
+        let hashes = reader.u64s().ok_or_else(cut)?;
+        let ok = classes.len() == nodes
+            && start.len() == nodes + 1
+            && hashes.len() == nodes
+            && start.first() == Some(&0)
+            && start.windows(2).all(|w| w[0] <= w[1]);
+        if !ok {
+            return Err(cut());
+        }
+        layouts.push((classes, start, hashes));
+    }
     let computed = match meta.partial {
         None => None,
         Some(_) => {
@@ -466,19 +523,209 @@ pub fn read(path: &Path) -> Result<Built> {
             Some(flags)
         }
     };
+    // Where each measure's arrays lie, checked against their length prefixes and the file's
+    // length.
+    let mut at = 28 + len + meta.index_len;
+    let prefix = |file: &mut std::fs::File, at: u64| -> Result<u64> {
+        let mut b = [0u8; 8];
+        file.seek(SeekFrom::Start(at)).map_err(|_| cut())?;
+        file.read_exact(&mut b).map_err(|_| cut())?;
+        Ok(u64::from_le_bytes(b))
+    };
+    let mut measures = Vec::new();
+    let mut size = None;
+    let mut distinct = None;
+    for (m, (classes, start, hashes)) in layouts.into_iter().enumerate() {
+        let entries = *start.last().expect("nodes + 1 offsets");
+        if prefix(&mut file, at)? != entries {
+            return Err(cut());
+        }
+        let stats_at = at + 8;
+        let cum_len = (entries + nodes as u64) * tables as u64;
+        let cum_prefix_at = stats_at + 4 * entries;
+        if prefix(&mut file, cum_prefix_at)? != cum_len {
+            return Err(cut());
+        }
+        let cum_at = cum_prefix_at + 8;
+        at = cum_at + 8 * cum_len;
+        let layout = Histograms {
+            tables,
+            classes,
+            start: start.clone(),
+            stats: Vec::new(),
+            cum: Vec::new(),
+        };
+        if m == 0 {
+            size = Some(layout);
+        } else {
+            distinct = Some(layout);
+        }
+        measures.push(LazyMeasure {
+            start,
+            hashes,
+            stats_at,
+            cum_at,
+            cache: (0..nodes).map(|_| OnceLock::new()).collect(),
+        });
+    }
+    if at != total {
+        return Err(cut());
+    }
+    let rows = meta.rows.clone();
+    let source = LazyFile {
+        file: Mutex::new(file),
+        tables,
+        measures,
+        placeholder: Histogram {
+            classes: 0,
+            stats: Vec::new(),
+            cum: rows.clone(),
+        },
+        damaged: Mutex::new(None),
+        path: path.to_path_buf(),
+        blocks: Blocks::new(total),
+    };
     Ok(Built {
         lattice: Annotated {
             heights,
             tables,
-            entities: meta.rows.first().copied().unwrap_or(0),
-            rows: meta.rows.clone(),
-            size,
+            entities: rows.first().copied().unwrap_or(0),
+            rows,
+            size: size.expect("the size measure is always written"),
             distinct,
             computed,
             extra: Vec::new(),
+            source: Some(Source(Arc::new(source))),
         },
         meta,
     })
+}
+
+/// A persisted lattice's histograms, read node by node.
+#[derive(Debug)]
+struct LazyFile {
+    file: Mutex<std::fs::File>,
+    tables: usize,
+    /// By size, then (if annotated) by distinct values.
+    measures: Vec<LazyMeasure>,
+    /// Handed out for a node that cannot be read: it suppresses every entity.
+    placeholder: Histogram,
+    damaged: Mutex<Option<String>>,
+    path: PathBuf,
+    blocks: Blocks,
+}
+
+#[derive(Debug)]
+struct LazyMeasure {
+    start: Vec<u64>,
+    hashes: Vec<u64>,
+    stats_at: u64,
+    cum_at: u64,
+    cache: Vec<OnceLock<Histogram>>,
+}
+
+/// The file read in blocks, each once: a search reads nodes all over the lattice, and one
+/// read per node would cost more than the nodes.
+#[derive(Debug)]
+struct Blocks {
+    blocks: Vec<OnceLock<Option<Vec<u8>>>>,
+    total: u64,
+}
+
+/// Bytes per block.
+const BLOCK: u64 = 1 << 12;
+
+impl Blocks {
+    fn new(total: u64) -> Blocks {
+        Blocks {
+            blocks: (0..total.div_ceil(BLOCK))
+                .map(|_| OnceLock::new())
+                .collect(),
+            total,
+        }
+    }
+
+    /// `n` bytes of `file` from `at`, or `None` if they cannot be read.
+    fn read(&self, file: &Mutex<std::fs::File>, at: u64, n: u64) -> Option<Vec<u8>> {
+        if at.checked_add(n)? > self.total {
+            return None;
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        let mut pos = at;
+        while pos < at + n {
+            let b = (pos / BLOCK) as usize;
+            let block = self.blocks.get(b)?.get_or_init(|| {
+                let from = b as u64 * BLOCK;
+                let mut buf = vec![0u8; BLOCK.min(self.total - from) as usize];
+                let mut f = file.lock().ok()?;
+                f.seek(SeekFrom::Start(from)).ok()?;
+                f.read_exact(&mut buf).ok()?;
+                Some(buf)
+            });
+            let block = block.as_ref()?;
+            let offset = (pos - b as u64 * BLOCK) as usize;
+            let take = ((at + n - pos) as usize).min(block.len() - offset);
+            out.extend_from_slice(&block[offset..offset + take]);
+            pos += take as u64;
+        }
+        Some(out)
+    }
+}
+
+impl LazyFile {
+    /// Node `i` of measure `m`, if its bytes read back and match its hash.
+    fn load(&self, m: &LazyMeasure, i: usize) -> Option<Histogram> {
+        let (a, b) = (m.start[i], m.start[i + 1]);
+        let t = self.tables as u64;
+        let stats = self
+            .blocks
+            .read(&self.file, m.stats_at + 4 * a, 4 * (b - a))?;
+        let cum = self.blocks.read(
+            &self.file,
+            m.cum_at + 8 * (a + i as u64) * t,
+            8 * (b - a + 1) * t,
+        )?;
+        let h = Histogram {
+            classes: 0,
+            stats: stats
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().expect("chunks of 4 bytes")))
+                .collect(),
+            cum: cum
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8 bytes")))
+                .collect(),
+        };
+        (node_hash(h.view()) == m.hashes[i]).then_some(h)
+    }
+}
+
+impl HistogramSource for LazyFile {
+    fn get(&self, measure: Measure, index: usize) -> Option<HistogramRef<'_>> {
+        let m = self.measures.get(match measure {
+            Measure::Size => 0,
+            Measure::Distinct => 1,
+        })?;
+        let h = m.cache.get(index)?.get_or_init(|| {
+            self.load(m, index).unwrap_or_else(|| {
+                if let Ok(mut d) = self.damaged.lock() {
+                    d.get_or_insert_with(|| {
+                        format!(
+                            "'{}' is not a lattice relanon can read (the histogram of node {index} is damaged); rebuild it with `relanon lattice <declarations> --out {}`",
+                            self.path.display(),
+                            self.path.display()
+                        )
+                    });
+                }
+                self.placeholder.clone()
+            })
+        });
+        Some(h.view())
+    }
+
+    fn damaged(&self) -> Option<String> {
+        self.damaged.lock().ok().and_then(|d| d.clone())
+    }
 }
 
 /// Reads histograms back as [`encode`] laid them out.
@@ -518,17 +765,6 @@ impl<'a> Reader<'a> {
                 .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8 bytes")))
                 .collect(),
         )
-    }
-
-    fn histograms(&mut self, nodes: usize, tables: usize) -> Option<Histograms> {
-        let h = Histograms {
-            tables,
-            classes: self.u32s()?,
-            start: self.u64s()?,
-            stats: self.u32s()?,
-            cum: self.u64s()?,
-        };
-        h.well_formed(nodes).then_some(h)
     }
 }
 
@@ -753,6 +989,9 @@ pub fn answer(built: &Built, ask: &Ask) -> Result<Answered> {
         negotiate(a, &query)
     };
     let micros = started.elapsed().as_micros() as u64;
+    if let Some(why) = a.source.as_ref().and_then(|s| s.0.damaged()) {
+        bail!("{why}");
+    }
     let render = |answer: &Answer, deviation: String| -> AnswerJson {
         let by_column = meta
             .columns

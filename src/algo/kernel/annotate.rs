@@ -176,18 +176,6 @@ impl Histograms {
             cum: &self.cum[(a + i) * self.tables..(b + i + 1) * self.tables],
         }
     }
-
-    /// Whether the arrays are consistent (a persisted lattice's are checked on reading).
-    pub fn well_formed(&self, nodes: usize) -> bool {
-        self.classes.len() == nodes
-            && self.start.len() == nodes + 1
-            && self.start.windows(2).all(|w| w[0] <= w[1])
-            && self
-                .start
-                .last()
-                .is_some_and(|&e| e as usize == self.stats.len())
-            && self.cum.len() == (self.stats.len() + nodes) * self.tables
-    }
 }
 
 /// Every node of a lattice with its histograms.
@@ -210,6 +198,32 @@ pub struct Annotated {
     /// Nodes of a partial lattice computed since (the top acceptable node of a request,
     /// 002 Fig. 5.23), with their histograms by size and by distinct values.
     pub extra: Vec<(usize, Histogram, Option<Histogram>)>,
+    /// For a lattice read back from a file: where its histograms are read from when a
+    /// search first asks for them (`size` and `distinct` then hold only the class counts
+    /// and the layout). `None`: in `size` and `distinct`.
+    pub source: Option<Source>,
+}
+
+/// Histograms kept outside memory until asked for (a persisted lattice: an answer reads a
+/// few hundred of thousands of nodes).
+pub trait HistogramSource: std::fmt::Debug + Send + Sync {
+    /// Node `index`'s histogram by `measure` (`None`: not annotated for it). A histogram
+    /// that cannot be read comes back suppressing every entity, and [`Self::damaged`] says
+    /// why, so no answer rests on it.
+    fn get(&self, measure: Measure, index: usize) -> Option<HistogramRef<'_>>;
+
+    /// Why a histogram read so far was unusable, if one was.
+    fn damaged(&self) -> Option<String>;
+}
+
+/// A shared [`HistogramSource`]; two lattices are equal only if they share one.
+#[derive(Debug, Clone)]
+pub struct Source(pub std::sync::Arc<dyn HistogramSource>);
+
+impl PartialEq for Source {
+    fn eq(&self, other: &Source) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A node's position among `heights`' level vectors: mixed radix, the first column least
@@ -272,6 +286,9 @@ impl Annotated {
         }
         if !self.is_computed(index) {
             return None;
+        }
+        if let Some(source) = &self.source {
+            return source.0.get(measure, index);
         }
         let hs = match measure {
             Measure::Size => Some(&self.size),
@@ -392,6 +409,7 @@ fn annotate_keyed(lattice: &Lattice, distinct: bool, progress: &Progress, pack: 
         distinct: out.distinct.map(|d| Histograms::of_nodes(tables, d)),
         computed: None,
         extra: Vec::new(),
+        source: None,
     }
 }
 

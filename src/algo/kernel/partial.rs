@@ -186,6 +186,7 @@ pub fn annotate_partial(
         distinct: by_distinct.map(|d| Histograms::of_nodes(tables, d)),
         computed: Some(computed),
         extra: Vec::new(),
+        source: None,
     }
 }
 
