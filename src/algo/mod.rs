@@ -22,6 +22,7 @@
 //! algorithm visits entities in key order and counts its stages' work into the `Progress`
 //! handed in (entities visited or placed, ClusTree's seeds tried).
 
+pub mod anatomy;
 pub mod baseline;
 pub mod clustree;
 pub mod dmiracle;
