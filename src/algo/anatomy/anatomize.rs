@@ -1,0 +1,665 @@
+//! Anatomize (000 Alg. 6-8, as the spec's Sec. 2.4 resolves them): entity trees grouped ℓ at a
+//! time, each group's members aligned on one slot tree (decision D9) so that every slot holds
+//! ℓ vertices of one table with distinct sensitive values (decision D5), under the
+//! (p,m)-privacy rules' budgets ([`super::thresholds`]). What a member cannot align is
+//! suppressed with its subtree; a tree no group takes is suppressed whole.
+//!
+//! - Partitions (D7): trees sorted by (vertex count, entity order), cut into `partitions`
+//!   contiguous parts of sizes differing by at most one (clamped so none is smaller than ℓ),
+//!   then the leftovers (LP) once.
+//! - A group (lines 11-21): the first tree of the part is the seed, admitted vertex by vertex
+//!   under the rules (D4); then ℓ − 1 times the candidate whose merge loses the fewest vertices
+//!   joins (COST, D6; ties to the earliest); a group no candidate can join is abandoned (D8).
+//! - Rule budgets use the group's final size ℓ (D3): t-t counts members holding a value m
+//!   times or more, v-v the value's occurrences.
+
+use std::collections::HashMap;
+
+use super::thresholds::{tt_budget, vv_budget, Fraction};
+use crate::forest::Forest;
+
+/// Which link anatomy breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// A member's QI-tree from its SA-tree (Def. 20-21).
+    TreeTree,
+    /// Each vertex's QIs from its sensitive values (Def. 22-23).
+    VertexVertex,
+}
+
+/// (s, m, p): at most a share p of a group's trees may hold value `code` of sensitive column
+/// `column` of family table `table` m times or more (Def. 18-19).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub table: usize,
+    pub column: usize,
+    pub code: u32,
+    pub m: u32,
+    pub p: Fraction,
+}
+
+/// What anatomize is asked for.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub l: usize,
+    pub rules: Vec<Rule>,
+    pub partitions: usize,
+    pub variant: Variant,
+}
+
+/// One aligned vertex position of a group: a table, a parent slot, one row per member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    pub table: usize,
+    pub parent: Option<usize>,
+    /// `rows[i]`: member i's row of `table` at this slot.
+    pub rows: Vec<u32>,
+}
+
+/// ℓ entities and their common slot tree (slot 0 is the root; parents come first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub members: Vec<u32>,
+    pub slots: Vec<Slot>,
+}
+
+/// The groups, and the entities suppressed whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anatomy {
+    pub groups: Vec<Group>,
+    pub suppressed: Vec<u32>,
+    /// The partitions used (the one asked for, clamped).
+    pub partitions: usize,
+}
+
+/// A group being built: its slots and the rules' counters.
+#[derive(Debug, Clone)]
+struct Building {
+    slots: Vec<Building1>,
+    /// Members so far.
+    members: usize,
+    /// t-t: per member, per rule, the rule value's occurrences in the member's kept vertices.
+    counts: Vec<Vec<u32>>,
+    /// t-t: per rule, members holding it m times or more; v-v: per rule, occurrences.
+    used: Vec<u64>,
+}
+
+#[derive(Debug, Clone)]
+struct Building1 {
+    table: usize,
+    parent: Option<usize>,
+    children: Vec<usize>,
+    rows: Vec<u32>,
+    /// Per sensitive column of the table, the values the slot holds.
+    values: Vec<Vec<u32>>,
+    alive: bool,
+}
+
+/// The rules as the algorithm consults them.
+struct Rules<'a> {
+    forest: &'a Forest,
+    rules: &'a [Rule],
+    /// (table, column, code) -> rules on it.
+    on: HashMap<(usize, usize, u32), Vec<usize>>,
+    /// Per rule, its budget in the group (see [`Building::used`]).
+    budget: Vec<u64>,
+    variant: Variant,
+}
+
+impl Rules<'_> {
+    /// The rules a vertex's sensitive cells name.
+    fn of(&self, table: usize, row: u32) -> Vec<usize> {
+        let t = &self.forest.tables[table];
+        let mut out = Vec::new();
+        for (c, s) in t.sensitive.iter().enumerate() {
+            if let Some(rs) = self.on.get(&(table, c, s.codes[row as usize])) {
+                out.extend(rs);
+            }
+        }
+        out
+    }
+
+    /// Whether member `member` may keep vertex (table, row); if so, counts it.
+    fn admit(&self, g: &mut Building, member: usize, table: usize, row: u32) -> bool {
+        let rules = self.of(table, row);
+        let ok = rules.iter().all(|&r| match self.variant {
+            Variant::TreeTree => {
+                g.counts[member][r] + 1 != self.rules[r].m || g.used[r] < self.budget[r]
+            }
+            Variant::VertexVertex => g.used[r] < self.budget[r],
+        });
+        if ok {
+            for &r in &rules {
+                match self.variant {
+                    Variant::TreeTree => {
+                        g.counts[member][r] += 1;
+                        if g.counts[member][r] == self.rules[r].m {
+                            g.used[r] += 1;
+                        }
+                    }
+                    Variant::VertexVertex => g.used[r] += 1,
+                }
+            }
+        }
+        ok
+    }
+
+    /// Uncounts member `member`'s vertex (table, row), suppressed from the group.
+    fn release(&self, g: &mut Building, member: usize, table: usize, row: u32) {
+        for r in self.of(table, row) {
+            match self.variant {
+                Variant::TreeTree => {
+                    if g.counts[member][r] == self.rules[r].m {
+                        g.used[r] -= 1;
+                    }
+                    g.counts[member][r] -= 1;
+                }
+                Variant::VertexVertex => g.used[r] -= 1,
+            }
+        }
+    }
+}
+
+/// Groups the forest's entities (Algorithm 6).
+pub fn anatomize(forest: &Forest, config: &Config) -> Anatomy {
+    let l = config.l.max(1);
+    let n = forest.entities();
+    let mut on: HashMap<(usize, usize, u32), Vec<usize>> = HashMap::new();
+    for (i, r) in config.rules.iter().enumerate() {
+        on.entry((r.table, r.column, r.code)).or_default().push(i);
+    }
+    let budget = config
+        .rules
+        .iter()
+        .map(|r| match config.variant {
+            Variant::TreeTree => tt_budget(r.p, l as u32) as u64,
+            Variant::VertexVertex => vv_budget(r.p, r.m, l as u32).unwrap_or(u64::MAX),
+        })
+        .collect();
+    let rules = Rules {
+        forest,
+        rules: &config.rules,
+        on,
+        budget,
+        variant: config.variant,
+    };
+    // Lines 3-4 (D7).
+    let sizes: Vec<usize> = (0..n as u32).map(|e| tree_size(forest, 0, e)).collect();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&e| (sizes[e as usize], e));
+    let parts_wanted = config.partitions.max(1);
+    let parts = parts_wanted.min((n / l).max(1));
+    let mut partitions: Vec<Vec<u32>> = Vec::with_capacity(parts + 1);
+    let (base, extra) = (n / parts, n % parts);
+    let mut at = 0;
+    for i in 0..parts {
+        let size = base + usize::from(i < extra);
+        partitions.push(order[at..at + size].to_vec());
+        at += size;
+    }
+    let mut groups = Vec::new();
+    let mut suppressed = Vec::new();
+    let mut leftover: Vec<u32> = Vec::new();
+    // Line 5: each partition, then the leftovers once.
+    for next in partitions
+        .into_iter()
+        .map(Some)
+        .chain(std::iter::once(None))
+    {
+        let is_lp = next.is_none();
+        let mut part = next.unwrap_or_else(|| {
+            // In partition order.
+            let mut lp = std::mem::take(&mut leftover);
+            lp.sort_by_key(|&e| (sizes[e as usize], e));
+            lp
+        });
+        while !part.is_empty() {
+            // Lines 8-10.
+            if part.len() < l {
+                if is_lp {
+                    suppressed.append(&mut part);
+                } else {
+                    leftover.append(&mut part);
+                }
+                break;
+            }
+            // Lines 11-16: the seed.
+            let seed = part.remove(0);
+            let Some(mut building) = admit_seed(forest, &rules, seed, l) else {
+                suppressed.push(seed);
+                continue;
+            };
+            let mut members = vec![seed];
+            let mut taken: Vec<(usize, u32)> = Vec::new();
+            let mut complete = true;
+            // Lines 17-20.
+            for _ in 1..l {
+                let mut best: Option<(u64, usize, Building)> = None;
+                for (i, &c) in part.iter().enumerate() {
+                    if let Some((merged, cost)) =
+                        merge(forest, &rules, &building, c, sizes[c as usize])
+                    {
+                        if best.as_ref().is_none_or(|b| cost < b.0) {
+                            best = Some((cost, i, merged));
+                        }
+                    }
+                }
+                match best {
+                    Some((_, i, merged)) => {
+                        building = merged;
+                        members.push(part[i]);
+                        taken.push((i, part.remove(i)));
+                    }
+                    None => {
+                        complete = false;
+                        break;
+                    }
+                }
+            }
+            if !complete {
+                // D8: the members merged so far go back where they were.
+                for (i, c) in taken.into_iter().rev() {
+                    part.insert(i, c);
+                }
+                if is_lp {
+                    suppressed.push(seed);
+                } else {
+                    leftover.push(seed);
+                }
+                continue;
+            }
+            groups.push(finish(building, members));
+        }
+    }
+    suppressed.sort_unstable();
+    Anatomy {
+        groups,
+        suppressed,
+        partitions: parts,
+    }
+}
+
+/// Vertices in the tree under (table, row).
+fn tree_size(forest: &Forest, table: usize, row: u32) -> usize {
+    1 + forest.tables[table]
+        .children
+        .iter()
+        .map(|c| {
+            c.of(row)
+                .iter()
+                .map(|&k| tree_size(forest, c.table, k))
+                .sum::<usize>()
+        })
+        .sum::<usize>()
+}
+
+/// Lines 12-16 (D4): the seed's slot tree, every vertex admitted under the rules, a vertex
+/// that would break one suppressed with its subtree; `None` when the root would.
+fn admit_seed(forest: &Forest, rules: &Rules, seed: u32, l: usize) -> Option<Building> {
+    let mut g = Building {
+        slots: Vec::new(),
+        members: 1,
+        counts: vec![vec![0; rules.rules.len()]; l],
+        used: vec![0; rules.rules.len()],
+    };
+    fn add(
+        forest: &Forest,
+        rules: &Rules,
+        g: &mut Building,
+        table: usize,
+        row: u32,
+        parent: Option<usize>,
+    ) -> bool {
+        if !rules.admit(g, 0, table, row) {
+            return false;
+        }
+        let t = &forest.tables[table];
+        let index = g.slots.len();
+        g.slots.push(Building1 {
+            table,
+            parent,
+            children: Vec::new(),
+            rows: vec![row],
+            values: t
+                .sensitive
+                .iter()
+                .map(|s| vec![s.codes[row as usize]])
+                .collect(),
+            alive: true,
+        });
+        if let Some(p) = parent {
+            g.slots[p].children.push(index);
+        }
+        for c in &t.children {
+            for &k in c.of(row) {
+                add(forest, rules, g, c.table, k, Some(index));
+            }
+        }
+        true
+    }
+    add(forest, rules, &mut g, 0, seed, None).then_some(g)
+}
+
+/// Algorithm 7: `building` with tree `candidate` merged in as its next member, and the COST
+/// of the merge (D6: the vertices it loses, the group's weighted by its members), or `None`
+/// when the root cannot be matched.
+fn merge(
+    forest: &Forest,
+    rules: &Rules,
+    building: &Building,
+    candidate: u32,
+    candidate_size: usize,
+) -> Option<(Building, u64)> {
+    let before = building.slots.iter().filter(|s| s.alive).count();
+    let mut g = building.clone();
+    let member = g.members;
+    if !try_match(forest, rules, &mut g, member, 0, 0, candidate) {
+        return None;
+    }
+    g.members += 1;
+    merge_vertices(forest, rules, &mut g, member, 0, candidate);
+    let after = g.slots.iter().filter(|s| s.alive).count();
+    let cost = (member * (before - after) + (candidate_size - after)) as u64;
+    Some((g, cost))
+}
+
+/// Lines 4-7 of Algorithm 8 for one pair: the SA test (every sensitive value new to the slot,
+/// D5) and the rule test; on success the vertex joins the slot.
+fn try_match(
+    forest: &Forest,
+    rules: &Rules,
+    g: &mut Building,
+    member: usize,
+    slot: usize,
+    table: usize,
+    row: u32,
+) -> bool {
+    let t = &forest.tables[table];
+    let fresh = t
+        .sensitive
+        .iter()
+        .zip(&g.slots[slot].values)
+        .all(|(s, held)| !held.contains(&s.codes[row as usize]));
+    if !fresh || !rules.admit(g, member, table, row) {
+        return false;
+    }
+    let s = &mut g.slots[slot];
+    s.rows.push(row);
+    for (held, col) in s.values.iter_mut().zip(&t.sensitive) {
+        held.push(col.codes[row as usize]);
+    }
+    true
+}
+
+/// Algorithm 8 below a matched pair (slot, row): each live child slot, in creation order,
+/// takes the first unmatched child row of its table that passes; a slot nobody fills is
+/// suppressed with its subtree (every member loses those vertices).
+fn merge_vertices(
+    forest: &Forest,
+    rules: &Rules,
+    g: &mut Building,
+    member: usize,
+    slot: usize,
+    row: u32,
+) {
+    let table = g.slots[slot].table;
+    // The member's child rows in table order, then row order.
+    let kids: Vec<(usize, u32)> = forest.tables[table]
+        .children
+        .iter()
+        .flat_map(|c| c.of(row).iter().map(move |&k| (c.table, k)))
+        .collect();
+    let mut matched = vec![false; kids.len()];
+    let slots: Vec<usize> = g.slots[slot].children.clone();
+    for s in slots {
+        if !g.slots[s].alive {
+            continue;
+        }
+        let mut done = false;
+        for (i, &(t, k)) in kids.iter().enumerate() {
+            if matched[i] || t != g.slots[s].table {
+                continue;
+            }
+            if try_match(forest, rules, g, member, s, t, k) {
+                merge_vertices(forest, rules, g, member, s, k);
+                matched[i] = true;
+                done = true;
+                break;
+            }
+        }
+        if !done {
+            suppress(rules, g, member, s);
+        }
+    }
+}
+
+/// Slot `s` and its subtree leave the group: every earlier member's vertex there is
+/// uncounted.
+fn suppress(rules: &Rules, g: &mut Building, members: usize, s: usize) {
+    if !g.slots[s].alive {
+        return;
+    }
+    g.slots[s].alive = false;
+    let (table, rows) = (g.slots[s].table, g.slots[s].rows.clone());
+    for (m, &row) in rows.iter().enumerate().take(members) {
+        rules.release(g, m, table, row);
+    }
+    for c in g.slots[s].children.clone() {
+        suppress(rules, g, members, c);
+    }
+}
+
+/// The group as released: live slots renumbered, parents first.
+fn finish(g: Building, members: Vec<u32>) -> Group {
+    let mut index = vec![usize::MAX; g.slots.len()];
+    let mut slots = Vec::new();
+    for (i, s) in g.slots.into_iter().enumerate() {
+        if !s.alive {
+            continue;
+        }
+        index[i] = slots.len();
+        slots.push(Slot {
+            table: s.table,
+            parent: s.parent.map(|p| index[p]),
+            rows: s.rows,
+        });
+    }
+    Group { members, slots }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::kernel::annotate::tests::family;
+    use crate::forest::{group_children, TableNodes};
+    use crate::sensitive::SensitiveColumn;
+
+    fn sensitive(name: &str, codes: Vec<u32>) -> SensitiveColumn {
+        let most = codes.iter().copied().max().unwrap_or(0);
+        SensitiveColumn {
+            column: name.into(),
+            labels: (0..=most).map(|c| format!("s{c}")).collect(),
+            codes,
+        }
+    }
+
+    fn config(l: usize, rules: Vec<Rule>, variant: Variant) -> Config {
+        Config {
+            l,
+            rules,
+            partitions: 1,
+            variant,
+        }
+    }
+
+    /// Table 3.1: six people with six diseases, ℓ = 2: groups {1, 2}, {3, 4}, {5, 6}.
+    #[test]
+    fn table_3_1_is_tabular_anatomy() {
+        let mut t = TableNodes::bare("t", Vec::new(), Vec::new(), vec![u32::MAX; 6]);
+        t.sensitive = vec![sensitive("t.disease", (0..6).collect())];
+        let f = Forest { tables: vec![t] };
+        for variant in [Variant::TreeTree, Variant::VertexVertex] {
+            let a = anatomize(&f, &config(2, Vec::new(), variant));
+            let members: Vec<Vec<u32>> = a.groups.iter().map(|g| g.members.clone()).collect();
+            assert_eq!(members, [vec![0, 1], vec![2, 3], vec![4, 5]]);
+            assert!(a.suppressed.is_empty());
+            assert!(a.groups.iter().all(|g| g.slots.len() == 1));
+        }
+    }
+
+    /// Fig. 3.1: A (0+; Alcohol P. 2005, Alcohol P. 2006, Diaria 2007) and B (AB-; AIDS 2000,
+    /// AIDS 2006, Flu 2006, Cold 2007). Codes: blood 0+ 0, AB- 1; diagnoses Alcohol P. 0,
+    /// Diaria 1, AIDS 2, Flu 3, Cold 4.
+    fn hospital() -> Forest {
+        let mut patients = TableNodes::bare("patients", Vec::new(), Vec::new(), vec![u32::MAX; 2]);
+        patients.sensitive = vec![sensitive("patients.blood", vec![0, 1])];
+        let parent = vec![0, 0, 0, 1, 1, 1, 1];
+        let mut visits = TableNodes::bare("visits", Vec::new(), Vec::new(), parent.clone());
+        visits.sensitive = vec![sensitive("visits.diagnosis", vec![0, 0, 1, 2, 2, 3, 4])];
+        patients.children = vec![group_children(2, &parent, 1)];
+        Forest {
+            tables: vec![patients, visits],
+        }
+    }
+
+    fn rule(code: u32, m: u32, p: &str) -> Rule {
+        Rule {
+            table: 1,
+            column: 0,
+            code,
+            m,
+            p: Fraction::from_decimal(p).expect("a share"),
+        }
+    }
+
+    /// The visit rows of each member, slot by slot below the root.
+    fn visit_slots(a: &Anatomy) -> Vec<Vec<u32>> {
+        assert_eq!(a.groups.len(), 1);
+        let g = &a.groups[0];
+        assert_eq!(g.members, [0, 1], "A, with fewer vertices, seeds");
+        g.slots[1..].iter().map(|s| s.rows.clone()).collect()
+    }
+
+    /// The spec's hand traces (Sec. 7): v-v reproduces Fig. 3.4 (B loses AIDS 2006); t-t with
+    /// μ_max = 1 pairs both AIDS with the Alcohol P. slots (B loses Cold 2007); with
+    /// (Alcohol P., 2, 1/4) seed admission drops A's second Alcohol P.
+    #[test]
+    fn the_hospital_traces() {
+        let f = hospital();
+        let vv = anatomize(
+            &f,
+            &config(
+                2,
+                vec![rule(2, 1, "1/2"), rule(0, 2, "1/4")],
+                Variant::VertexVertex,
+            ),
+        );
+        assert_eq!(visit_slots(&vv), [vec![0, 3], vec![1, 5], vec![2, 6]]);
+        let tt = anatomize(
+            &f,
+            &config(
+                2,
+                vec![rule(2, 1, "1/2"), rule(0, 2, "1/2")],
+                Variant::TreeTree,
+            ),
+        );
+        assert_eq!(visit_slots(&tt), [vec![0, 3], vec![1, 4], vec![2, 5]]);
+        let strict = anatomize(&f, &config(2, vec![rule(0, 2, "1/4")], Variant::TreeTree));
+        assert_eq!(visit_slots(&strict), [vec![0, 3], vec![2, 4]]);
+    }
+
+    /// On random four-table forests, both variants, a few rules: every entity is grouped or
+    /// suppressed once; every slot holds ℓ rows of its table whose parents are the parent
+    /// slot's rows; its sensitive values are distinct per column; every rule holds.
+    #[test]
+    fn groups_keep_their_invariants() {
+        for seed in 0..6 {
+            let f = family(seed, 30);
+            let codes = &f.tables[0].sensitive[0].codes;
+            let rules = vec![
+                Rule {
+                    table: 0,
+                    column: 0,
+                    code: codes[0],
+                    m: 1,
+                    p: Fraction::new(1, 2).expect("p"),
+                },
+                Rule {
+                    table: 0,
+                    column: 0,
+                    code: codes[1],
+                    m: 1,
+                    p: Fraction::new(1, 3).expect("p"),
+                },
+            ];
+            for variant in [Variant::TreeTree, Variant::VertexVertex] {
+                for l in [2usize, 3] {
+                    let c = Config {
+                        l,
+                        rules: rules.clone(),
+                        partitions: 2,
+                        variant,
+                    };
+                    let a = anatomize(&f, &c);
+                    let mut seen: Vec<u32> = a.suppressed.clone();
+                    for g in &a.groups {
+                        assert_eq!(g.members.len(), l);
+                        seen.extend(&g.members);
+                        for (i, s) in g.slots.iter().enumerate() {
+                            assert_eq!(s.rows.len(), l, "seed {seed}");
+                            let t = &f.tables[s.table];
+                            match s.parent {
+                                None => {
+                                    assert_eq!(i, 0);
+                                    assert_eq!(s.rows, g.members);
+                                }
+                                Some(p) => {
+                                    assert!(p < i);
+                                    for (m, &r) in s.rows.iter().enumerate() {
+                                        assert_eq!(t.parent[r as usize], g.slots[p].rows[m]);
+                                    }
+                                }
+                            }
+                            for col in &t.sensitive {
+                                let mut v: Vec<u32> =
+                                    s.rows.iter().map(|&r| col.codes[r as usize]).collect();
+                                v.sort_unstable();
+                                v.dedup();
+                                assert_eq!(v.len(), l, "a slot's values are distinct");
+                            }
+                        }
+                        for r in &c.rules {
+                            let holding: Vec<u32> = g
+                                .slots
+                                .iter()
+                                .filter(|s| s.table == r.table)
+                                .flat_map(|s| {
+                                    s.rows.iter().map(|&row| {
+                                        f.tables[r.table].sensitive[r.column].codes[row as usize]
+                                    })
+                                })
+                                .collect();
+                            let eta = holding.iter().filter(|&&v| v == r.code).count() as u64;
+                            match variant {
+                                Variant::TreeTree => {
+                                    // Root rules: a member holds the value at most once.
+                                    assert!(eta <= tt_budget(r.p, l as u32) as u64);
+                                }
+                                Variant::VertexVertex => {
+                                    assert!(
+                                        eta <= vv_budget(r.p, r.m, l as u32).unwrap_or(u64::MAX)
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    seen.sort_unstable();
+                    assert_eq!(seen, (0..30).collect::<Vec<u32>>(), "seed {seed}");
+                    // Groups form (the test is not vacuous; budgets of 0 and three root
+                    // values leave many entities out).
+                    assert!(!a.groups.is_empty(), "seed {seed}");
+                }
+            }
+        }
+    }
+}
