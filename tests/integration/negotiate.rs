@@ -583,3 +583,217 @@ fn a_partial_lattice_answers_among_its_nodes() {
     let o = relanon(dir.path(), &["lattice", "wide.sql", "--out", "w.lattice"]);
     assert!(stderr(&o).contains("--partial 5%"), "{}", stderr(&o));
 }
+
+/// Appendix A.8: the thesis's ten-tuple table (Fig. 2.1) with hierarchies declared here, and
+/// every answer `negotiate` gives checked against a brute force over the 64 nodes computed in
+/// this test from the same groupings (the text's own answers are not the algorithm's, spec
+/// defect 27).
+#[test]
+fn the_ten_tuple_table_answers_as_a_brute_force_does() {
+    let people = [
+        (39, "Private", "HS-grad", 40),
+        (38, "Private", "HS-grad", 50),
+        (37, "Private", "HS-grad", 40),
+        (38, "Private", "11th", 45),
+        (28, "Local-gov", "Bachelors", 30),
+        (31, "Federal-gov", "Masters", 50),
+        (30, "State-gov", "Bachelors", 60),
+        (32, "Self-emp-not-inc", "Bachelors", 50),
+        (35, "Self-emp-inc", "Prof-school", 54),
+        (33, "Self-emp-inc", "Assoc-acdm", 40),
+    ];
+    // Each column's levels 0..=3: the value, two groupings, '*'.
+    let age = |a: u32, l: u16| -> String {
+        match l {
+            0 => a.to_string(),
+            1 => format!("{}-{}", a / 5 * 5, a / 5 * 5 + 4),
+            2 => format!("{}-{}", a / 10 * 10, a / 10 * 10 + 9),
+            _ => "*".into(),
+        }
+    };
+    let work = |w: &str, l: u16| -> String {
+        let group = match w {
+            "Private" => "Non-gov",
+            w if w.ends_with("-gov") => "Gov",
+            _ => "Self",
+        };
+        match l {
+            0 => w.into(),
+            1 => group.into(),
+            2 => "Worked".into(),
+            _ => "*".into(),
+        }
+    };
+    let edu = |e: &str, l: u16| -> String {
+        let group = if matches!(e, "HS-grad" | "11th") {
+            "Secondary"
+        } else {
+            "Post-secondary"
+        };
+        match l {
+            0 => e.into(),
+            1 => group.into(),
+            2 => "Any".into(),
+            _ => "*".into(),
+        }
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("t")).expect("dir");
+    let mut csv = String::from("id,age,workclass,education,hours\n");
+    for (i, p) in people.iter().enumerate() {
+        csv += &format!("{},{},{},{},{}\n", i + 1, p.0, p.1, p.2, p.3);
+    }
+    std::fs::write(dir.path().join("t/people.csv"), csv).expect("csv");
+    let values = |f: &dyn Fn(usize) -> [String; 3]| -> String {
+        let mut rows: Vec<String> = (0..people.len())
+            .map(|i| {
+                let [a, b, c] = f(i);
+                format!("('{a}', '{b}', '{c}')")
+            })
+            .collect();
+        rows.sort();
+        rows.dedup();
+        rows.join(", ")
+    };
+    let text = format!(
+        "SET source = 't';\nALTER TABLE people ADD PRIMARY KEY (id);\n\
+         CREATE HIERARCHY age_h AS VALUES {};\nCREATE HIERARCHY work_h AS VALUES {};\nCREATE HIERARCHY edu_h AS VALUES {};\n\
+         CREATE ENTITY person ON people (id);\n\
+         LABEL COLUMN people.age AS QUASI IDENTIFIER USING age_h;\n\
+         LABEL COLUMN people.workclass AS QUASI IDENTIFIER USING work_h;\n\
+         LABEL COLUMN people.education AS QUASI IDENTIFIER USING edu_h;\n\
+         LABEL COLUMN people.hours AS SENSITIVE;\nANONYMIZE person WITH (k = 3);\n",
+        values(&|i| [people[i].0.to_string(), age(people[i].0, 1), age(people[i].0, 2)]),
+        values(&|i| [people[i].1.into(), work(people[i].1, 1), work(people[i].1, 2)]),
+        values(&|i| [people[i].2.into(), edu(people[i].2, 1), edu(people[i].2, 2)]),
+    );
+    std::fs::write(dir.path().join("t.sql"), text).expect("declarations");
+    // Entities suppressed at node [a, w, e] for k: those in classes smaller than k.
+    let suppressed = |levels: [u16; 3], k: usize| -> u64 {
+        let keys: Vec<String> = people
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}|{}|{}",
+                    age(p.0, levels[0]),
+                    work(p.1, levels[1]),
+                    edu(p.2, levels[2])
+                )
+            })
+            .collect();
+        keys.iter()
+            .filter(|k0| keys.iter().filter(|k1| k1 == k0).count() < k)
+            .count() as u64
+    };
+    let nodes: Vec<[u16; 3]> = (0..64u16).map(|i| [i % 4, i / 4 % 4, i / 16]).collect();
+    let meets = |n: [u16; 3], k: usize, budget: u64| {
+        let s = suppressed(n, k);
+        s <= budget && s < people.len() as u64
+    };
+    // Order O: height, suppression, then the levels.
+    let best = |cands: Vec<[u16; 3]>, k: usize| -> Option<serde_json::Value> {
+        cands
+            .into_iter()
+            .min_by_key(|n| (n.iter().sum::<u16>(), suppressed(*n, k), *n))
+            .map(|n| serde_json::json!(n))
+    };
+    let below = |n: &[u16; 3], h: [u16; 3]| n.iter().zip(h).all(|(a, b)| *a <= b);
+    let mut exact_seen = 0;
+    for (k, budget, h) in [
+        (3usize, 0u64, [1u16, 1, 3]),
+        (4, 0, [1, 1, 3]),
+        (3, 0, [3, 3, 3]),
+        (2, 2, [0, 1, 1]),
+        (4, 2, [2, 2, 1]),
+        (5, 0, [1, 2, 2]),
+        (3, 1, [0, 0, 0]),
+    ] {
+        let args = [
+            "negotiate".to_string(),
+            "t.sql".into(),
+            "--json".into(),
+            "--k".into(),
+            k.to_string(),
+            "--max-suppression".into(),
+            budget.to_string(),
+            "--max-level".into(),
+            format!("age={}", h[0]),
+            "--max-level".into(),
+            format!("workclass={}", h[1]),
+            "--max-level".into(),
+            format!("education={}", h[2]),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let a = json(dir.path(), &args);
+        let levels = |x: &serde_json::Value| -> serde_json::Value {
+            let by = &x["by_column"];
+            serde_json::json!([
+                by["people.age"],
+                by["people.workclass"],
+                by["people.education"]
+            ])
+        };
+        let want_exact = if meets(h, k, budget) {
+            best(
+                nodes
+                    .iter()
+                    .copied()
+                    .filter(|n| below(n, h) && meets(*n, k, budget))
+                    .collect(),
+                k,
+            )
+        } else {
+            None
+        };
+        let got_exact = a["exact"].as_object().map(|_| levels(&a["exact"]));
+        assert_eq!(got_exact, want_exact, "k {k} budget {budget} h {h:?}: {a}");
+        if want_exact.is_some() {
+            exact_seen += 1;
+            continue;
+        }
+        let least = suppressed(h, k);
+        let r1 = (least < people.len() as u64)
+            .then(|| {
+                best(
+                    nodes
+                        .iter()
+                        .copied()
+                        .filter(|n| below(n, h) && meets(*n, k, least))
+                        .collect(),
+                    k,
+                )
+            })
+            .flatten();
+        let r2 = (h != [3, 3, 3])
+            .then(|| {
+                best(
+                    nodes
+                        .iter()
+                        .copied()
+                        .filter(|n| meets(*n, k, budget))
+                        .collect(),
+                    k,
+                )
+            })
+            .flatten();
+        let kr = (2..k).rev().find(|&k2| meets(h, k2, budget));
+        let r3 = kr.and_then(|k2| {
+            best(
+                nodes
+                    .iter()
+                    .copied()
+                    .filter(|n| below(n, h) && meets(*n, k2, budget))
+                    .collect(),
+                k2,
+            )
+        });
+        let got: Vec<Option<serde_json::Value>> = (0..3)
+            .map(|i| {
+                let x = &a["relaxations"][i]["answer"];
+                x.is_object().then(|| levels(x))
+            })
+            .collect();
+        assert_eq!(got, [r1, r2, r3], "k {k} budget {budget} h {h:?}: {a}");
+    }
+    assert!(exact_seen >= 2, "{exact_seen}");
+}
