@@ -22,7 +22,7 @@
 
 use std::rc::Rc;
 
-use crate::algo::kernel::lattice::{successors, Class, Lattice};
+use crate::algo::kernel::lattice::{successors, Class, ClassAt, Lattice};
 use crate::algo::options::{Default, Kind, OptionSpec};
 use crate::algo::{Generalization, Options, Output, Spec};
 use crate::forest::Forest;
@@ -253,11 +253,11 @@ impl Criterion {
         }
     }
 
-    /// Whether a class of (size, least distinct sensitive values) meets it.
-    fn met(self, (size, distinct): (u32, u32)) -> bool {
+    /// Whether a class meets it.
+    fn met(self, c: ClassAt) -> bool {
         match self {
-            Criterion::K(k) => size >= k,
-            Criterion::DistinctL(l) => distinct >= l,
+            Criterion::K(k) => c.size >= k,
+            Criterion::DistinctL(l) => c.distinct >= l,
         }
     }
 
@@ -274,19 +274,12 @@ impl Criterion {
                 .map(|c| (c.rep, c.size, c.size >= k))
                 .collect(),
             // The rolled-up classes carry no sensitive values: count them at the node.
-            Criterion::DistinctL(_) => {
-                let (class_of, measures) = lattice.classes_at(levels);
-                let mut rep = vec![u32::MAX; measures.len()];
-                for (e, &c) in class_of.iter().enumerate() {
-                    if rep[c as usize] == u32::MAX {
-                        rep[c as usize] = e as u32;
-                    }
-                }
-                rep.into_iter()
-                    .zip(measures)
-                    .map(|(r, m)| (r, m.0, self.met(m)))
-                    .collect()
-            }
+            Criterion::DistinctL(_) => lattice
+                .classes_at(levels)
+                .1
+                .into_iter()
+                .map(|c| (c.rep, c.size, self.met(c)))
+                .collect(),
         }
     }
 }
@@ -414,7 +407,7 @@ fn release(
     let mut ec_sizes: Vec<usize> = measures
         .iter()
         .filter(|&&m| criterion.met(m))
-        .map(|m| m.0 as usize)
+        .map(|m| m.size as usize)
         .collect();
     ec_sizes.sort_unstable();
     g.ec_sizes = ec_sizes;

@@ -10,6 +10,8 @@ use anyhow::Result;
 use relanon::algo::kernel::annotate::Measure;
 use relanon::pipeline::negotiate::{answer, AnswerJson, Answered, Ask, Built};
 
+use super::negotiate::{child_rows, node};
+
 /// Width of a height's bar.
 const BAR: usize = 32;
 
@@ -178,23 +180,20 @@ fn chosen<'a>(a: &'a Answered, which: &str) -> Option<&'a AnswerJson> {
 /// One line for the history.
 fn summary(a: &Answered) -> String {
     let q = &a.request;
-    let levels = |x: &AnswerJson| {
-        x.levels
-            .iter()
-            .map(u16::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let said = match &a.exact {
-        Some(e) => format!("exact [{}] {} suppressed", levels(e), e.suppressed.entities),
+        Some(e) => format!(
+            "exact {} {} suppressed",
+            node(&e.levels),
+            e.suppressed.entities
+        ),
         None => "no exact answer".to_string(),
     };
     format!(
-        "{} >= {}, suppress <= {}, top node [{}]: {said}",
+        "{} >= {}, suppress <= {}, top node {}: {said}",
         q.measure,
         q.value,
         q.max_suppression,
-        levels(&a.v_max)
+        node(&a.v_max.levels)
     )
 }
 
@@ -262,24 +261,15 @@ fn draw(built: &Built, a: &Answered) -> String {
 /// The answers, one line each.
 fn answers(a: &Answered) -> String {
     let line = |x: &AnswerJson| {
-        let rows: Vec<String> = x
-            .suppressed
-            .rows
-            .iter()
-            .map(|(t, n)| format!("{n} {t}"))
-            .collect();
+        let rows = child_rows(x);
         let rows = if rows.is_empty() {
             String::new()
         } else {
-            format!(" (rows: {})", rows.join(", "))
+            format!(" (rows: {rows})")
         };
         format!(
-            "[{}] height {}, {} {}, {} suppressed{rows}",
-            x.levels
-                .iter()
-                .map(u16::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            "{} height {}, {} {}, {} suppressed{rows}",
+            node(&x.levels),
             x.height,
             x.measure,
             x.value,
@@ -332,12 +322,8 @@ fn open(built: &Built, a: &Answered, h: u32) -> String {
     for (s, levels) in nodes.iter().take(20) {
         let meets = *s <= q.max_suppression && *s < lat.entities;
         out += &format!(
-            "  [{}] {s} suppressed{}\n",
-            levels
-                .iter()
-                .map(u16::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            "  {} {s} suppressed{}\n",
+            node(levels),
             if meets { "  meets" } else { "" }
         );
     }

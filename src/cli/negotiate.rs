@@ -279,6 +279,23 @@ async fn accept(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A node as users see it: `[2,0,1]`.
+pub fn node(levels: &[u16]) -> String {
+    let l: Vec<String> = levels.iter().map(u16::to_string).collect();
+    format!("[{}]", l.join(","))
+}
+
+/// The child rows an answer suppresses, `24 payment, 18 rental` (empty for one table).
+pub fn child_rows(x: &AnswerJson) -> String {
+    let r: Vec<String> = x
+        .suppressed
+        .rows
+        .iter()
+        .map(|(t, n)| format!("{n} {t}"))
+        .collect();
+    r.join(", ")
+}
+
 /// The answers as text.
 fn describe(a: &Answered) -> String {
     let q = &a.request;
@@ -321,27 +338,14 @@ fn describe(a: &Answered) -> String {
             p * 100.0
         ));
     }
-    let node = |x: &AnswerJson| {
-        format!(
-            "[{}]",
-            x.levels
-                .iter()
-                .map(u16::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        )
-    };
+    let node = |x: &AnswerJson| node(&x.levels);
     let rows = |x: &AnswerJson| -> String {
-        if x.suppressed.rows.is_empty() {
-            return String::new();
+        let r = child_rows(x);
+        if r.is_empty() {
+            String::new()
+        } else {
+            format!(", rows: {r}")
         }
-        let r: Vec<String> = x
-            .suppressed
-            .rows
-            .iter()
-            .map(|(t, n)| format!("{n} {t}"))
-            .collect();
-        format!(", rows: {}", r.join(", "))
     };
     let v = &a.v_max;
     match &a.exact {

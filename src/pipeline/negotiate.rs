@@ -548,12 +548,12 @@ pub fn read(path: &Path) -> Result<Built> {
         }
         let cum_at = cum_prefix_at + 8;
         at = cum_at + 8 * cum_len;
+        // Only the class counts stay here (they give the node count); the layout and the
+        // histograms are the source's.
         let layout = Histograms {
             tables,
             classes,
-            start: start.clone(),
-            stats: Vec::new(),
-            cum: Vec::new(),
+            ..Histograms::default()
         };
         if m == 0 {
             size = Some(layout);
@@ -576,7 +576,7 @@ pub fn read(path: &Path) -> Result<Built> {
         file: Mutex::new(file),
         tables,
         measures,
-        placeholder: Histogram {
+        suppress_all: Histogram {
             classes: 0,
             stats: Vec::new(),
             cum: rows.clone(),
@@ -609,7 +609,7 @@ struct LazyFile {
     /// By size, then (if annotated) by distinct values.
     measures: Vec<LazyMeasure>,
     /// Handed out for a node that cannot be read: it suppresses every entity.
-    placeholder: Histogram,
+    suppress_all: Histogram,
     damaged: Mutex<Option<String>>,
     path: PathBuf,
     blocks: Blocks,
@@ -717,7 +717,7 @@ impl HistogramSource for LazyFile {
                         )
                     });
                 }
-                self.placeholder.clone()
+                self.suppress_all.clone()
             })
         });
         Some(h.view())

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 
 use super::thresholds::{tt_budget, vv_budget, Fraction};
+use crate::algo::kernel::annotate::tree_rows;
 use crate::forest::Forest;
 
 /// Which link anatomy breaks.
@@ -190,8 +191,14 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
         variant: config.variant,
     };
     // Lines 3-4 (D7).
-    let sizes: Vec<usize> = (0..n as u32).map(|e| tree_size(forest, 0, e)).collect();
-    let profiles: Vec<Vec<u32>> = (0..n as u32).map(|e| profile(forest, e)).collect();
+    // Rows per table of each entity's tree, and their sum.
+    let tables = forest.tables.len();
+    let rows = tree_rows(forest);
+    let profiles: Vec<&[u32]> = rows.chunks(tables.max(1)).collect();
+    let sizes: Vec<usize> = profiles
+        .iter()
+        .map(|p| p.iter().map(|&r| r as usize).sum())
+        .collect();
     let mut order: Vec<u32> = (0..n as u32).collect();
     order.sort_by_key(|&e| (sizes[e as usize], e));
     let parts_wanted = config.partitions.max(1);
@@ -246,7 +253,7 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
                 for (i, &c) in part.iter().enumerate() {
                     // A merge keeps at most as many slots of a table as both sides have, so
                     // its COST is at least this; ties go to the earlier candidate.
-                    let bound = cost_bound(&slots, &profiles[c as usize], building.members);
+                    let bound = cost_bound(&slots, profiles[c as usize], building.members);
                     if prune && best.as_ref().is_some_and(|b| bound >= b.0) {
                         continue;
                     }
@@ -293,21 +300,6 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
     }
 }
 
-/// Vertices per table in entity `e`'s tree (a table's rows all lie at one depth).
-fn profile(forest: &Forest, e: u32) -> Vec<u32> {
-    fn add(forest: &Forest, table: usize, row: u32, out: &mut [u32]) {
-        out[table] += 1;
-        for c in &forest.tables[table].children {
-            for &k in c.of(row) {
-                add(forest, c.table, k, out);
-            }
-        }
-    }
-    let mut out = vec![0; forest.tables.len()];
-    add(forest, 0, e, &mut out);
-    out
-}
-
 /// Live slots per table.
 fn slot_counts(g: &Building, tables: usize) -> Vec<u32> {
     let mut out = vec![0; tables];
@@ -329,20 +321,6 @@ fn cost_bound(slots: &[u32], candidate: &[u32], members: usize) -> u64 {
     let before: u64 = slots.iter().map(|&a| a as u64).sum();
     let size: u64 = candidate.iter().map(|&b| b as u64).sum();
     members as u64 * (before - kept) + (size - kept)
-}
-
-/// Vertices in the tree under (table, row).
-fn tree_size(forest: &Forest, table: usize, row: u32) -> usize {
-    1 + forest.tables[table]
-        .children
-        .iter()
-        .map(|c| {
-            c.of(row)
-                .iter()
-                .map(|&k| tree_size(forest, c.table, k))
-                .sum::<usize>()
-        })
-        .sum::<usize>()
 }
 
 /// Lines 12-16 (D4): the seed's slot tree, every vertex admitted under the rules, a vertex

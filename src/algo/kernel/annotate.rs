@@ -982,6 +982,20 @@ pub(crate) mod tests {
         }
     }
 
+    /// Histograms land by node index: one thread gives what several do.
+    #[test]
+    fn one_thread_annotates_as_several_do() {
+        let f = family(2, 40);
+        let lattice = Lattice::new(&f);
+        let many = annotate(&lattice, true, &Progress::new());
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a one-thread pool")
+            .install(|| annotate(&lattice, true, &Progress::new()));
+        assert_eq!(one, many);
+    }
+
     /// 002 Theorem 2 (the spec's P2): going up one level never suppresses more, in entities
     /// or in the rows of any table, by either measure.
     #[test]

@@ -61,6 +61,17 @@ pub struct Class {
     pub size: u32,
 }
 
+/// One class of a node, as [`Lattice::classes_at`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassAt {
+    /// Its first member.
+    pub rep: u32,
+    pub size: u32,
+    /// The least number of distinct values among its members over the entity table's
+    /// sensitive columns (0 without any).
+    pub distinct: u32,
+}
+
 /// Why a lattice cannot be searched.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LatticeError {
@@ -200,10 +211,9 @@ impl<'f> Lattice<'f> {
             .collect()
     }
 
-    /// Every entity's class at `levels`: the class index of each entity, and per class its
-    /// size and the least number of distinct values among its members over the entity
-    /// table's sensitive columns (0 without any).
-    pub fn classes_at(&self, levels: &[u16]) -> (Vec<u32>, Vec<(u32, u32)>) {
+    /// Every entity's class at `levels`: the class index of each entity, and each class
+    /// (numbered in the order of its first member).
+    pub fn classes_at(&self, levels: &[u16]) -> (Vec<u32>, Vec<ClassAt>) {
         let roots = self.root_ids(levels);
         let mut dense: FxHashMap<u32, u32> = FxHashMap::default();
         let class_of: Vec<u32> = roots
@@ -215,7 +225,11 @@ impl<'f> Lattice<'f> {
             .collect();
         let classes = dense.len();
         let mut sizes = vec![0u32; classes];
-        for &c in &class_of {
+        let mut reps = Vec::with_capacity(classes);
+        for (e, &c) in class_of.iter().enumerate() {
+            if c as usize == reps.len() {
+                reps.push(e as u32);
+            }
             sizes[c as usize] += 1;
         }
         let sensitive = &self.forest.tables[0].sensitive;
@@ -236,7 +250,17 @@ impl<'f> Lattice<'f> {
                 *l = (*l).min(n);
             }
         }
-        (class_of, sizes.into_iter().zip(least).collect())
+        let measured = reps
+            .into_iter()
+            .zip(sizes)
+            .zip(least)
+            .map(|((rep, size), distinct)| ClassAt {
+                rep,
+                size,
+                distinct,
+            })
+            .collect();
+        (class_of, measured)
     }
 
     /// LM' summed over the cells of entity `e`'s tree at `levels`.

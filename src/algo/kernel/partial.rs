@@ -16,9 +16,7 @@
 
 use rayon::prelude::*;
 
-use crate::algo::kernel::annotate::{
-    node_index, node_levels, tree_rows, Annotated, Histogram, Histograms,
-};
+use crate::algo::kernel::annotate::{node_levels, tree_rows, Annotated, Histogram, Histograms};
 use crate::algo::kernel::lattice::Lattice;
 use crate::progress::Progress;
 
@@ -110,25 +108,14 @@ pub fn node_histograms(
     tree_rows: &[u32],
 ) -> (Histogram, Option<Histogram>) {
     let tables = lattice.forest().tables.len();
-    let (class_of, measures) = lattice.classes_at(levels);
-    let mut rep = vec![u32::MAX; measures.len()];
-    for (e, &c) in class_of.iter().enumerate() {
-        if rep[c as usize] == u32::MAX {
-            rep[c as usize] = e as u32;
-        }
-    }
-    let size = measures
-        .iter()
-        .zip(&rep)
-        .map(|(&(s, _), &r)| (s, s, r))
-        .collect();
+    let (_, classes) = lattice.classes_at(levels);
+    let size = classes.iter().map(|c| (c.size, c.size, c.rep)).collect();
     let by_distinct = distinct.then(|| {
-        let classes = measures
+        let measured = classes
             .iter()
-            .zip(&rep)
-            .map(|(&(s, d), &r)| (d, s, r))
+            .map(|c| (c.distinct, c.size, c.rep))
             .collect();
-        Histogram::of_classes(tables, classes, tree_rows)
+        Histogram::of_classes(tables, measured, tree_rows)
     });
     (Histogram::of_classes(tables, size, tree_rows), by_distinct)
 }
@@ -161,13 +148,13 @@ pub fn annotate_partial(
     let entities = forest.entities() as u64;
     // Never read (`Annotated::histogram` refuses uncomputed nodes); should it be, it says
     // every entity is suppressed, which meets no request.
-    let placeholder = Histogram {
+    let suppress_all = Histogram {
         classes: 0,
         stats: Vec::new(),
         cum: forest.tables.iter().map(|t| t.rows() as u64).collect(),
     };
-    let mut size = vec![placeholder.clone(); nodes];
-    let mut by_distinct = distinct.then(|| vec![placeholder; nodes]);
+    let mut size = vec![suppress_all.clone(); nodes];
+    let mut by_distinct = distinct.then(|| vec![suppress_all; nodes]);
     let mut computed = vec![false; nodes];
     for (&i, (s, d)) in chosen.iter().zip(computed_nodes) {
         size[i] = s;
@@ -176,7 +163,6 @@ pub fn annotate_partial(
         }
         computed[i] = true;
     }
-    debug_assert_eq!(node_index(&heights, &heights), nodes - 1);
     Annotated {
         heights,
         tables,
