@@ -20,6 +20,7 @@ pub mod attack;
 pub mod decl;
 pub mod experiment;
 pub mod forest;
+pub mod fraction;
 pub mod generate;
 pub mod hierarchy;
 pub mod html;

@@ -54,6 +54,8 @@ pub struct Policy {
     pub dimensions: Vec<TableDecl>,
     pub anonymize: Option<AnonymizeDecl>,
     pub views: Vec<ViewDecl>,
+    /// `CREATE RULE`: anatomy's (p,m)-privacy rules, in the order written.
+    pub rules: Vec<RuleDecl>,
 }
 
 /// `SET name = value`. Values are kept as written (unquoted).
@@ -214,4 +216,33 @@ pub struct ViewDecl {
     /// The view's query as sqlparser parsed it.
     pub query: Box<sqlparser::ast::Query>,
     pub pos: Pos,
+}
+
+/// `CREATE RULE name ON t.c [= value | IS NULL] WITH (m = 2, p = '1/3')`: a discriminatory
+/// rule of anatomy's (p,m)-privacy (000 Def. 18-19). An adversary may tie a person to `value`
+/// (every value of the column when none is named) `m` times or more with confidence at most
+/// `p`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleDecl {
+    pub name: String,
+    pub table: String,
+    pub column: String,
+    pub value: RuleValue,
+    /// As written, checked to be a whole number >= 1 by the planner.
+    pub m: (f64, Pos),
+    /// As written (`0.5`, `'1/3'`), read as an exact fraction by the planner.
+    pub p: (String, Pos),
+    pub pos: Pos,
+}
+
+/// Which values of the column a rule is about.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleValue {
+    /// Each value of the column, one rule per value.
+    Every,
+    /// One value, as written (a number keeps its spelling).
+    Value(String),
+    /// `IS NULL`: a missing value, which is a value of its own.
+    Null,
 }

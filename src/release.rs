@@ -68,8 +68,264 @@ pub fn materialize(
     output: &Output,
 ) -> Result<Materialized, ReleaseError> {
     match output {
-        Output::Generalized(g) => generalized(plan, forest, g),
+        Output::Generalized(g) => generalized(plan, forest, g, None),
+        Output::Anatomized(a) => anatomized(plan, forest, a),
     }
+}
+
+/// What the QI side of an anatomy adds to each family table (000 Sec. 3.2, spec D10): every
+/// kept row's released slot id, and the entity rows' group id. Both are drawn at random, so
+/// neither ranks groups by entity key or slots by depth.
+struct QiSide {
+    /// `slot[t][row]`, for kept rows.
+    slot: Vec<Vec<i64>>,
+    /// `group[row]` of the entity table, for kept rows.
+    group: Vec<i64>,
+}
+
+/// Stream numbers of the draws that are not a table's keys (tables use their index).
+const SLOT_STREAM: u64 = u64::MAX - 1;
+const GROUP_STREAM: u64 = u64::MAX - 2;
+/// `SA_KEY_STREAM - t`: the SA side's keys of table `t`, drawn apart from its QI keys.
+const SA_KEY_STREAM: u64 = u64::MAX - 1024;
+
+/// An anatomy: the family tables as the QI side (exact QI values, no SA column, `slot` and
+/// the entity table's `group_id` added, keys as the plan says), then the SA side: t-t's
+/// `<t>__sa` trees or v-v's counted `<t>__sag` groups.
+fn anatomized(
+    plan: &Plan,
+    forest: &Forest,
+    a: &crate::algo::Anatomization,
+) -> Result<Materialized, ReleaseError> {
+    let slot_ids = shuffled(plan, SLOT_STREAM, a.slots());
+    let group_ids = shuffled(plan, GROUP_STREAM, a.anatomy.groups.len());
+    let released = |id: u32, ids: &[i64]| {
+        if id == NO_GROUP {
+            0
+        } else {
+            ids[id as usize]
+        }
+    };
+    let qi = QiSide {
+        slot: a
+            .slot_of
+            .iter()
+            .map(|rows| rows.iter().map(|&s| released(s, &slot_ids)).collect())
+            .collect(),
+        group: a
+            .group_of
+            .iter()
+            .map(|&g| released(g, &group_ids))
+            .collect(),
+    };
+    let g = Generalization {
+        kept: a.kept.clone(),
+        codes: forest.tables.iter().map(|t| t.qi.clone()).collect(),
+        groups: forest
+            .tables
+            .iter()
+            .map(|t| vec![NO_GROUP; t.rows()])
+            .collect(),
+        ec_sizes: a.anatomy.groups.iter().map(|g| g.members.len()).collect(),
+        suppressed_entities: a.anatomy.suppressed.len(),
+        levels: None,
+    };
+    let mut m = generalized(plan, forest, &g, Some(&qi))?;
+    match a.variant {
+        crate::plan::Variant::TreeTree => sa_trees(plan, forest, a, &qi, &mut m.tables)?,
+        crate::plan::Variant::VertexVertex => sa_groups(plan, forest, a, &qi, &mut m.tables)?,
+    }
+    Ok(m)
+}
+
+/// Plan entries whose `<t>__sa` table t-t publishes: those with a SENSITIVE column, and their
+/// ancestors (an SA-tree's edges pass through SA-less tables).
+pub fn sa_tree_tables(plan: &Plan) -> Vec<bool> {
+    let mut needed: Vec<bool> = plan
+        .tables
+        .iter()
+        .map(|t| {
+            t.columns
+                .iter()
+                .any(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
+        })
+        .collect();
+    for ti in (0..plan.tables.len()).rev() {
+        if needed[ti] {
+            if let Some(p) = plan.tables[ti].parent {
+                needed[p] = true;
+            }
+        }
+    }
+    needed
+}
+
+/// The SENSITIVE columns of plan entry `ti`: (batch column index, name).
+fn sensitive_columns(plan: &Plan, ti: usize) -> Vec<(usize, String)> {
+    plan.tables[ti]
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c.role, ColumnRole::Sensitive { .. }))
+        .map(|(i, c)| (i, c.name.clone()))
+        .collect()
+}
+
+/// t-t's SA side: per table, one row per kept vertex with a fresh key `sa_id` (its own
+/// permutation, never the QI side's), the parent vertex's `parent_sa_id` (the entity
+/// table's rows carry `group_id` instead), `slot`, and the source SA values; rows in key
+/// order, which is random.
+fn sa_trees(
+    plan: &Plan,
+    forest: &Forest,
+    a: &crate::algo::Anatomization,
+    qi: &QiSide,
+    tables: &mut Vec<ReleaseTable>,
+) -> Result<(), ReleaseError> {
+    let needed = sa_tree_tables(plan);
+    let mut sa_ids: Vec<Vec<i64>> = Vec::with_capacity(plan.tables.len());
+    for (ti, (ft, nodes)) in plan.tables.iter().zip(&forest.tables).enumerate() {
+        let rows: Vec<u32> = (0..nodes.rows() as u32)
+            .filter(|&r| a.kept[ti][r as usize])
+            .collect();
+        let mut own = vec![0i64; nodes.rows()];
+        for (&r, id) in rows
+            .iter()
+            .zip(shuffled(plan, SA_KEY_STREAM - ti as u64, rows.len()))
+        {
+            own[r as usize] = id;
+        }
+        if !needed[ti] {
+            sa_ids.push(own);
+            continue;
+        }
+        let mut fields = vec![Field::new("sa_id", DataType::Int64, false)];
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(
+            rows.iter().map(|&r| own[r as usize]).collect::<Vec<_>>(),
+        ))];
+        let mut foreign_keys = Vec::new();
+        match ft.parent {
+            None => {
+                fields.push(Field::new("group_id", DataType::Int64, false));
+                columns.push(Arc::new(Int64Array::from(
+                    rows.iter()
+                        .map(|&r| qi.group[r as usize])
+                        .collect::<Vec<_>>(),
+                )));
+            }
+            Some(p) => {
+                fields.push(Field::new("parent_sa_id", DataType::Int64, false));
+                columns.push(Arc::new(Int64Array::from(
+                    rows.iter()
+                        .map(|&r| sa_ids[p][nodes.parent[r as usize] as usize])
+                        .collect::<Vec<_>>(),
+                )));
+                foreign_keys.push(ForeignKey {
+                    columns: vec!["parent_sa_id".into()],
+                    ref_table: sa_table_name(&plan.tables[p].name),
+                    ref_columns: vec!["sa_id".into()],
+                });
+            }
+        }
+        fields.push(Field::new("slot", DataType::Int64, false));
+        columns.push(Arc::new(Int64Array::from(
+            rows.iter()
+                .map(|&r| qi.slot[ti][r as usize])
+                .collect::<Vec<_>>(),
+        )));
+        let take = UInt32Array::from(rows.clone());
+        for (ci, name) in sensitive_columns(plan, ti) {
+            let values = arrow::compute::take(nodes.batch.column(ci).as_ref(), &take, None)
+                .map_err(internal)?;
+            fields.push(Field::new(&name, values.data_type().clone(), true));
+            columns.push(values);
+        }
+        let batch =
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(internal)?;
+        let key = ["sa_id".to_string()];
+        let batch = sort_by_key(batch, key.iter(), false)?;
+        tables.push(ReleaseTable {
+            name: sa_table_name(&ft.name),
+            batch,
+            primary_key: vec!["sa_id".into()],
+            foreign_keys,
+        });
+        sa_ids.push(own);
+    }
+    Ok(())
+}
+
+/// v-v's SA side: per table with SENSITIVE columns, one row per distinct SA tuple of a slot
+/// with its `count`; no keys, rows sorted by slot and values.
+fn sa_groups(
+    plan: &Plan,
+    forest: &Forest,
+    a: &crate::algo::Anatomization,
+    qi: &QiSide,
+    tables: &mut Vec<ReleaseTable>,
+) -> Result<(), ReleaseError> {
+    for (ti, (ft, nodes)) in plan.tables.iter().zip(&forest.tables).enumerate() {
+        let sa = sensitive_columns(plan, ti);
+        if sa.is_empty() {
+            continue;
+        }
+        // (slot, rendered values) -> (a row holding them, how many).
+        let mut tuples: HashMap<(i64, Vec<Option<String>>), (u32, i64)> = HashMap::new();
+        for r in 0..nodes.rows() as u32 {
+            if !a.kept[ti][r as usize] {
+                continue;
+            }
+            let values = sa
+                .iter()
+                .map(|&(ci, _)| render_value(nodes.batch.column(ci).as_ref(), r as usize))
+                .collect();
+            tuples
+                .entry((qi.slot[ti][r as usize], values))
+                .or_insert((r, 0))
+                .1 += 1;
+        }
+        let mut entries: Vec<(i64, u32, i64)> = tuples
+            .into_iter()
+            .map(|((slot, _), (row, count))| (slot, row, count))
+            .collect();
+        entries.sort_unstable();
+        let mut fields = vec![Field::new("slot", DataType::Int64, false)];
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(
+            entries.iter().map(|e| e.0).collect::<Vec<_>>(),
+        ))];
+        let take = UInt32Array::from(entries.iter().map(|e| e.1).collect::<Vec<_>>());
+        for (ci, name) in &sa {
+            let values = arrow::compute::take(nodes.batch.column(*ci).as_ref(), &take, None)
+                .map_err(internal)?;
+            fields.push(Field::new(name, values.data_type().clone(), true));
+            columns.push(values);
+        }
+        fields.push(Field::new("count", DataType::Int64, false));
+        columns.push(Arc::new(Int64Array::from(
+            entries.iter().map(|e| e.2).collect::<Vec<_>>(),
+        )));
+        let batch =
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(internal)?;
+        // Slot first, then the values: the order says nothing the rows do not.
+        let batch = sort_by_key(batch, std::iter::empty(), true)?;
+        tables.push(ReleaseTable {
+            name: sa_group_table_name(&ft.name),
+            batch,
+            primary_key: Vec::new(),
+            foreign_keys: Vec::new(),
+        });
+    }
+    Ok(())
+}
+
+/// t-t's SA-side table of family table `t`.
+pub fn sa_table_name(t: &str) -> String {
+    format!("{t}__sa")
+}
+
+/// v-v's SA-side table of family table `t`.
+pub fn sa_group_table_name(t: &str) -> String {
+    format!("{t}__sag")
 }
 
 /// The family tables with generalized rows: kept rows with their codes' labels, keys drawn.
@@ -77,6 +333,7 @@ fn generalized(
     plan: &Plan,
     forest: &Forest,
     generalization: &Generalization,
+    anatomy: Option<&QiSide>,
 ) -> Result<Materialized, ReleaseError> {
     let Generalization { kept, codes, .. } = generalization;
     // surrogate[t][row]: the released one-column integer key of a kept row, for tables whose
@@ -116,6 +373,7 @@ fn generalized(
             &codes[ti],
             own.as_ref(),
             &surrogate,
+            anatomy,
         )?;
         let nqi = nodes.nqi();
         let released_pk = ft.released_pk();
@@ -271,6 +529,7 @@ fn release_rows(
     codes: &[u32],
     own: Option<&Vec<Option<i64>>>,
     surrogate: &[Option<Vec<Option<i64>>>],
+    anatomy: Option<&QiSide>,
 ) -> Result<Released, ReleaseError> {
     let ft = &plan.tables[ti];
     let nodes = &forest.tables[ti];
@@ -383,6 +642,14 @@ fn release_rows(
                 fields.push(f);
                 columns.push(c);
             }
+            // Anatomy publishes QI values exactly and sensitive ones on the SA side only.
+            ColumnRole::Sensitive { .. } if anatomy.is_some() => continue,
+            ColumnRole::QuasiIdentifier { .. } if anatomy.is_some() => {
+                lm_sum_by_column.push((col.name.clone(), 0.0));
+                qi_index += 1;
+                fields.push(field);
+                columns.push(original.clone());
+            }
             ColumnRole::QuasiIdentifier { .. } => {
                 let (labels, column_sum) = qi_labels(nodes, rows, codes, qi_index, &mut lm_sum);
                 lm_sum_by_column.push((col.name.clone(), column_sum));
@@ -395,6 +662,26 @@ fn release_rows(
                 columns.push(original.clone());
             }
         }
+    }
+    if let Some(side) = anatomy {
+        // The second entry of a split table hangs below an ancestor but its rows are not
+        // entity rows.
+        if ti == 0 {
+            let (f, c) = int_column(
+                "group_id",
+                rows.iter().map(|&r| Some(side.group[r as usize])).collect(),
+            );
+            fields.push(f);
+            columns.push(c);
+        }
+        let (f, c) = int_column(
+            "slot",
+            rows.iter()
+                .map(|&r| Some(side.slot[ti][r as usize]))
+                .collect(),
+        );
+        fields.push(f);
+        columns.push(c);
     }
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema, columns).map_err(internal)?;
@@ -536,12 +823,13 @@ fn permutation(n_rows: usize, rows: &[u32], ids: Vec<i64>) -> Vec<Option<i64>> {
 
 /// `1..=n` shuffled by the key seed of table `ti` (or the OS): a pseudonym per row that is
 /// consistent per key and says nothing about source order.
-fn shuffled(plan: &Plan, ti: usize, n: usize) -> Vec<i64> {
+fn shuffled(plan: &Plan, stream: impl Into<u64>, n: usize) -> Vec<i64> {
+    let stream: u64 = stream.into();
     let mut ids: Vec<i64> = (1..=n as i64).collect();
     let mut rng = match plan.params.seed {
-        Some(seed) => {
-            ChaCha8Rng::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(ti as u64 + 1))
-        }
+        Some(seed) => ChaCha8Rng::seed_from_u64(
+            seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(stream.wrapping_add(1)),
+        ),
         None => ChaCha8Rng::from_rng(&mut rand::rng()),
     };
     ids.shuffle(&mut rng);
@@ -571,11 +859,11 @@ fn released_ints(
             let ids = match &ft.part {
                 Some(p) if p.null_side => reserved.remove(&ti).unwrap_or_default(),
                 Some(p) => {
-                    let mut ids = shuffled(plan, ti, rows.len() + kept_elsewhere);
+                    let mut ids = shuffled(plan, ti as u64, rows.len() + kept_elsewhere);
                     reserved.insert(p.other, ids.split_off(rows.len()));
                     ids
                 }
-                None => shuffled(plan, ti, rows.len()),
+                None => shuffled(plan, ti as u64, rows.len()),
             };
             Some(permutation(nodes.rows(), rows, ids))
         }

@@ -92,7 +92,7 @@ impl ReportParams {
             .collect();
         let p = &plan.params;
         ReportParams {
-            model: p.model,
+            model: p.model.clone(),
             algorithm: algorithm.spec.name.to_string(),
             options: AlgorithmOptions(options),
             query_seed: p.query_seed,

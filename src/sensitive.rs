@@ -31,6 +31,8 @@ pub struct SensitiveColumn {
     pub labels: Vec<String>,
     /// Code per row.
     pub codes: Vec<u32>,
+    /// The bucket boundaries of a `SENSITIVE BUCKETS` column.
+    pub bounds: Option<Vec<f64>>,
 }
 
 impl SensitiveColumn {
@@ -41,6 +43,23 @@ impl SensitiveColumn {
             seen[c as usize] = true;
         }
         seen.iter().filter(|&&s| s).count()
+    }
+
+    /// The code a declared value stands for: the value itself, or in a bucketed column the
+    /// bucket holding it; `None` for a value no code stands for. `None` as the value is NULL.
+    pub fn code_of(&self, value: Option<&str>) -> Option<u32> {
+        let label = match (value, &self.bounds) {
+            (None, _) => "NULL".to_string(),
+            (Some(v), None) => v.to_string(),
+            (Some(v), Some(bounds)) => {
+                let x: f64 = v.trim().parse().ok()?;
+                bucket_label(bounds, bucket_of(bounds, x)?)
+            }
+        };
+        self.labels
+            .iter()
+            .position(|l| *l == label)
+            .map(|c| c as u32)
     }
 }
 
@@ -139,6 +158,7 @@ pub fn intern(
         column: column.to_string(),
         labels,
         codes,
+        bounds: buckets.map(<[f64]>::to_vec),
     })
 }
 
@@ -190,6 +210,7 @@ mod tests {
             column: "t.c".into(),
             labels: (0..values).map(|v| v.to_string()).collect(),
             codes,
+            bounds: None,
         }
     }
 

@@ -70,9 +70,7 @@ pub async fn measure(
     output: &Output,
     released: &Materialized,
 ) -> Result<Utility, UtilityError> {
-    let kept = match output {
-        Output::Generalized(g) => &g.kept,
-    };
+    let kept = output.kept();
     let (kl_divergence, kl_by_column) = kl(forest, kept);
     let suppression_accuracy = suppression_accuracy(forest, kept);
     let queries = random_queries(plan, forest, plan.params.queries, plan.params.query_seed);

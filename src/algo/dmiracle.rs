@@ -14,7 +14,7 @@ use crate::algo::kernel::diversify::Rule;
 use crate::algo::kernel::pairwise::{Pairwise, Siblings};
 use crate::algo::kernel::tree::Clustering;
 use crate::algo::kernel::tree::Rep;
-use crate::algo::{Generalization, Options, Output, Spec};
+use crate::algo::{Generalization, Options, Output, Spec, GENERALIZES};
 use crate::forest::Forest;
 use crate::plan::{Diversity, Model};
 use crate::progress::Progress;
@@ -24,6 +24,7 @@ pub static DMIRACLE: Spec = Spec::plain("dmiracle", cdgh::OPTIONS, l_diversity_o
 fn l_diversity_only(model: &Model) -> Result<(), String> {
     match model {
         Model::LDiversity { .. } => Ok(()),
+        Model::Anatomy { .. } => Err(GENERALIZES.to_string()),
         Model::KAnonymity { .. } => Err(
             "is MiRaCle's l-diversity extension; write model = 'l-diversity', l = ...".to_string(),
         ),

@@ -44,6 +44,9 @@ pub static LATTICE: Spec = Spec {
 /// over the lattice (002 P8: merging a diverse class with a uniform one can fail), so no
 /// node's suppression would bound its parents'.
 fn serves(model: &Model) -> Result<(), String> {
+    if model.anatomy().is_some() {
+        return Err(crate::algo::GENERALIZES.to_string());
+    }
     match model.diversity() {
         Some((_, Diversity::Probabilistic)) => Err("serves l-diversity only in its distinct form (diversity = 'distinct'): the frequency form is not monotone over the lattice (generalizing can make a class fail)".to_string()),
         _ => Ok(()),

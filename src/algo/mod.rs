@@ -41,7 +41,7 @@ use crate::progress::Progress;
 
 pub use kernel::tree::Clustering;
 pub use options::{OptionSpec, OptionValue, Options};
-pub use output::{Generalization, Output};
+pub use output::{Anatomization, Generalization, Output};
 
 /// One algorithm as users name it (`ANONYMIZE ... WITH (algorithm = 'name')`).
 #[derive(Debug)]
@@ -95,6 +95,7 @@ pub static ALGORITHMS: &[&Spec] = &[
     &dmiracle::DMIRACLE,
     &topdown::TOPDOWN,
     &lattice::LATTICE,
+    &anatomy::ANATOMY,
     &baseline::UNIVERSAL,
     &baseline::PER_TABLE,
     &baseline::BITMAP_COMPLETE,
@@ -107,8 +108,12 @@ fn default_for(model: &Model) -> &'static Spec {
     match model {
         Model::KAnonymity { .. } => &miracle::MIRACLEX,
         Model::LDiversity { .. } => &clustree::CLUSTREE,
+        Model::Anatomy { .. } => &anatomy::ANATOMY,
     }
 }
+
+/// Why a generalizing algorithm refuses anatomy.
+pub const GENERALIZES: &str = "generalizes QI values, and model = 'anatomy' publishes them exactly";
 
 /// `Spec::serves` of an algorithm that ignores sensitive values.
 pub fn k_anonymity_only(model: &Model) -> Result<(), String> {
@@ -117,12 +122,16 @@ pub fn k_anonymity_only(model: &Model) -> Result<(), String> {
         Model::LDiversity { .. } => {
             Err("is a k-anonymity algorithm and ignores sensitive values".to_string())
         }
+        Model::Anatomy { .. } => Err(GENERALIZES.to_string()),
     }
 }
 
-/// `Spec::serves` of an algorithm that serves both models.
-pub fn any_model(_: &Model) -> Result<(), String> {
-    Ok(())
+/// `Spec::serves` of an algorithm that serves both generalization models.
+pub fn any_model(model: &Model) -> Result<(), String> {
+    match model {
+        Model::Anatomy { .. } => Err(GENERALIZES.to_string()),
+        _ => Ok(()),
+    }
 }
 
 /// `Spec::refuses` of an algorithm that takes every plan.
@@ -224,6 +233,7 @@ fn instead(model: &Model) -> String {
     match model {
         Model::LDiversity { .. } => format!("for l-diversity use algorithm = {list}"),
         Model::KAnonymity { .. } => format!("for k-anonymity use algorithm = {list}"),
+        Model::Anatomy { .. } => format!("for anatomy use algorithm = {list}"),
     }
 }
 

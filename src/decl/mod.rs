@@ -2,7 +2,8 @@
 //!
 //! The file is SQL-flavoured: standard statements where SQL has them (`CREATE VIEW`,
 //! `ALTER TABLE ... ADD FOREIGN KEY`, `SELECT` as a hierarchy source) and a few
-//! anonymization statements (`CREATE HIERARCHY`, `CREATE ENTITY`, `LABEL`, `ANONYMIZE`).
+//! anonymization statements (`CREATE HIERARCHY`, `CREATE ENTITY`, `LABEL`, `ANONYMIZE`,
+//! `CREATE RULE`).
 //! Everything goes through sqlparser's tokenizer, so quoting, comments and identifiers
 //! behave like SQL, and queries go through sqlparser's own query parser.
 //!
@@ -21,8 +22,8 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerE
 
 use crate::policy::{
     AnonymizeDecl, CsvDelimiter, DatePart, EntityDecl, ForeignKeyDecl, HierarchyDecl,
-    HierarchySource, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, Setting, TableDecl, Value,
-    ViewDecl,
+    HierarchySource, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, RuleDecl, RuleValue,
+    Setting, TableDecl, Value, ViewDecl,
 };
 use cursor::{lower_first, pos, Cursor, LineIndex, Lit, StatementTokens};
 
@@ -44,7 +45,7 @@ impl DeclError {
 }
 
 const STATEMENTS: &str =
-    "SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, ALTER TABLE, LABEL or ANONYMIZE";
+    "SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL or ANONYMIZE";
 
 /// Parses a whole declarations file. An empty file (or one with only comments) is an empty
 /// policy: saying what is missing is the planner's job, where it can say it all at once.
@@ -166,9 +167,11 @@ impl<'t> Builder<'t> {
                 self.entity(c)
             } else if c.eat_kw("VIEW") {
                 self.view(c)
+            } else if c.eat_kw("RULE") {
+                self.rule(c)
             } else {
                 Err(c.expected(
-                    "HIERARCHY, ENTITY or VIEW after CREATE (e.g. CREATE HIERARCHY h AS BANDS (5, 10))",
+                    "HIERARCHY, ENTITY, VIEW or RULE after CREATE (e.g. CREATE HIERARCHY h AS BANDS (5, 10))",
                 ))
             }
         } else if c.eat_kw("ALTER") {
@@ -518,6 +521,123 @@ impl<'t> Builder<'t> {
             table,
             column,
             role,
+            pos: c.start,
+        });
+        Ok(())
+    }
+
+    /// `CREATE RULE name ON t.c [= value | IS NULL] WITH (m = 2, p = '1/3')`
+    fn rule(&mut self, c: &mut Cursor) -> Result<(), DeclError> {
+        const EXAMPLE: &str =
+            "e.g. CREATE RULE aids ON visits.diagnosis = 'AIDS' WITH (m = 1, p = 0.5)";
+        let (name, name_pos) = c.ident(&format!("a rule name after CREATE RULE ({EXAMPLE})"))?;
+        if let Some(first) = self
+            .policy
+            .rules
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(&name))
+        {
+            return Err(DeclError::new(
+                name_pos,
+                format!(
+                    "rule '{name}' is already declared at {}; give each rule its own name",
+                    first.pos
+                ),
+            ));
+        }
+        c.expect_kw(
+            "ON",
+            &format!("ON and the sensitive column after the rule name ({EXAMPLE})"),
+        )?;
+        let (table, _) = c.ident(&format!("a table name after ON ({EXAMPLE})"))?;
+        c.expect(
+            &Token::Period,
+            &format!("'.' and a column name after '{table}' (write ON {table}.column)"),
+        )?;
+        let (column, _) = c.ident(&format!("a column name after '{table}.'"))?;
+        let value = if c.eat(&Token::Eq) {
+            match c.literal("a value after '=' (a quoted string or a number)")? {
+                (Lit::Number(_, text), _) => RuleValue::Value(text),
+                (Lit::Text(s), _) => RuleValue::Value(s),
+                (Lit::Word(w), at) => {
+                    return Err(DeclError::new(
+                        at,
+                        format!("quote the value: write = '{w}' (or IS NULL for a missing value)"),
+                    ))
+                }
+            }
+        } else if c.eat_kw("IS") {
+            c.expect_kw("NULL", "NULL after IS (a rule about missing values)")?;
+            RuleValue::Null
+        } else {
+            RuleValue::Every
+        };
+        c.expect_kw(
+            "WITH",
+            &format!("WITH (m = ..., p = ...) after the column or value ({EXAMPLE}; leave out = value for a rule on every value)"),
+        )?;
+        c.expect(
+            &Token::LParen,
+            "'(' after WITH (e.g. WITH (m = 2, p = 0.5))",
+        )?;
+        let (mut m, mut p) = (None, None);
+        loop {
+            let (option, at) = c.ident("m or p (e.g. m = 2, p = 0.5)")?;
+            c.expect(&Token::Eq, &format!("'=' after {option}"))?;
+            match option.to_ascii_lowercase().as_str() {
+                "m" if m.is_none() => {
+                    let (n, _, npos) =
+                        c.number("a whole number of occurrences after m = (e.g. m = 2)")?;
+                    m = Some((n, npos));
+                }
+                "p" if p.is_none() => {
+                    let (text, ppos) =
+                        match c.literal("a share after p = (e.g. p = 0.5 or p = '1/3')")? {
+                            (Lit::Number(_, text), ppos) => (text, ppos),
+                            (Lit::Text(s), ppos) => (s, ppos),
+                            (Lit::Word(w), ppos) => {
+                                return Err(DeclError::new(
+                                    ppos,
+                                    format!("p must be a share such as 0.5 or '1/3', found {w}"),
+                                ))
+                            }
+                        };
+                    p = Some((text, ppos));
+                }
+                "m" | "p" => {
+                    return Err(DeclError::new(
+                        at,
+                        format!("{option} is already given; keep only one"),
+                    ))
+                }
+                other => {
+                    return Err(DeclError::new(
+                        at,
+                        format!("a rule takes m and p, not '{other}' (e.g. WITH (m = 2, p = 0.5))"),
+                    ))
+                }
+            }
+            if !c.eat(&Token::Comma) {
+                break;
+            }
+        }
+        c.expect(&Token::RParen, "',' or ')' after a rule option")?;
+        c.end("CREATE RULE")?;
+        let missing = |what: &str| {
+            DeclError::new(
+                c.start,
+                format!("rule '{name}' needs {what} (e.g. WITH (m = 2, p = 0.5))"),
+            )
+        };
+        let m = m.ok_or_else(|| missing("m, the occurrences that discriminate"))?;
+        let p = p.ok_or_else(|| missing("p, the most confidence an adversary may have"))?;
+        self.policy.rules.push(RuleDecl {
+            name,
+            table,
+            column,
+            value,
+            m,
+            p,
             pos: c.start,
         });
         Ok(())

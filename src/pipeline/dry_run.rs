@@ -128,6 +128,13 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             crate::plan::Model::LDiversity { l, diversity } => {
                 format!("l-diversity ({diversity:?}), l = {l}")
             }
+            crate::plan::Model::Anatomy { l, variant, rules } => {
+                format!(
+                    "anatomy ({}), l = {l}, {} rule(s)",
+                    variant.name(),
+                    rules.len()
+                )
+            }
         },
         tables,
         dimensions,

@@ -129,6 +129,9 @@ pub struct Fingerprint {
 pub async fn build(req: &Request, partial: Option<f64>, progress: &Progress) -> Result<Built> {
     let started = Instant::now();
     let (plan, _, wh) = prepare(req, progress).await?;
+    if plan.params.model.anatomy().is_some() {
+        bail!("the lattice generalizes QI values, and the declarations ask for model = 'anatomy', which publishes them exactly; negotiate a k-anonymity or l-diversity model (or anonymize with the anatomy as declared)");
+    }
     let forest = load(&plan, &wh, progress).await?;
     let lattice = Lattice::new(&forest);
     let shape = lattice
@@ -200,7 +203,10 @@ pub async fn build(req: &Request, partial: Option<f64>, progress: &Progress) -> 
         Some(p) => annotate_partial(&lattice, no_distinct.is_none(), p, progress),
     };
     let columns = column_meta(&plan, &lattice);
-    let declared = match plan.params.model {
+    let declared = match plan.params.model.clone() {
+        Model::Anatomy { .. } => {
+            bail!("anatomy has no lattice; negotiate a k-anonymity or l-diversity model")
+        }
         Model::KAnonymity { k } => Declared {
             measure: "k".into(),
             value: k as u32,

@@ -36,7 +36,7 @@ impl PlanError {
     }
 }
 
-fn at(pos: Pos, message: impl Into<String>) -> PlanError {
+pub(super) fn at(pos: Pos, message: impl Into<String>) -> PlanError {
     PlanError::At {
         pos,
         message: message.into(),
@@ -152,11 +152,18 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
         .collect();
     let reads_warnings = check_hierarchy_reads(policy, wh, &tables, &dimensions)?;
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
-    let params = params(policy, entity)?;
+    let mut params = params(policy, entity)?;
     let mut warnings = raw_key_warnings(wh, &tables, &dropped, &params);
     warnings.extend(reads_warnings);
     check_sensitive(&params, &tables, entity)?;
-    check_views(policy, wh, &tables, &dimensions)?;
+    super::anatomy::check(policy, wh, &mut params, &tables, &mut warnings)?;
+    check_views(
+        policy,
+        wh,
+        &tables,
+        &dimensions,
+        params.model.anatomy().is_some(),
+    )?;
     let resolve = |s: &Option<crate::policy::Setting>| s.as_ref().map(|s| base.join(&s.value));
     let source = resolve(&policy.source).ok_or_else(|| {
         PlanError::Schema("no source; add SET source = '<file.sqlite or directory>'".into())
@@ -1092,7 +1099,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
     }
     let mut p = Params::defaults(Model::KAnonymity { k: 0 });
     p.algorithm.pos = an.pos;
-    let (mut k, mut l, mut model, mut diversity) = (None, None, None, None);
+    let (mut k, mut l, mut model, mut diversity, mut variant) = (None, None, None, None, None);
     let text = |v: &Value| match v {
         Value::Text(s) => s.to_ascii_lowercase(),
         Value::Number(n) => n.to_string(),
@@ -1126,17 +1133,33 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
         match name.as_str() {
             "model" => {
                 model = Some(match text(&value).as_str() {
-                    "k-anonymity" => false,
-                    "l-diversity" => true,
+                    "k-anonymity" => Asked::K,
+                    "l-diversity" => Asked::L,
+                    "anatomy" => Asked::Anatomy,
                     other => {
                         return Err(at(
                             pos,
                             format!(
-                            "unknown model '{other}'; use model = 'k-anonymity' or 'l-diversity'"
+                            "unknown model '{other}'; use model = 'k-anonymity', 'l-diversity' or 'anatomy'"
                         ),
                         ))
                     }
                 })
+            }
+            "variant" => {
+                variant = Some((
+                    match text(&value).as_str() {
+                        "t-t" => Variant::TreeTree,
+                        "v-v" => Variant::VertexVertex,
+                        other => {
+                            return Err(at(
+                                pos,
+                                format!("variant must be 't-t' (a person's QI-tree from their SA-tree) or 'v-v' (each vertex from its sensitive values), found '{other}'"),
+                            ))
+                        }
+                    },
+                    pos,
+                ))
             }
             "k" | "l" => {
                 let n = number(1.0, 1e9)?;
@@ -1150,7 +1173,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                 }
             }
             "diversity" => {
-                diversity = Some(match text(&value).as_str() {
+                diversity = Some((match text(&value).as_str() {
                     "probabilistic" => Diversity::Probabilistic,
                     "distinct" => Diversity::Distinct,
                     other => {
@@ -1161,7 +1184,7 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
                             ),
                         ))
                     }
-                })
+                }, pos))
             }
             "algorithm" => p.algorithm.name = Some((text(&value), pos)),
             "queries" => p.queries = whole(number(0.0, 1e6)?)? as usize,
@@ -1194,8 +1217,46 @@ fn params(policy: &Policy, entity: &crate::policy::EntityDecl) -> Result<Params,
             _ => p.algorithm.options.push(RawOption { name, value, pos }),
         }
     }
-    p.model = model_of(an.pos, &entity.name, model, k, l, diversity)?;
+    if model == Some(Asked::Anatomy) {
+        let (l, _) = l.ok_or_else(|| {
+            at(an.pos, format!("anatomy needs l; write ANONYMIZE {} WITH (model = 'anatomy', l = 3, variant = 't-t')", entity.name))
+        })?;
+        if l < 2 {
+            return Err(at(an.pos, format!("anatomy needs l >= 2 (l = {l} would publish every person's sensitive values beside their QIs); write l = 2 or more")));
+        }
+        if let Some((_, pos)) = diversity {
+            return Err(at(pos, "diversity belongs to l-diversity; anatomy's groups hold l distinct values per slot, so remove it".to_string()));
+        }
+        p.model = Model::Anatomy {
+            l,
+            variant: variant.map_or(Variant::TreeTree, |(v, _)| v),
+            rules: Vec::new(),
+        };
+        return Ok(p);
+    }
+    if let Some((_, pos)) = variant {
+        return Err(at(
+            pos,
+            "variant belongs to anatomy; write model = 'anatomy' or remove it".to_string(),
+        ));
+    }
+    p.model = model_of(
+        an.pos,
+        &entity.name,
+        model.map(|m| m == Asked::L),
+        k,
+        l,
+        diversity.map(|(d, _)| d),
+    )?;
     Ok(p)
+}
+
+/// The model `model = '...'` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    K,
+    L,
+    Anatomy,
 }
 
 /// The options [`params`] reads itself, in the order messages list them.
@@ -1204,6 +1265,7 @@ pub const SHARED_OPTIONS: &[&str] = &[
     "k",
     "l",
     "diversity",
+    "variant",
     "algorithm",
     "seed",
     "keys",
@@ -1445,6 +1507,7 @@ fn check_views(
     wh: &Warehouse,
     tables: &[FamilyTable],
     dimensions: &[DimensionTable],
+    anatomy: bool,
 ) -> Result<(), PlanError> {
     let released = released_identifiers(tables, dimensions);
     for v in &policy.views {
@@ -1472,6 +1535,25 @@ fn check_views(
                     v.pos,
                     format!(
                         "view {} reads the IDENTIFIER column {}.{col}, which is not released; remove it from the view",
+                        v.name, owners[0]
+                    ),
+                ));
+            }
+            let sensitive = anatomy
+                && owners.iter().any(|t| {
+                    tables.iter().any(|f| {
+                        &f.name == t
+                            && f.columns.iter().any(|c| {
+                                c.name.eq_ignore_ascii_case(col)
+                                    && matches!(c.role, ColumnRole::Sensitive { .. })
+                            })
+                    })
+                });
+            if sensitive {
+                return Err(at(
+                    v.pos,
+                    format!(
+                        "view {} reads the SENSITIVE column {}.{col}; under anatomy it is published apart from the rows it belongs to (on the SA side), and a view joining them back would re-link people to their values; read QI and INSENSITIVE columns only, or query the SA side by slot",
                         v.name, owners[0]
                     ),
                 ));

@@ -21,7 +21,9 @@ use std::path::PathBuf;
 
 use crate::policy::{DatePart, Pos, ViewDecl};
 
+mod anatomy;
 mod build;
+pub use anatomy::{GROUP_ID, SLOT};
 pub use build::{build, family, family_members, PlanError, SHARED_OPTIONS};
 
 /// A validated, ready-to-run description of one anonymization.
@@ -228,11 +230,27 @@ impl FamilyTable {
 
     /// The released table's columns for an entry of `plan`: the second entry of a split table
     /// (see [`Part`]) releases into its main entry's table.
+    /// Under anatomy the QI side loses the SENSITIVE columns (they are on the SA side) and
+    /// gains `group_id` (the entity table) and `slot`, last.
     pub fn released_columns_in(&self, plan: &Plan) -> Vec<String> {
-        match &self.part {
-            Some(p) if p.null_side => plan.tables[p.other].released_columns(),
-            _ => self.released_columns(),
+        let main = match &self.part {
+            Some(p) if p.null_side => &plan.tables[p.other],
+            _ => self,
+        };
+        let mut columns = main.released_columns();
+        if plan.params.model.anatomy().is_some() {
+            columns.retain(|name| {
+                !main
+                    .columns
+                    .iter()
+                    .any(|c| &c.name == name && matches!(c.role, ColumnRole::Sensitive { .. }))
+            });
+            if plan.tables.first().is_some_and(|t| t.name == main.name) {
+                columns.push(GROUP_ID.to_string());
+            }
+            columns.push(SLOT.to_string());
         }
+        columns
     }
 
     /// The released table's columns, in order: a surrogate key first, then the source
@@ -425,7 +443,7 @@ pub struct RawOption {
     pub pos: Pos,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum Model {
     KAnonymity {
@@ -436,6 +454,46 @@ pub enum Model {
         l: usize,
         diversity: Diversity,
     },
+    /// 000 Ch. 3: QI values published exactly, groups of l entities aligned slot by slot,
+    /// each slot's sensitive values l-diverse, and the (p,m)-privacy rules met per group.
+    Anatomy {
+        l: usize,
+        variant: Variant,
+        rules: Vec<AnatomyRule>,
+    },
+}
+
+/// Which link an anatomy breaks (000 Sec. 3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Variant {
+    /// t-t: a person's QI-tree from their SA-tree (Def. 20-21); the SA-tree is published whole.
+    #[serde(rename = "t-t")]
+    TreeTree,
+    /// v-v: each vertex's QIs from its sensitive values, and those from each other (Def. 22-23).
+    #[serde(rename = "v-v")]
+    VertexVertex,
+}
+
+impl Variant {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Variant::TreeTree => "t-t",
+            Variant::VertexVertex => "v-v",
+        }
+    }
+}
+
+/// One (p,m)-privacy rule (000 Def. 18) on a SENSITIVE column of a family table, as declared:
+/// an adversary may tie a person to `value` `m` times or more with confidence at most `p`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AnatomyRule {
+    pub name: String,
+    /// The family table's name and the column's, as the source spells them.
+    pub table: String,
+    pub column: String,
+    pub value: crate::policy::RuleValue,
+    pub m: u32,
+    pub p: crate::fraction::Fraction,
 }
 
 impl Plan {
@@ -458,14 +516,22 @@ impl Model {
     pub fn min_group(&self) -> usize {
         match self {
             Model::KAnonymity { k } => *k,
-            Model::LDiversity { l, .. } => *l,
+            Model::LDiversity { l, .. } | Model::Anatomy { l, .. } => *l,
+        }
+    }
+
+    /// Anatomy's l and variant, when the model is anatomy.
+    pub fn anatomy(&self) -> Option<(usize, Variant)> {
+        match self {
+            Model::Anatomy { l, variant, .. } => Some((*l, *variant)),
+            _ => None,
         }
     }
 
     /// The diversity rule matched vertices must meet, if any.
     pub fn diversity(&self) -> Option<(usize, Diversity)> {
         match self {
-            Model::KAnonymity { .. } => None,
+            Model::KAnonymity { .. } | Model::Anatomy { .. } => None,
             Model::LDiversity { l, diversity } => Some((*l, *diversity)),
         }
     }

@@ -19,14 +19,7 @@ use super::thresholds::{tt_budget, vv_budget, Fraction};
 use crate::algo::kernel::annotate::tree_rows;
 use crate::forest::Forest;
 
-/// Which link anatomy breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
-    /// A member's QI-tree from its SA-tree (Def. 20-21).
-    TreeTree,
-    /// Each vertex's QIs from its sensitive values (Def. 22-23).
-    VertexVertex,
-}
+pub use crate::plan::Variant;
 
 /// (s, m, p): at most a share p of a group's trees may hold value `code` of sensitive column
 /// `column` of family table `table` m times or more (Def. 18-19).
@@ -510,6 +503,7 @@ mod tests {
             column: name.into(),
             labels: (0..=most).map(|c| format!("s{c}")).collect(),
             codes,
+            bounds: None,
         }
     }
 

@@ -11,43 +11,7 @@
 
 use std::cmp::Ordering;
 
-/// p as an exact fraction in (0, 1].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fraction {
-    pub num: u64,
-    pub den: u64,
-}
-
-impl Fraction {
-    /// `num / den`, or `None` outside (0, 1].
-    pub fn new(num: u64, den: u64) -> Option<Fraction> {
-        (den > 0 && num > 0 && num <= den).then_some(Fraction { num, den })
-    }
-
-    /// A decimal written in the declarations (`0.33` is 33/100, not 1/3: decision D2).
-    pub fn from_decimal(text: &str) -> Option<Fraction> {
-        let text = text.trim();
-        if let Some((n, d)) = text.split_once('/') {
-            return Fraction::new(n.trim().parse().ok()?, d.trim().parse().ok()?);
-        }
-        let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-        if frac.len() > 18 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let den = 10u64.checked_pow(frac.len() as u32)?;
-        let whole: u64 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse().ok()?
-        };
-        let frac: u64 = if frac.is_empty() {
-            0
-        } else {
-            frac.parse().ok()?
-        };
-        Fraction::new(whole.checked_mul(den)?.checked_add(frac)?, den)
-    }
-}
+pub use crate::fraction::Fraction;
 
 /// t-t's budget: how many of a group's ℓ SA-trees may hold the value m times or more.
 pub fn tt_budget(p: Fraction, l: u32) -> u32 {

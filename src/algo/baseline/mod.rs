@@ -58,7 +58,9 @@ const fn baseline(
 fn k_anonymity_baseline(model: &Model) -> Result<(), String> {
     match model {
         Model::KAnonymity { .. } => Ok(()),
-        Model::LDiversity { .. } => Err("is a k-anonymity baseline (001 Sec. III)".to_string()),
+        Model::LDiversity { .. } | Model::Anatomy { .. } => {
+            Err("is a k-anonymity baseline (001 Sec. III)".to_string())
+        }
     }
 }
 

@@ -904,6 +904,7 @@ pub(crate) mod tests {
             column: "p.s".into(),
             labels: vec!["a".into(), "b".into(), "c".into()],
             codes: (0..entities).map(|_| rng.random_range(0..3)).collect(),
+            bounds: None,
         }];
         Forest {
             tables: vec![root, kids, grand, other],
@@ -1117,6 +1118,7 @@ pub(crate) mod tests {
             column: "p.s".into(),
             labels: vec!["s1".into(), "s2".into(), "s3".into(), "s4".into()],
             codes: (0..13).map(|e| if e < 3 { e } else { 3 }).collect(),
+            bounds: None,
         }];
         let f = Forest { tables: vec![root] };
         let lattice = Lattice::new(&f);
