@@ -46,9 +46,12 @@ use std::fmt::Write as _;
 
 use arrow::array::RecordBatch;
 
+mod anatomy;
 mod domain;
 mod fact;
 mod matching;
+
+pub use anatomy::RuleRisk;
 
 pub use domain::DOMAIN_CAP;
 pub use fact::FactError;
@@ -114,6 +117,18 @@ pub struct Findings {
     pub candidate_keys: Option<Vec<String>>,
     /// One per SENSITIVE column (and per fact on its table); none without candidates.
     pub posteriors: Vec<Posterior>,
+    /// Under anatomy: the candidates' groups and each (p,m)-privacy rule's risk.
+    pub anatomy: Option<AnatomyFindings>,
+}
+
+/// What an anatomy gives away beyond the QI side (see `attack::anatomy`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AnatomyFindings {
+    /// The candidates' released group ids with their sizes (at most 10 listed).
+    pub groups: Vec<(i64, usize)>,
+    /// Per declared rule, the largest chance over the candidates (and values) that the
+    /// victim holds the value m times or more; (p,m)-privacy keeps it at most p.
+    pub rules: Vec<RuleRisk>,
 }
 
 /// One fact and how much of the release it fits.
@@ -265,6 +280,13 @@ pub async fn run(
             })
             .collect()
     });
+    let anatomy = match plan.params.model.anatomy() {
+        Some((_, variant)) => Some((
+            anatomy::SaSide::read(plan, release, variant).await?,
+            anatomy::Placement::read(plan, &released)?,
+        )),
+        None => None,
+    };
     let mut posteriors = Vec::new();
     // With no candidate there is no victim's record to infer anything from.
     let inferable = if candidates.is_empty() {
@@ -282,15 +304,24 @@ pub async fn run(
             if !matches!(c.role, ColumnRole::Sensitive { .. }) {
                 continue;
             }
-            let at = column_index(&released[ti], &t.name, &c.name)?;
-            let values: Vec<Option<String>> = (0..released[ti].num_rows())
-                .map(|r| render_value(released[ti].column(at).as_ref(), r))
-                .collect();
             let column = format!("{}.{}", t.name, c.name);
+            // A released row's value, or under anatomy its slot's SA group.
+            let mass: Box<dyn Fn(u32) -> anatomy::Mass> = match &anatomy {
+                Some((side, place)) => {
+                    Box::new(move |r| side.mass(ti, &c.name, place.slot[ti][r as usize]))
+                }
+                None => {
+                    let at = column_index(&released[ti], &t.name, &c.name)?;
+                    let batch = &released[ti];
+                    Box::new(move |r| {
+                        vec![(render_value(batch.column(at).as_ref(), r as usize), 1.0)]
+                    })
+                }
+            };
             posteriors.extend(posteriors_of(
                 &column,
                 ti,
-                &values,
+                &*mass,
                 &family,
                 &evidence,
                 &candidates,
@@ -306,6 +337,24 @@ pub async fn run(
         singled_out: candidates.len() == 1,
         candidate_keys,
         posteriors,
+        anatomy: anatomy.map(|(side, place)| {
+            let mut sizes: HashMap<i64, usize> = HashMap::new();
+            for &g in &place.group {
+                *sizes.entry(g).or_default() += 1;
+            }
+            let mut groups: Vec<(i64, usize)> = candidates
+                .iter()
+                .map(|&e| place.group[e as usize])
+                .map(|g| (g, sizes[&g]))
+                .collect();
+            groups.sort_unstable();
+            groups.dedup();
+            groups.truncate(KEYS_LISTED);
+            AnatomyFindings {
+                groups,
+                rules: anatomy::rule_risks(plan, &side, &place, &family, &candidates),
+            }
+        }),
     })
 }
 
@@ -576,7 +625,7 @@ fn candidates(family: &[Vec<Vec<u32>>], evidence: &[Evidence]) -> Vec<u32> {
 fn posteriors_of(
     column: &str,
     t: usize,
-    values: &[Option<String>],
+    values: &dyn Fn(u32) -> anatomy::Mass,
     family: &[Vec<Vec<u32>>],
     evidence: &[Evidence],
     candidates: &[u32],
@@ -624,19 +673,23 @@ fn posteriors_of(
 
 /// Each non-empty pick (one per candidate) weighs 1, spread evenly over its rows; returns how
 /// many picks contribute and the normalized distribution, most likely first.
-fn distribution(picks: &[Vec<u32>], values: &[Option<String>]) -> (usize, Vec<Share>) {
-    let mut mass: BTreeMap<Option<&str>, f64> = BTreeMap::new();
+/// A row's value is what `values` says of it: its released value with certainty, or under
+/// anatomy a share of each value of its slot.
+fn distribution(picks: &[Vec<u32>], values: &dyn Fn(u32) -> anatomy::Mass) -> (usize, Vec<Share>) {
+    let mut mass: BTreeMap<Option<String>, f64> = BTreeMap::new();
     let mut entities = 0;
     for rows in picks.iter().filter(|p| !p.is_empty()) {
         entities += 1;
         for &r in rows {
-            *mass.entry(values[r as usize].as_deref()).or_default() += 1.0 / rows.len() as f64;
+            for (value, share) in values(r) {
+                *mass.entry(value).or_default() += share / rows.len() as f64;
+            }
         }
     }
     let mut shares: Vec<Share> = mass
         .into_iter()
         .map(|(value, m)| Share {
-            value: value.map(str::to_string),
+            value,
             probability: m / entities as f64,
         })
         .collect();
@@ -694,10 +747,45 @@ impl Findings {
                 let _ = writeln!(out, "no released {} fits: the victim is not in the release (suppressed, or never in the source), or a fact is not true of them", self.entity);
                 return out;
             }
+            1 if self.anatomy.is_some() => {
+                let _ = writeln!(out, "exactly one released {} fits every fact: anatomy publishes QI values exactly, so the victim's QI record is found; what hides their sensitive values is their group, below", self.entity);
+            }
             1 => {
                 let _ = writeln!(out, "SINGLED OUT: exactly one released {} fits every fact; the adversary has found the victim's record and reads its sensitive values below exactly", self.entity);
             }
             _ => {}
+        }
+        if let Some(a) = &self.anatomy {
+            let groups: Vec<String> = a
+                .groups
+                .iter()
+                .map(|(g, n)| format!("{g} ({n} {}s)", self.entity))
+                .collect();
+            let _ = writeln!(
+                out,
+                "their group{}: {}",
+                plural(groups.len()),
+                groups.join(", ")
+            );
+            for r in &a.rules {
+                let value = r.value.as_deref().unwrap_or("NULL");
+                let verdict = if crate::fraction::Fraction::from_decimal(&r.p)
+                    .is_some_and(|p| r.probability * p.den as f64 <= p.num as f64 + 1e-9)
+                {
+                    "within"
+                } else {
+                    "ABOVE"
+                };
+                let _ = writeln!(
+                    out,
+                    "  rule {}: {} = {value} at least {} time(s) with probability {:.1}%, {verdict} p = {}",
+                    r.rule,
+                    r.column,
+                    r.m,
+                    100.0 * r.probability,
+                    r.p
+                );
+            }
         }
         if self.posteriors.is_empty() {
             let _ = writeln!(out, "the family has no SENSITIVE column");
@@ -754,6 +842,11 @@ impl Findings {
 mod tests {
     use super::*;
 
+    /// Released values read with certainty, as a generalized release has them.
+    fn certain(values: &[Option<String>], r: u32) -> anatomy::Mass {
+        vec![(values[r as usize].clone(), 1.0)]
+    }
+
     fn evidence(table: usize, consistent: &[bool]) -> Evidence {
         Evidence {
             table,
@@ -802,7 +895,14 @@ mod tests {
         let ev = vec![evidence(1, &[true, true, true, false, true])];
         let cands = candidates(&family(), &ev);
         assert_eq!(cands, vec![0, 1, 2]);
-        let p = posteriors_of("students.gpa", 0, &gpa, &family(), &ev, &cands);
+        let p = posteriors_of(
+            "students.gpa",
+            0,
+            &|r| certain(&gpa, r),
+            &family(),
+            &ev,
+            &cands,
+        );
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].subject, p[0].entities), (Subject::Entity, 3));
         assert!(p[0]
@@ -811,7 +911,14 @@ mod tests {
             .all(|s| (s.probability - 1.0 / 3.0).abs() < 1e-12));
         // The fact's row: student 0 could mean row 0 or 1 (1/6 each), student 1 row 2 (1/3),
         // student 2 row 4 (1/3).
-        let p = posteriors_of("courses.grade", 1, &grade, &family(), &ev, &cands);
+        let p = posteriors_of(
+            "courses.grade",
+            1,
+            &|r| certain(&grade, r),
+            &family(),
+            &ev,
+            &cands,
+        );
         assert_eq!((p[0].subject, p[0].fact), (Subject::FactRow, Some(1)));
         let got: BTreeMap<String, f64> = p[0]
             .distribution
@@ -834,7 +941,14 @@ mod tests {
             evidence(1, &[true, false, true, false, false]),
         ];
         let cands = candidates(&family(), &ev);
-        let p = posteriors_of("courses.grade", 1, &grade, &family(), &ev, &cands);
+        let p = posteriors_of(
+            "courses.grade",
+            1,
+            &|r| certain(&grade, r),
+            &family(),
+            &ev,
+            &cands,
+        );
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].distribution.len(), 1);
         assert_eq!(p[0].distribution[0].value.as_deref(), Some("B"));
@@ -842,7 +956,14 @@ mod tests {
         // A table no fact is about: a uniformly chosen row of each candidate.
         let ev = vec![evidence(0, &[true, false, true])];
         let cands = candidates(&family(), &ev);
-        let p = posteriors_of("courses.grade", 1, &grade, &family(), &ev, &cands);
+        let p = posteriors_of(
+            "courses.grade",
+            1,
+            &|r| certain(&grade, r),
+            &family(),
+            &ev,
+            &cands,
+        );
         assert_eq!((p[0].subject, p[0].entities), (Subject::AnyRow, 2));
         let total: f64 = p[0].distribution.iter().map(|s| s.probability).sum();
         assert!((total - 1.0).abs() < 1e-12);
@@ -881,6 +1002,7 @@ mod tests {
                     probability: 1.0,
                 }],
             }],
+            anatomy: None,
         };
         let text = findings.summary();
         assert!(

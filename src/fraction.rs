@@ -42,7 +42,11 @@ impl Fraction {
 
 impl std::fmt::Display for Fraction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.num, self.den)
+        let (mut a, mut b) = (self.num, self.den);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        write!(f, "{}/{}", self.num / a, self.den / a)
     }
 }
 

@@ -74,8 +74,10 @@ pub async fn measure(
     let (kl_divergence, kl_by_column) = kl(forest, kept);
     let suppression_accuracy = suppression_accuracy(forest, kept);
     let queries = random_queries(plan, forest, plan.params.queries, plan.params.query_seed);
-    let (query_accuracy, query_accuracy_by_depth) =
-        query_accuracy(plan, forest, released, &queries).await?;
+    let (query_accuracy, query_accuracy_by_depth) = match output {
+        Output::Generalized(_) => query_accuracy(plan, forest, released, &queries).await?,
+        Output::Anatomized(a) => expected_accuracy(plan, forest, a, &queries),
+    };
     Ok(Utility {
         query_accuracy,
         query_accuracy_by_depth,
@@ -341,6 +343,133 @@ async fn query_accuracy(
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let all: Vec<f64> = scores.iter().flatten().copied().collect();
     Ok((mean(&all), scores.iter().map(|s| mean(s)).collect()))
+}
+
+/// The queries' accuracy on an anatomy (000 Sec. 3.5, spec decision D12): the answer on the
+/// release is the count an analyst expects under the adversary's uniform reconstruction.
+/// A kept row whose QI predicates hold (QI values are exact) counts the probability that its
+/// path's sensitive predicates hold: t-t averages over the group's |G| SA-trees (every
+/// bijection of QI-trees to SA-trees is equally likely), v-v multiplies per vertex the share
+/// of its slot's SA group that satisfies them (slots are reconstructed independently). The
+/// two differ only for predicates on two vertices of one person. Computed from the groups,
+/// whose slots hold exactly the multisets the SA side publishes; the source count is the
+/// same row count the SQL path takes.
+fn expected_accuracy(
+    plan: &Plan,
+    forest: &Forest,
+    a: &crate::algo::Anatomization,
+    queries: &[Query],
+) -> (Option<f64>, Vec<Option<f64>>) {
+    use rayon::prelude::*;
+    let depth: Vec<usize> = (0..plan.tables.len())
+        .map(|t| chain(plan, t).len() - 1)
+        .collect();
+    let max_depth = depth.iter().copied().max().unwrap_or(0);
+    // Global slot -> (group, slot within the group).
+    let slot_at: Vec<(usize, usize)> = a
+        .anatomy
+        .groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, group)| (0..group.slots.len()).map(move |s| (g, s)))
+        .collect();
+    let scored: Vec<(usize, f64)> = queries
+        .par_iter()
+        .filter_map(|q| {
+            let up = chain(plan, q.table);
+            let (mut x, mut y) = (0.0, 0.0);
+            let mut path = vec![0u32; up.len()];
+            for r in 0..forest.tables[q.table].rows() as u32 {
+                let mut row = r;
+                for (i, &t) in up.iter().enumerate() {
+                    path[i] = row;
+                    row = forest.tables[t]
+                        .parent
+                        .get(row as usize)
+                        .copied()
+                        .unwrap_or(0);
+                }
+                let at = |t: usize| path[up.iter().position(|&u| u == t).expect("on the chain")];
+                let qi_holds = q.predicates.iter().all(|p| match *p {
+                    Predicate::Under { table, qi, node } => {
+                        let nodes = &forest.tables[table];
+                        nodes.hierarchies[qi].lca(nodes.codes(at(table))[qi], node) == node
+                    }
+                    Predicate::Sensitive { .. } => true,
+                });
+                if !qi_holds {
+                    continue;
+                }
+                let source = q.predicates.iter().all(|p| match *p {
+                    Predicate::Sensitive { table, sa, code } => {
+                        forest.tables[table].sa(sa, at(table)) == code
+                    }
+                    Predicate::Under { .. } => true,
+                });
+                x += f64::from(u8::from(source));
+                if a.kept[q.table][r as usize] {
+                    y += expected(forest, a, &slot_at, &q.predicates, &at);
+                }
+            }
+            (x > 0.0).then(|| (depth[q.table], 1.0 - (y - x).abs() / x))
+        })
+        .collect();
+    let mut scores: Vec<Vec<f64>> = vec![Vec::new(); max_depth + 1];
+    for (d, s) in scored {
+        scores[d].push(s);
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let all: Vec<f64> = scores.iter().flatten().copied().collect();
+    (mean(&all), scores.iter().map(|s| mean(s)).collect())
+}
+
+/// The probability that a kept path's sensitive predicates hold after the adversary's
+/// reconstruction (see [`expected_accuracy`]); `at(t)` is the path's row of table `t`.
+fn expected(
+    forest: &Forest,
+    a: &crate::algo::Anatomization,
+    slot_at: &[(usize, usize)],
+    predicates: &[Predicate],
+    at: &dyn Fn(usize) -> u32,
+) -> f64 {
+    // (table, its slot in the group, predicates on it).
+    let mut vertices: Vec<(usize, usize, Vec<(usize, u32)>)> = Vec::new();
+    let mut group = None;
+    for p in predicates {
+        if let Predicate::Sensitive { table, sa, code } = *p {
+            let (g, s) = slot_at[a.slot_of[table][at(table) as usize] as usize];
+            group = Some(g);
+            match vertices.iter_mut().find(|v| v.0 == table) {
+                Some(v) => v.2.push((sa, code)),
+                None => vertices.push((table, s, vec![(sa, code)])),
+            }
+        }
+    }
+    let Some(g) = group else {
+        return 1.0;
+    };
+    let slots = &a.anatomy.groups[g].slots;
+    let size = a.anatomy.groups[g].members.len();
+    let holds = |table: usize, slot: usize, preds: &[(usize, u32)], member: usize| {
+        let row = slots[slot].rows[member];
+        preds
+            .iter()
+            .all(|&(sa, code)| forest.tables[table].sa(sa, row) == code)
+    };
+    match a.variant {
+        crate::plan::Variant::TreeTree => {
+            let trees = (0..size)
+                .filter(|&i| vertices.iter().all(|(t, s, p)| holds(*t, *s, p, i)))
+                .count();
+            trees as f64 / size as f64
+        }
+        crate::plan::Variant::VertexVertex => vertices
+            .iter()
+            .map(|(t, s, p)| {
+                (0..size).filter(|&i| holds(*t, *s, p, i)).count() as f64 / size as f64
+            })
+            .product(),
+    }
 }
 
 /// The name a plan entry is registered under: the table's, or for the second entry of a split

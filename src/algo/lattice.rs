@@ -535,6 +535,7 @@ mod tests {
         let model = Model::KAnonymity { k };
         match run(f, &model, &options(max_suppression, loss), &Progress::new()) {
             Ok(Output::Generalized(g)) => g,
+            Ok(Output::Anatomized(_)) => panic!("a generalizing algorithm anatomized"),
             Err(e) => panic!("{e}"),
         }
     }

@@ -13,8 +13,6 @@
 //! - Rule budgets use the group's final size ℓ (D3): t-t counts members holding a value m
 //!   times or more, v-v the value's occurrences.
 
-use std::collections::HashMap;
-
 use super::thresholds::{tt_budget, vv_budget, Fraction};
 use crate::algo::kernel::annotate::tree_rows;
 use crate::forest::Forest;
@@ -76,6 +74,20 @@ struct Building {
     counts: Vec<Vec<u32>>,
     /// t-t: per rule, members holding it m times or more; v-v: per rule, occurrences.
     used: Vec<u64>,
+    /// What a tentative merge changed, so it can be undone: a merge is tried in place for
+    /// every candidate (cloning the group per candidate cost more than the merges).
+    trail: Vec<Undo>,
+}
+
+/// One change of a tentative merge.
+#[derive(Debug, Clone)]
+enum Undo {
+    /// A row (and its values) pushed onto the slot.
+    Pushed(usize),
+    /// The slot suppressed.
+    Killed(usize),
+    /// The member count, rule counters and earlier members' counts before the merge.
+    Members(usize, Vec<u64>, Vec<Vec<u32>>),
 }
 
 #[derive(Debug, Clone)]
@@ -93,8 +105,8 @@ struct Building1 {
 struct Rules<'a> {
     forest: &'a Forest,
     rules: &'a [Rule],
-    /// (table, column, code) -> rules on it.
-    on: HashMap<(usize, usize, u32), Vec<usize>>,
+    /// `on[table][column][code]`: the rules on that value.
+    on: Vec<Vec<Vec<Vec<usize>>>>,
     /// Per rule, its budget in the group (see [`Building::used`]).
     budget: Vec<u64>,
     variant: Variant,
@@ -102,28 +114,24 @@ struct Rules<'a> {
 
 impl Rules<'_> {
     /// The rules a vertex's sensitive cells name.
-    fn of(&self, table: usize, row: u32) -> Vec<usize> {
+    fn of(&self, table: usize, row: u32) -> impl Iterator<Item = usize> + '_ {
         let t = &self.forest.tables[table];
-        let mut out = Vec::new();
-        for (c, s) in t.sensitive.iter().enumerate() {
-            if let Some(rs) = self.on.get(&(table, c, s.codes[row as usize])) {
-                out.extend(rs);
-            }
-        }
-        out
+        t.sensitive
+            .iter()
+            .zip(&self.on[table])
+            .flat_map(move |(s, on)| on[s.codes[row as usize] as usize].iter().copied())
     }
 
     /// Whether member `member` may keep vertex (table, row); if so, counts it.
     fn admit(&self, g: &mut Building, member: usize, table: usize, row: u32) -> bool {
-        let rules = self.of(table, row);
-        let ok = rules.iter().all(|&r| match self.variant {
+        let ok = self.of(table, row).all(|r| match self.variant {
             Variant::TreeTree => {
                 g.counts[member][r] + 1 != self.rules[r].m || g.used[r] < self.budget[r]
             }
             Variant::VertexVertex => g.used[r] < self.budget[r],
         });
         if ok {
-            for &r in &rules {
+            for r in self.of(table, row) {
                 match self.variant {
                     Variant::TreeTree => {
                         g.counts[member][r] += 1;
@@ -164,9 +172,24 @@ pub fn anatomize(forest: &Forest, config: &Config) -> Anatomy {
 fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
     let l = config.l.max(1);
     let n = forest.entities();
-    let mut on: HashMap<(usize, usize, u32), Vec<usize>> = HashMap::new();
+    let mut on: Vec<Vec<Vec<Vec<usize>>>> = forest
+        .tables
+        .iter()
+        .map(|t| {
+            t.sensitive
+                .iter()
+                .map(|s| vec![Vec::new(); s.labels.len()])
+                .collect()
+        })
+        .collect();
     for (i, r) in config.rules.iter().enumerate() {
-        on.entry((r.table, r.column, r.code)).or_default().push(i);
+        if let Some(list) = on
+            .get_mut(r.table)
+            .and_then(|t| t.get_mut(r.column))
+            .and_then(|c| c.get_mut(r.code as usize))
+        {
+            list.push(i);
+        }
     }
     let budget = config
         .rules
@@ -241,26 +264,30 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
             let mut complete = true;
             // Lines 17-20.
             for _ in 1..l {
-                let mut best: Option<(u64, usize, Building)> = None;
+                let mut best: Option<(u64, usize)> = None;
                 let slots = slot_counts(&building, forest.tables.len());
                 for (i, &c) in part.iter().enumerate() {
                     // A merge keeps at most as many slots of a table as both sides have, so
                     // its COST is at least this; ties go to the earlier candidate.
                     let bound = cost_bound(&slots, profiles[c as usize], building.members);
-                    if prune && best.as_ref().is_some_and(|b| bound >= b.0) {
+                    if prune && best.is_some_and(|b| bound >= b.0) {
                         continue;
                     }
-                    if let Some((merged, cost)) =
-                        merge(forest, &rules, &building, c, sizes[c as usize])
-                    {
-                        if best.as_ref().is_none_or(|b| cost < b.0) {
-                            best = Some((cost, i, merged));
+                    let cost = merge(forest, &rules, &mut building, c, sizes[c as usize]);
+                    undo(&mut building);
+                    if let Some(cost) = cost {
+                        if best.is_none_or(|b| cost < b.0) {
+                            best = Some((cost, i));
                         }
                     }
                 }
                 match best {
-                    Some((_, i, merged)) => {
-                        building = merged;
+                    Some((_, i)) => {
+                        // Line 19: the chosen merge, done again and kept.
+                        let c = part[i];
+                        merge(forest, &rules, &mut building, c, sizes[c as usize])
+                            .expect("the merge succeeded a moment ago on the same group");
+                        building.trail.clear();
                         members.push(part[i]);
                         taken.push((i, part.remove(i)));
                     }
@@ -324,6 +351,7 @@ fn admit_seed(forest: &Forest, rules: &Rules, seed: u32, l: usize) -> Option<Bui
         members: 1,
         counts: vec![vec![0; rules.rules.len()]; l],
         used: vec![0; rules.rules.len()],
+        trail: Vec::new(),
     };
     fn add(
         forest: &Forest,
@@ -363,27 +391,56 @@ fn admit_seed(forest: &Forest, rules: &Rules, seed: u32, l: usize) -> Option<Bui
     add(forest, rules, &mut g, 0, seed, None).then_some(g)
 }
 
-/// Algorithm 7: `building` with tree `candidate` merged in as its next member, and the COST
-/// of the merge (D6: the vertices it loses, the group's weighted by its members), or `None`
-/// when the root cannot be matched.
+/// Algorithm 7: tree `candidate` merged into `g` as its next member, every change on the
+/// trail (see [`undo`]), and the COST of the merge (D6: the vertices it loses, the group's
+/// weighted by its members), or `None` when the root cannot be matched.
 fn merge(
     forest: &Forest,
     rules: &Rules,
-    building: &Building,
+    g: &mut Building,
     candidate: u32,
     candidate_size: usize,
-) -> Option<(Building, u64)> {
-    let before = building.slots.iter().filter(|s| s.alive).count();
-    let mut g = building.clone();
+) -> Option<u64> {
+    let before = g.slots.iter().filter(|s| s.alive).count();
     let member = g.members;
-    if !try_match(forest, rules, &mut g, member, 0, 0, candidate) {
+    g.trail.push(Undo::Members(
+        member,
+        g.used.clone(),
+        g.counts[..member].to_vec(),
+    ));
+    if !try_match(forest, rules, g, member, 0, 0, candidate) {
         return None;
     }
     g.members += 1;
-    merge_vertices(forest, rules, &mut g, member, 0, candidate);
+    merge_vertices(forest, rules, g, member, 0, candidate);
     let after = g.slots.iter().filter(|s| s.alive).count();
-    let cost = (member * (before - after) + (candidate_size - after)) as u64;
-    Some((g, cost))
+    Some((member * (before - after) + (candidate_size - after)) as u64)
+}
+
+/// Takes back a tentative merge: the trail read backwards.
+fn undo(g: &mut Building) {
+    while let Some(change) = g.trail.pop() {
+        match change {
+            Undo::Pushed(s) => {
+                let slot = &mut g.slots[s];
+                slot.rows.pop();
+                for held in &mut slot.values {
+                    held.pop();
+                }
+            }
+            Undo::Killed(s) => g.slots[s].alive = true,
+            Undo::Members(members, used, counts) => {
+                g.members = members;
+                g.used = used;
+                for (m, c) in counts.into_iter().enumerate() {
+                    g.counts[m] = c;
+                }
+                for c in g.counts.iter_mut().skip(members) {
+                    c.iter_mut().for_each(|n| *n = 0);
+                }
+            }
+        }
+    }
 }
 
 /// Lines 4-7 of Algorithm 8 for one pair: the SA test (every sensitive value new to the slot,
@@ -411,6 +468,7 @@ fn try_match(
     for (held, col) in s.values.iter_mut().zip(&t.sensitive) {
         held.push(col.codes[row as usize]);
     }
+    g.trail.push(Undo::Pushed(slot));
     true
 }
 
@@ -426,28 +484,30 @@ fn merge_vertices(
     row: u32,
 ) {
     let table = g.slots[slot].table;
-    // The member's child rows in table order, then row order.
-    let kids: Vec<(usize, u32)> = forest.tables[table]
-        .children
+    let groups = &forest.tables[table].children;
+    // The member's child rows in table order, then row order; matched ones are taken.
+    let mut matched: Vec<Vec<bool>> = groups
         .iter()
-        .flat_map(|c| c.of(row).iter().map(move |&k| (c.table, k)))
+        .map(|c| vec![false; c.of(row).len()])
         .collect();
-    let mut matched = vec![false; kids.len()];
-    let slots: Vec<usize> = g.slots[slot].children.clone();
-    for s in slots {
+    for j in 0..g.slots[slot].children.len() {
+        let s = g.slots[slot].children[j];
         if !g.slots[s].alive {
             continue;
         }
+        let t = g.slots[s].table;
         let mut done = false;
-        for (i, &(t, k)) in kids.iter().enumerate() {
-            if matched[i] || t != g.slots[s].table {
-                continue;
-            }
-            if try_match(forest, rules, g, member, s, t, k) {
-                merge_vertices(forest, rules, g, member, s, k);
-                matched[i] = true;
-                done = true;
-                break;
+        if let Some(gi) = groups.iter().position(|c| c.table == t) {
+            for (i, &k) in groups[gi].of(row).iter().enumerate() {
+                if matched[gi][i] {
+                    continue;
+                }
+                if try_match(forest, rules, g, member, s, t, k) {
+                    merge_vertices(forest, rules, g, member, s, k);
+                    matched[gi][i] = true;
+                    done = true;
+                    break;
+                }
             }
         }
         if !done {
@@ -463,11 +523,14 @@ fn suppress(rules: &Rules, g: &mut Building, members: usize, s: usize) {
         return;
     }
     g.slots[s].alive = false;
-    let (table, rows) = (g.slots[s].table, g.slots[s].rows.clone());
-    for (m, &row) in rows.iter().enumerate().take(members) {
+    g.trail.push(Undo::Killed(s));
+    let table = g.slots[s].table;
+    for m in 0..members.min(g.slots[s].rows.len()) {
+        let row = g.slots[s].rows[m];
         rules.release(g, m, table, row);
     }
-    for c in g.slots[s].children.clone() {
+    for j in 0..g.slots[s].children.len() {
+        let c = g.slots[s].children[j];
         suppress(rules, g, members, c);
     }
 }

@@ -80,6 +80,7 @@ fn run(forest: &Forest, spec: &crate::algo::Spec, k: usize, progress: &Progress)
     let options = Options::read(spec.options, &written).expect("1 is valid for both");
     match (spec.run)(forest, &Model::KAnonymity { k }, &options, progress) {
         Ok(Output::Generalized(g)) => g,
+        Ok(Output::Anatomized(_)) => panic!("a generalizing algorithm anatomized"),
         Err(e) => panic!("{} releases this forest: {e}", spec.name),
     }
 }
