@@ -19,6 +19,7 @@ use crate::forest::Forest;
 
 pub use crate::plan::Variant;
 
+
 /// (s, m, p): at most a share p of a group's trees may hold value `code` of sensitive column
 /// `column` of family table `table` m times or more (Def. 18-19).
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +78,10 @@ struct Building {
     /// What a tentative merge changed, so it can be undone: a merge is tried in place for
     /// every candidate (cloning the group per candidate cost more than the merges).
     trail: Vec<Undo>,
+    /// Which of a member's child rows are taken, per level of `merge_vertices`.
+    matched: Vec<bool>,
+    /// Live slots.
+    alive: usize,
 }
 
 /// One change of a tentative merge.
@@ -264,23 +269,25 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
             let mut complete = true;
             // Lines 17-20.
             for _ in 1..l {
-                let mut best: Option<(u64, usize)> = None;
                 let slots = slot_counts(&building, forest.tables.len());
-                for (i, &c) in part.iter().enumerate() {
-                    // A merge keeps at most as many slots of a table as both sides have, so
-                    // its COST is at least this; ties go to the earlier candidate.
-                    let bound = cost_bound(&slots, profiles[c as usize], building.members);
-                    if prune && best.is_some_and(|b| bound >= b.0) {
-                        continue;
-                    }
-                    let cost = merge(forest, &rules, &mut building, c, sizes[c as usize]);
-                    undo(&mut building);
-                    if let Some(cost) = cost {
-                        if best.is_none_or(|b| cost < b.0) {
-                            best = Some((cost, i));
-                        }
-                    }
-                }
+                // A merge keeps at most as many slots of a table as both sides have, so its
+                // COST is at least this bound. Candidates are tried by rising bound, so the
+                // search stops at the first bound above the best COST found; the least
+                // (COST, position) wins either way, so the order changes nothing.
+                let mut order: Vec<(u64, usize)> = part
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &c)| {
+                        let bound = if prune {
+                            cost_bound(&slots, profiles[c as usize], building.members)
+                        } else {
+                            0
+                        };
+                        (bound, i)
+                    })
+                    .collect();
+                order.sort_unstable();
+                let best = search(forest, &rules, &building, &part, &sizes, &order);
                 match best {
                     Some((_, i)) => {
                         // Line 19: the chosen merge, done again and kept.
@@ -320,6 +327,60 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
     }
 }
 
+/// Lines 18-19's argmin: the least (COST, position) over the candidates `order` lists by
+/// rising COST bound. Two threads take alternate candidates, each merging into its own copy
+/// of the group and stopping at the first bound above the best COST either has found (a
+/// shared atomic); the least pair is the same whatever the threads see when.
+fn search(
+    forest: &Forest,
+    rules: &Rules,
+    building: &Building,
+    part: &[u32],
+    sizes: &[usize],
+    order: &[(u64, usize)],
+) -> Option<(u64, usize)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // (COST, position) packed so that one atomic min keeps both.
+    let shared = AtomicU64::new(u64::MAX);
+    let pack = |cost: u64, i: usize| (cost.min(u32::MAX as u64) << 32) | i as u64;
+    let stream = |first: usize, step: usize| {
+        let mut g = building.clone();
+        let mut mine: Option<(u64, usize)> = None;
+        for &(bound, i) in order.iter().skip(first).step_by(step) {
+            let best = shared.load(Ordering::Relaxed);
+            if best != u64::MAX {
+                let (cost, at) = (best >> 32, (best & u32::MAX as u64) as usize);
+                if bound > cost {
+                    break;
+                }
+                if bound == cost && i > at {
+                    continue;
+                }
+            }
+            let c = part[i];
+            let cost = merge(forest, rules, &mut g, c, sizes[c as usize]);
+            undo(&mut g);
+            if let Some(cost) = cost {
+                if mine.is_none_or(|m| (cost, i) < m) {
+                    mine = Some((cost, i));
+                    shared.fetch_min(pack(cost, i), Ordering::Relaxed);
+                }
+            }
+        }
+        mine
+    };
+    // A few candidates are not worth a second thread.
+    let (a, b) = if order.len() < 64 || rayon::current_num_threads() < 2 {
+        (stream(0, 1), None)
+    } else {
+        rayon::join(|| stream(0, 2), || stream(1, 2))
+    };
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 /// Live slots per table.
 fn slot_counts(g: &Building, tables: usize) -> Vec<u32> {
     let mut out = vec![0; tables];
@@ -352,6 +413,8 @@ fn admit_seed(forest: &Forest, rules: &Rules, seed: u32, l: usize) -> Option<Bui
         counts: vec![vec![0; rules.rules.len()]; l],
         used: vec![0; rules.rules.len()],
         trail: Vec::new(),
+        matched: Vec::new(),
+        alive: 0,
     };
     fn add(
         forest: &Forest,
@@ -366,6 +429,7 @@ fn admit_seed(forest: &Forest, rules: &Rules, seed: u32, l: usize) -> Option<Bui
         }
         let t = &forest.tables[table];
         let index = g.slots.len();
+        g.alive += 1;
         g.slots.push(Building1 {
             table,
             parent,
@@ -401,7 +465,7 @@ fn merge(
     candidate: u32,
     candidate_size: usize,
 ) -> Option<u64> {
-    let before = g.slots.iter().filter(|s| s.alive).count();
+    let before = g.alive;
     let member = g.members;
     g.trail.push(Undo::Members(
         member,
@@ -413,7 +477,7 @@ fn merge(
     }
     g.members += 1;
     merge_vertices(forest, rules, g, member, 0, candidate);
-    let after = g.slots.iter().filter(|s| s.alive).count();
+    let after = g.alive;
     Some((member * (before - after) + (candidate_size - after)) as u64)
 }
 
@@ -428,7 +492,10 @@ fn undo(g: &mut Building) {
                     held.pop();
                 }
             }
-            Undo::Killed(s) => g.slots[s].alive = true,
+            Undo::Killed(s) => {
+                g.slots[s].alive = true;
+                g.alive += 1;
+            }
             Undo::Members(members, used, counts) => {
                 g.members = members;
                 g.used = used;
@@ -485,11 +552,14 @@ fn merge_vertices(
 ) {
     let table = g.slots[slot].table;
     let groups = &forest.tables[table].children;
-    // The member's child rows in table order, then row order; matched ones are taken.
-    let mut matched: Vec<Vec<bool>> = groups
-        .iter()
-        .map(|c| vec![false; c.of(row).len()])
-        .collect();
+    // The member's child rows in table order, then row order; matched ones are taken. The
+    // flags live on one stack shared down the recursion (a vector per call cost more).
+    let base = g.matched.len();
+    let mut offsets = Vec::with_capacity(groups.len());
+    for c in groups {
+        offsets.push(g.matched.len());
+        g.matched.extend(std::iter::repeat_n(false, c.of(row).len()));
+    }
     for j in 0..g.slots[slot].children.len() {
         let s = g.slots[slot].children[j];
         if !g.slots[s].alive {
@@ -499,12 +569,12 @@ fn merge_vertices(
         let mut done = false;
         if let Some(gi) = groups.iter().position(|c| c.table == t) {
             for (i, &k) in groups[gi].of(row).iter().enumerate() {
-                if matched[gi][i] {
+                if g.matched[offsets[gi] + i] {
                     continue;
                 }
                 if try_match(forest, rules, g, member, s, t, k) {
+                    g.matched[offsets[gi] + i] = true;
                     merge_vertices(forest, rules, g, member, s, k);
-                    matched[gi][i] = true;
                     done = true;
                     break;
                 }
@@ -514,6 +584,7 @@ fn merge_vertices(
             suppress(rules, g, member, s);
         }
     }
+    g.matched.truncate(base);
 }
 
 /// Slot `s` and its subtree leave the group: every earlier member's vertex there is
@@ -523,6 +594,7 @@ fn suppress(rules: &Rules, g: &mut Building, members: usize, s: usize) {
         return;
     }
     g.slots[s].alive = false;
+    g.alive -= 1;
     g.trail.push(Undo::Killed(s));
     let table = g.slots[s].table;
     for m in 0..members.min(g.slots[s].rows.len()) {
