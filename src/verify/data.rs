@@ -47,6 +47,11 @@ impl Side {
         }
     }
 
+    /// The column names, in the table's order.
+    pub(super) fn names(&self) -> &[String] {
+        &self.names
+    }
+
     pub(super) fn data_type(&self, col: usize) -> &DataType {
         self.batch.column(col).data_type()
     }
@@ -66,8 +71,9 @@ impl Side {
 pub(super) enum Rule {
     /// A QI: the value, an ancestor label in the named hierarchy, or `*`.
     Qi(String),
-    /// SENSITIVE / INSENSITIVE: the value itself. `numeric` compares as numbers when both
-    /// sides are numeric, so an Int64 source and a Float64 copy of it agree.
+    /// SENSITIVE / INSENSITIVE (and QI under anatomy): the value itself. `numeric` compares
+    /// as numbers when both sides are numeric, so an Int64 source and a Float64 copy of it
+    /// agree.
     Exact { numeric: bool },
 }
 
@@ -152,7 +158,7 @@ pub(super) fn show_cell(v: Option<&str>) -> String {
 
 /// One side of a plan entry: the table, or for an entry of a split table (plan::Part) the
 /// rows it holds, told apart on each side by whether the entry's split columns are NULL.
-async fn read(
+pub(super) async fn read(
     wh: &Warehouse,
     side: &'static str,
     table: &str,
@@ -222,9 +228,12 @@ pub(super) async fn load(
         let src_pk = key_cols(&src, "source", &t.name, &t.primary_key)?;
         let rel_pk = key_cols(&rel, "release", &t.name, &t.released_pk())?;
         let mut content = Vec::new();
+        // Anatomy generalizes nothing (000 Ch. 3): a QI cell is the source value itself.
+        let anatomy = plan.params.model.anatomy().is_some();
         for c in &t.columns {
             let rule = match &c.role {
                 ColumnRole::Key | ColumnRole::Identifier => continue,
+                ColumnRole::QuasiIdentifier { .. } if anatomy => Rule::Exact { numeric: false },
                 ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
                 ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
                     Rule::Exact { numeric: false }

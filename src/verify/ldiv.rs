@@ -68,8 +68,8 @@ pub(super) struct SaColumn {
 }
 
 /// A sensitive cell after discretization: what diversity compares.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Value {
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum Value {
     Null,
     /// The index of the bucket the number falls in.
     Bucket(usize),
@@ -79,7 +79,7 @@ enum Value {
 
 /// Why a bucketed cell has no bucket.
 #[derive(Debug, PartialEq)]
-enum Unbucketed {
+pub(super) enum Unbucketed {
     NotNumeric,
     Outside,
 }
@@ -98,7 +98,7 @@ fn bucket_index(bounds: &[f64], x: f64) -> Option<usize> {
 
 /// A released cell's value for diversity. Bucketed cells are parsed from their rendered text,
 /// which is the exact shortest form of any numeric cell.
-fn classify(cell: Option<&str>, buckets: Option<&[f64]>) -> Result<Value, Unbucketed> {
+pub(super) fn classify(cell: Option<&str>, buckets: Option<&[f64]>) -> Result<Value, Unbucketed> {
     let Some(text) = cell else {
         return Ok(Value::Null);
     };
@@ -112,7 +112,7 @@ fn classify(cell: Option<&str>, buckets: Option<&[f64]>) -> Result<Value, Unbuck
 }
 
 /// How a code is shown: `'A'`, `NULL`, or `[3, 3.5)` (the last bucket `[3.5, 4]`).
-fn label(value: &Value, buckets: Option<&[f64]>) -> String {
+pub(super) fn label(value: &Value, buckets: Option<&[f64]>) -> String {
     match (value, buckets) {
         (Value::Null, _) => "NULL".to_string(),
         (Value::Text(t), _) => show_cell(Some(t)),
@@ -128,7 +128,7 @@ fn label(value: &Value, buckets: Option<&[f64]>) -> String {
 }
 
 /// Boundaries this module can bucket with: at least two, finite, strictly increasing.
-fn valid_bounds(bounds: &[f64]) -> bool {
+pub(super) fn valid_bounds(bounds: &[f64]) -> bool {
     bounds.len() >= 2
         && bounds.iter().all(|b| b.is_finite())
         && bounds.windows(2).all(|w| w[0] < w[1])

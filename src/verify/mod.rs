@@ -19,9 +19,18 @@
 //! k-anonymity by canonical forms of released trees; counts; and, under the l-diversity
 //! model, a budgeted search for a diverse matching of each EC, which first checks the grouping
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
-//! hint checked like any candidate, never trusted). It may use `plan`, `policy`, `keymap` and
-//! `warehouse`.
+//! hint checked like any candidate, never trusted).
+//!
+//! Under the anatomy model (000 Ch. 3) QI values are published exactly and there is no
+//! k-anonymity to check: schema, declared roles and truthfulness read QI cells as exact
+//! values and the SA side's tables as released beside the family, and the `anatomy` family
+//! replaces k-anonymity: the QI side's slot trees per group ("slots"), the SA side's shape
+//! ("sa side"), l-diversity per slot, (p,m)-privacy per group and rule (v-v's binomial tail
+//! decided exactly), the SA side's truth ("sa truthfulness") and, with a key map, lints for
+//! SA keys that repeat the QI side's ("unlinkability"). The verdict's classes are then the
+//! anatomy's groups. It may use `plan`, `policy`, `keymap`, `warehouse` and `fraction`.
 
+mod anatomy;
 mod atomicity;
 mod counts;
 mod data;
@@ -207,7 +216,8 @@ fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> 
 
 /// Re-checks `release` against `source` under `plan`: schema, key atomicity, truthfulness,
 /// k-anonymity of QI-isomorphism classes, row counts (against `report` when given) and,
-/// under the l-diversity model, l-diversity of every class.
+/// under the l-diversity model, l-diversity of every class; under anatomy the anatomy family
+/// in place of k-anonymity.
 pub async fn verify(
     plan: &Plan,
     source: &Warehouse,
@@ -243,6 +253,22 @@ async fn verify_with_budget(
 
     let mut truth = Check::new("truthfulness");
     truth::check(plan, &mut tables, &keys, &hiers, &mut truth)?;
+
+    if plan.params.model.anatomy().is_some() {
+        // An anatomy publishes QI values exactly: there is no k-anonymity of the QI side to
+        // check, and its groups are what the verdict counts.
+        let mut counts = Check::new("counts");
+        counts::check(&tables, report, &mut counts);
+        let (family, groups) = anatomy::check(plan, release, &tables, &keys).await?;
+        let mut checks = vec![schema, fates, atomic, truth, counts];
+        checks.extend(family);
+        return Ok(Verdict {
+            checks,
+            entities_released: groups.entities,
+            equivalence_classes: groups.groups,
+            smallest_ec: groups.smallest,
+        });
+    }
 
     let mut kanon = Check::new("k-anonymity");
     let classes = kanon::check(plan, &tables, &mut kanon);

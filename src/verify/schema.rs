@@ -2,6 +2,11 @@
 //! release has (source order, identifiers left out, a surrogate key first where the source
 //! key holds data); QI columns hold text; declared dimension tables are exact copies of their
 //! released columns; nothing else is released.
+//!
+//! Under anatomy QI columns hold the source values with their source types (nothing is
+//! generalized), and the SA side's tables (`<t>__sa`, `<t>__sag`) are released beside the
+//! family: the anatomy checks verify their columns exactly, so here they are only not
+//! "unplanned".
 
 use std::collections::HashMap;
 
@@ -18,6 +23,7 @@ pub(super) async fn check(
     release: &Warehouse,
     out: &mut Check,
 ) -> Result<(), VerifyError> {
+    let anatomy = plan.params.model.anatomy().is_some();
     for t in &plan.tables {
         let Some(meta) = release.table(&t.name) else {
             return Err(VerifyError::MissingTable {
@@ -69,6 +75,7 @@ pub(super) async fn check(
                 c.name == expected[ei] && matches!(c.role, ColumnRole::QuasiIdentifier { .. })
             });
             if qi
+                && !anatomy
                 && !matches!(
                     col.data_type,
                     DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
@@ -107,6 +114,7 @@ pub(super) async fn check(
             .map(|f| f.name.as_str())
             .chain(plan.dimensions.iter().map(|d| d.name.as_str()))
             .any(|k| k.eq_ignore_ascii_case(name))
+            || (anatomy && super::anatomy::sa_side_of(plan, name).is_some())
     };
     for t in &release.tables {
         // SQLite's own bookkeeping tables are not data.

@@ -21,6 +21,7 @@ use crate::plan::{
 use crate::policy::{DatePart, Pos};
 use crate::policy::{LabelDecl, Role};
 
+mod anatomy;
 mod ldiv;
 
 fn i(v: i64) -> Sql {

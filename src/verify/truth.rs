@@ -387,7 +387,7 @@ fn check_pair(
 
 /// Numeric cells compare as numbers (a Decimal "12.30" and a Float "12.3" are one value);
 /// integers stay exact text so large ids never collide through f64.
-fn normalize(numeric: bool, v: Option<String>) -> Option<String> {
+pub(super) fn normalize(numeric: bool, v: Option<String>) -> Option<String> {
     let s = v?;
     if !numeric || s.parse::<i64>().is_ok() {
         return Some(s);
