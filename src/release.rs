@@ -269,8 +269,7 @@ fn sa_groups(
         if sa.is_empty() {
             continue;
         }
-        // (slot, rendered values) -> (a row holding them, how many).
-        let mut tuples: HashMap<(i64, Vec<Option<String>>), (u32, i64)> = HashMap::new();
+        let mut tuples: Tuples = HashMap::new();
         for r in 0..nodes.rows() as u32 {
             if !a.kept[ti][r as usize] {
                 continue;
@@ -317,6 +316,9 @@ fn sa_groups(
     }
     Ok(())
 }
+
+/// (slot, rendered SA values) -> (a row holding them, how many).
+type Tuples = HashMap<(i64, Vec<Option<String>>), (u32, i64)>;
 
 /// t-t's SA-side table of family table `t`.
 pub fn sa_table_name(t: &str) -> String {
@@ -370,10 +372,12 @@ fn generalized(
             forest,
             ti,
             &rows,
-            &codes[ti],
+            Cells {
+                codes: &codes[ti],
+                anatomy,
+            },
             own.as_ref(),
             &surrogate,
-            anatomy,
         )?;
         let nqi = nodes.nqi();
         let released_pk = ft.released_pk();
@@ -518,6 +522,13 @@ fn qi_labels(
     (labels, sum)
 }
 
+/// What a table's QI cells are released as: generalized codes, or under anatomy the source
+/// values beside the slot (and group) ids.
+struct Cells<'a> {
+    codes: &'a [u32],
+    anatomy: Option<&'a QiSide>,
+}
+
 /// The released columns of table `ti`'s kept `rows`: keys as the plan says (own pseudonyms
 /// `own`, the parent's or an ancestor's from `surrogate`, a surrogate column first), QI cells
 /// as hierarchy labels, identifiers left out, other cells as the source holds them.
@@ -526,11 +537,11 @@ fn release_rows(
     forest: &Forest,
     ti: usize,
     rows: &[u32],
-    codes: &[u32],
+    cells: Cells<'_>,
     own: Option<&Vec<Option<i64>>>,
     surrogate: &[Option<Vec<Option<i64>>>],
-    anatomy: Option<&QiSide>,
 ) -> Result<Released, ReleaseError> {
+    let Cells { codes, anatomy } = cells;
     let ft = &plan.tables[ti];
     let nodes = &forest.tables[ti];
     let pseudonymize = plan.params.keys == KeyPolicy::Pseudonymize;

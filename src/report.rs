@@ -184,8 +184,129 @@ pub struct Report {
     pub verified: bool,
     /// Query accuracy, KL-divergence and suppression accuracy (000 Sec. 2.4, 3.5).
     pub utility: Utility,
+    /// Under `model = 'anatomy'`: the groups, the SA side, each rule's worst group and what
+    /// the model does not protect. (Absent from other reports.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anatomy: Option<AnatomyReport>,
     /// Milliseconds per phase.
     pub timings_ms: BTreeMap<String, f64>,
+}
+
+/// What an anatomy released (000 Ch. 3; the spec's Sec. 3.6).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct AnatomyReport {
+    pub variant: String,
+    pub l: usize,
+    pub groups: usize,
+    /// Partitions the entities were grouped within (the one asked for, clamped).
+    pub partitions: usize,
+    /// The SA side's tables.
+    pub sa_tables: Vec<String>,
+    pub rules: Vec<RuleReport>,
+    /// What anatomy does not protect, for whoever publishes it.
+    pub notes: Vec<String>,
+}
+
+/// One declared rule over the groups: its worst group (t-t: the share of the group's
+/// SA-trees holding the value m times or more; v-v: Pr[Binomial(η, 1/l) ≥ m] with η the
+/// group's slots holding it), for the worst value under a rule on every value.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RuleReport {
+    pub rule: String,
+    pub column: String,
+    /// The value (its bucket under BUCKETS) of the worst group; `None` when the rule names
+    /// a value no released row holds.
+    pub value: Option<String>,
+    pub m: u32,
+    pub p: String,
+    pub worst: f64,
+    /// Groups whose share sits exactly at the rule's budget.
+    pub groups_at_bound: usize,
+}
+
+/// The report's anatomy section, recounted from the groups.
+pub fn anatomy_report(
+    plan: &Plan,
+    forest: &crate::forest::Forest,
+    a: &crate::algo::Anatomization,
+    sa_tables: Vec<String>,
+) -> Option<AnatomyReport> {
+    let Model::Anatomy { l, variant, rules } = &plan.params.model else {
+        return None;
+    };
+    let mut out: Vec<RuleReport> = rules
+        .iter()
+        .map(|r| RuleReport {
+            rule: r.name.clone(),
+            column: format!("{}.{}", r.table, r.column),
+            value: None,
+            m: r.m,
+            p: r.p.to_string(),
+            worst: 0.0,
+            groups_at_bound: 0,
+        })
+        .collect();
+    for rule in &a.rules {
+        let col = &forest.tables[rule.table].sensitive[rule.column];
+        let report = &mut out[rule.declared];
+        for g in &a.anatomy.groups {
+            let size = g.members.len();
+            let holds = |row: u32| col.codes[row as usize] == rule.code;
+            let slots = g.slots.iter().filter(|s| s.table == rule.table);
+            let (share, at_bound) = match variant {
+                crate::plan::Variant::TreeTree => {
+                    let heavy = (0..size)
+                        .filter(|&i| {
+                            slots.clone().filter(|s| holds(s.rows[i])).count() >= rule.m as usize
+                        })
+                        .count();
+                    let budget = (rule.p.num as u128 * size as u128 / rule.p.den as u128) as usize;
+                    (heavy as f64 / size as f64, heavy > 0 && heavy == budget)
+                }
+                crate::plan::Variant::VertexVertex => {
+                    let eta = slots.filter(|s| s.rows.iter().any(|&r| holds(r))).count();
+                    let share = binomial_tail(eta, *l, rule.m);
+                    let next = binomial_tail(eta + 1, *l, rule.m);
+                    let p = rule.p.num as f64 / rule.p.den as f64;
+                    (share, eta > 0 && next > p)
+                }
+            };
+            if share > report.worst || report.value.is_none() {
+                if share > report.worst {
+                    report.worst = share;
+                }
+                report.value = Some(col.labels[rule.code as usize].clone());
+            }
+            report.groups_at_bound += usize::from(at_bound);
+        }
+    }
+    Some(AnatomyReport {
+        variant: variant.name().to_string(),
+        l: *l,
+        groups: a.anatomy.groups.len(),
+        partitions: a.anatomy.partitions,
+        sa_tables,
+        rules: out,
+        notes: vec![
+            "QI values are published exactly: anatomy hides which sensitive values are whose, not who is in the release; the QI side alone may single people out".to_string(),
+            "which rows were suppressed depends on sensitive values (collisions in a slot, rule budgets): an adversary who knows a row is missing learns a little about its value".to_string(),
+            "an INSENSITIVE column correlated with a sensitive one is on the QI side and weakens the guarantee".to_string(),
+        ],
+    })
+}
+
+/// Pr[Binomial(eta, 1/l) >= m], for the report (the algorithm and verify decide exactly).
+fn binomial_tail(eta: usize, l: usize, m: u32) -> f64 {
+    let q = 1.0 / l.max(1) as f64;
+    let mut below = 0.0;
+    let mut choose = 1.0;
+    for j in 0..(m as usize).min(eta + 1) {
+        if j > 0 {
+            choose = choose * (eta - j + 1) as f64 / j as f64;
+        }
+        below += choose * q.powi(j as i32) * (1.0 - q).powi((eta - j) as i32);
+    }
+    (1.0 - below).max(0.0)
 }
 
 /// One QI column's level in a global recoding.
@@ -204,6 +325,7 @@ pub fn build(
     m: &Materialized,
     utility: Utility,
     timings_ms: BTreeMap<String, f64>,
+    anatomy: Option<AnatomyReport>,
 ) -> Report {
     let tables: Vec<TableReport> = m
         .stats
@@ -298,6 +420,7 @@ pub fn build(
         ),
         dm,
         utility,
+        anatomy,
         timings_ms,
     }
 }

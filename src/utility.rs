@@ -423,6 +423,9 @@ fn expected_accuracy(
     (mean(&all), scores.iter().map(|s| mean(s)).collect())
 }
 
+/// A vertex of a query's path: its table, its slot in the group, the (column, code) asked.
+type Vertex = (usize, usize, Vec<(usize, u32)>);
+
 /// The probability that a kept path's sensitive predicates hold after the adversary's
 /// reconstruction (see [`expected_accuracy`]); `at(t)` is the path's row of table `t`.
 fn expected(
@@ -433,7 +436,7 @@ fn expected(
     at: &dyn Fn(usize) -> u32,
 ) -> f64 {
     // (table, its slot in the group, predicates on it).
-    let mut vertices: Vec<(usize, usize, Vec<(usize, u32)>)> = Vec::new();
+    let mut vertices: Vec<Vertex> = Vec::new();
     let mut group = None;
     for p in predicates {
         if let Predicate::Sensitive { table, sa, code } = *p {

@@ -300,7 +300,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'anatomy', or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

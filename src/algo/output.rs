@@ -137,6 +137,8 @@ pub struct Anatomization {
     pub slot_of: Vec<Vec<u32>>,
     /// `group_of[entity]`: the entity's group, [`NO_GROUP`] if suppressed.
     pub group_of: Vec<u32>,
+    /// The rules as the algorithm applied them: one per value of a declared rule.
+    pub rules: Vec<crate::algo::anatomy::anatomize::Rule>,
 }
 
 impl Anatomization {
@@ -175,6 +177,7 @@ impl Anatomization {
             kept,
             slot_of,
             group_of,
+            rules: Vec::new(),
         }
     }
 

@@ -18,13 +18,18 @@ use crate::warehouse::{render_value, Warehouse};
 /// A value's share of a slot's SA group.
 pub(super) type Mass = Vec<(Option<String>, f64)>;
 
+/// slot -> (value, count) of one column.
+type SlotGroups = HashMap<i64, Vec<(Option<String>, f64)>>;
+/// The (plan table, column, value) cells of one SA-tree.
+type Tree = Vec<(usize, String, Option<String>)>;
+
 /// The SA side as the adversary reads it.
 pub(super) struct SaSide {
     variant: Variant,
     /// (plan table, column) -> slot -> (value, count).
-    groups: HashMap<(usize, String), HashMap<i64, Vec<(Option<String>, f64)>>>,
+    groups: HashMap<(usize, String), SlotGroups>,
     /// t-t: group id -> its SA-trees, each a list of (plan table, column, value) held.
-    trees: HashMap<i64, Vec<Vec<(usize, String, Option<String>)>>>,
+    trees: HashMap<i64, Vec<Tree>>,
 }
 
 /// The SENSITIVE columns of plan table `t`.
@@ -56,9 +61,8 @@ impl SaSide {
         release: &Warehouse,
         variant: Variant,
     ) -> Result<SaSide, AttackError> {
-        let mut groups: HashMap<(usize, String), HashMap<i64, Vec<(Option<String>, f64)>>> =
-            HashMap::new();
-        let mut trees: HashMap<i64, Vec<Vec<(usize, String, Option<String>)>>> = HashMap::new();
+        let mut groups: HashMap<(usize, String), SlotGroups> = HashMap::new();
+        let mut trees: HashMap<i64, Vec<Tree>> = HashMap::new();
         // t-t: sa_id of every table's rows -> (group, tree index in the group).
         let mut tree_of: Vec<HashMap<i64, (i64, usize)>> = Vec::new();
         for (ti, t) in plan.tables.iter().enumerate() {
@@ -158,16 +162,13 @@ impl SaSide {
 
     /// The chance that the victim, a member of `group` with `slots` of the rule's table,
     /// holds `value` (after `class`) at least `m` times.
-    fn at_least(
-        &self,
-        t: usize,
-        column: &str,
-        class: &dyn Fn(&Option<String>) -> Option<String>,
-        value: &Option<String>,
-        m: u32,
-        group: i64,
-        slots: &[i64],
-    ) -> f64 {
+    fn at_least(&self, rule: &Asked<'_>, value: &Option<String>, group: i64, slots: &[i64]) -> f64 {
+        let Asked {
+            table: t,
+            column,
+            class,
+            m,
+        } = *rule;
         match self.variant {
             Variant::TreeTree => {
                 let Some(trees) = self.trees.get(&group) else {
@@ -209,6 +210,14 @@ impl SaSide {
             }
         }
     }
+}
+
+/// A rule's column, how its values are classed (buckets), and its m.
+struct Asked<'a> {
+    table: usize,
+    column: &'a str,
+    class: &'a dyn Fn(&Option<String>) -> Option<String>,
+    m: u32,
 }
 
 /// One rule of the declarations as the attack found it: the largest chance, over the
@@ -307,15 +316,13 @@ pub(super) fn rule_risks(
                 .map(|&r| place.slot[t][r as usize])
                 .collect();
             for v in &values {
-                let p = side.at_least(
-                    t,
-                    &rule.column,
-                    &class,
-                    v,
-                    rule.m,
-                    place.group[e as usize],
-                    &slots,
-                );
+                let asked = Asked {
+                    table: t,
+                    column: &rule.column,
+                    class: &class,
+                    m: rule.m,
+                };
+                let p = side.at_least(&asked, v, place.group[e as usize], &slots);
                 if worst.as_ref().is_none_or(|(w, _)| p > *w) {
                     worst = Some((p, v.clone()));
                 }

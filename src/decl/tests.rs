@@ -519,13 +519,13 @@ fn statement_errors() {
     assert_err(
         "DROP TABLE x;",
         (1, 1),
-        "expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'",
+        "expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'",
     );
     assert_err("-- c\n\n   drop table x;", (3, 4), "found 'drop'");
     assert_err(
         "CREATE TABLE t (a INT);",
         (1, 8),
-        "HIERARCHY, ENTITY or VIEW after CREATE",
+        "HIERARCHY, ENTITY, VIEW or RULE after CREATE",
     );
     assert_err("ALTER VIEW v;", (1, 7), "TABLE after ALTER");
     assert_err(
@@ -916,7 +916,7 @@ fn error_display_is_position_then_message() {
     let e = err("\n  DROP x;");
     assert_eq!(
         e.to_string(),
-        "2:3: expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'"
+        "2:3: expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'"
     );
 }
 
@@ -969,5 +969,68 @@ fn dimension_and_set_aside_errors() {
         "ALTER TABLE t DROP FOREIGN KEY (a);\nALTER TABLE T DROP FOREIGN KEY (A);",
         (2, 1),
         "already set aside at 1:1",
+    );
+}
+
+#[test]
+fn rules_name_a_column_a_value_or_every_value() {
+    let policy = ok(
+        "CREATE RULE aids ON visits.diagnosis = 'AIDS' WITH (m = 1, p = 0.5);\n\
+         CREATE RULE grades ON enrollments.grade WITH (p = '1/3', m = 2);\n\
+         CREATE RULE price ON purchases.price = 40 WITH (m = 3, p = 0.25);\n\
+         CREATE RULE missing ON visits.diagnosis IS NULL WITH (m = 1, p = 1);",
+    );
+    let r = &policy.rules;
+    assert_eq!(r.len(), 4);
+    assert_eq!(
+        (
+            r[0].name.as_str(),
+            r[0].table.as_str(),
+            r[0].column.as_str()
+        ),
+        ("aids", "visits", "diagnosis")
+    );
+    assert_eq!(r[0].value, RuleValue::Value("AIDS".into()));
+    assert_eq!((r[0].m.0, r[0].p.0.as_str()), (1.0, "0.5"));
+    assert_eq!(r[1].value, RuleValue::Every);
+    assert_eq!((r[1].m.0, r[1].p.0.as_str()), (2.0, "1/3"));
+    assert_eq!(r[2].value, RuleValue::Value("40".into()));
+    assert_eq!(r[3].value, RuleValue::Null);
+    assert_eq!(r[1].pos, p(2, 1));
+}
+
+#[test]
+fn rule_errors_say_what_to_write() {
+    assert_err(
+        "CREATE RULE ON t.c WITH (m = 1, p = 1);",
+        (1, 16),
+        "ON and the sensitive column",
+    );
+    assert_err(
+        "CREATE RULE r ON t WITH (m = 1, p = 1);",
+        (1, 20),
+        "'.' and a column name",
+    );
+    assert_err(
+        "CREATE RULE r ON t.c = AIDS WITH (m = 1, p = 1);",
+        (1, 24),
+        "quote the value",
+    );
+    assert_err("CREATE RULE r ON t.c WITH (m = 1);", (1, 1), "needs p");
+    assert_err("CREATE RULE r ON t.c WITH (p = 0.5);", (1, 1), "needs m");
+    assert_err(
+        "CREATE RULE r ON t.c WITH (m = 1, m = 2, p = 1);",
+        (1, 35),
+        "m is already given",
+    );
+    assert_err(
+        "CREATE RULE r ON t.c WITH (k = 1);",
+        (1, 28),
+        "a rule takes m and p",
+    );
+    assert_err(
+        "CREATE RULE r ON t.c WITH (m = 1, p = 1);\nCREATE RULE R ON t.d WITH (m = 1, p = 1);",
+        (2, 13),
+        "rule 'R' is already declared at 1:1",
     );
 }

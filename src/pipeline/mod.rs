@@ -370,6 +370,18 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         "count queries and divergences, source and release",
     );
     let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
+    let anatomy = match &output {
+        crate::algo::Output::Anatomized(a) => {
+            let sa_tables = materialized
+                .tables
+                .iter()
+                .skip(plan.tables.len())
+                .map(|t| t.name.clone())
+                .collect();
+            report::anatomy_report(&plan, &forest, a, sa_tables)
+        }
+        crate::algo::Output::Generalized(_) => None,
+    };
     clock.lap("utility");
     // The forest holds a copy of every family table; verify reads the source and the release
     // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
@@ -389,6 +401,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         &materialized,
         utility,
         clock.laps.clone(),
+        anatomy,
     );
     let verdict = self_verify(&plan, &wh, staged.path(), &materialized, &report).await?;
     if !verdict.passed() && !req.allow_unverified {

@@ -64,6 +64,18 @@ pub(super) fn check(
                 )));
             }
         }
+        // The SA side's own columns (t-t's keys and links, v-v's counts) beside the SA ones.
+        for c in &t.columns {
+            let taken = ["sa_id", "parent_sa_id", "count"]
+                .iter()
+                .any(|n| c.name.eq_ignore_ascii_case(n));
+            if taken && matches!(c.role, ColumnRole::Sensitive { .. }) {
+                return Err(PlanError::Schema(format!(
+                    "the SENSITIVE column {}.{} has the name of a column anatomy's SA side adds (sa_id, parent_sa_id, count); rename the source column",
+                    t.name, c.name
+                )));
+            }
+        }
         for side in [format!("{}__sa", t.name), format!("{}__sag", t.name)] {
             if let Some(m) = wh.table(&side) {
                 return Err(PlanError::Schema(format!(

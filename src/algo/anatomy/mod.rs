@@ -49,6 +49,7 @@ fn run(
         return Err(serves(model).err().unwrap_or_default());
     };
     let rules = resolve(forest, rules, progress)?;
+    feasible(forest, *l, *variant, &rules, progress)?;
     progress.phase("cluster", "grouping entities");
     progress.stage("entities grouped", forest.entities());
     let config = Config {
@@ -59,15 +60,102 @@ fn run(
     };
     let anatomy = anatomize(forest, &config);
     progress.advance(forest.entities());
+    if anatomy.groups.is_empty() {
+        return Err(format!(
+            "no group of l = {l} entities could be formed: every seed's tree found no {} other tree(s) whose root sensitive values differ and meet the rules; lower l or relax the rules",
+            l - 1
+        ));
+    }
     if anatomy.partitions < config.partitions {
         progress.warn(format!(
             "partitions = {} leaves parts smaller than l = {l}; used {}",
             config.partitions, anatomy.partitions
         ));
     }
-    Ok(Output::Anatomized(Anatomization::new(
-        forest, anatomy, *variant,
-    )))
+    let mut a = Anatomization::new(forest, anatomy, *variant);
+    a.rules = config.rules;
+    Ok(Output::Anatomized(a))
+}
+
+/// What the data alone rules out before any grouping (the spec's Sec. 6 items 2-5): l above
+/// the entities or above an entity-table column's distinct values refuses; a child column
+/// with fewer values than l, a value too frequent to spread over the groups, and a rule that
+/// suppresses every entity holding its value are said as warnings; rules leaving no value
+/// of an entity-table column publishable refuse.
+fn feasible(
+    forest: &Forest,
+    l: usize,
+    variant: crate::plan::Variant,
+    rules: &[Rule],
+    progress: &Progress,
+) -> Result<(), String> {
+    let n = forest.entities();
+    if l > n {
+        return Err(format!(
+            "l = {l} but the family has only {n} entities, so no group of l can form; lower l"
+        ));
+    }
+    for (t, nodes) in forest.tables.iter().enumerate() {
+        for (c, col) in nodes.sensitive.iter().enumerate() {
+            let distinct = col.distinct();
+            if distinct < l {
+                if t == 0 {
+                    return Err(format!(
+                        "{} holds {distinct} distinct value(s) (after its buckets), fewer than l = {l}: each group's {} rows need l different values; lower l to {distinct} or less",
+                        col.column, nodes.name
+                    ));
+                }
+                progress.warn(format!(
+                    "{} holds {distinct} distinct value(s), fewer than l = {l}: no slot can hold l different values, so no {} row is published",
+                    col.column, nodes.name
+                ));
+                continue;
+            }
+            if let Some((value, count)) = crate::sensitive::most_frequent(col) {
+                if t == 0 && count * l > n {
+                    progress.warn(format!(
+                        "{}: {count} entities hold '{value}', more than n / l = {}; a group holds it once, so at least {} of them are suppressed whole",
+                        col.column,
+                        n / l,
+                        count.saturating_sub(n / l)
+                    ));
+                }
+            }
+            // Rules that allow no occurrence of a value (m = 1 and a budget of 0).
+            let barred: Vec<u32> = rules
+                .iter()
+                .filter(|r| r.table == t && r.column == c && r.m == 1)
+                .filter(|r| match variant {
+                    crate::plan::Variant::TreeTree => thresholds::tt_budget(r.p, l as u32) == 0,
+                    crate::plan::Variant::VertexVertex => {
+                        thresholds::vv_budget(r.p, r.m, l as u32) == Some(0)
+                    }
+                })
+                .map(|r| r.code)
+                .collect();
+            if barred.is_empty() {
+                continue;
+            }
+            let mut held: Vec<u32> = col.codes.clone();
+            held.sort_unstable();
+            held.dedup();
+            if t == 0 && held.iter().all(|v| barred.contains(v)) {
+                return Err(format!(
+                    "the rules on {} allow no group to hold any of its values (m = 1 with p below 1/l = 1/{l}), so every entity would be suppressed; raise p to 1/{l} or more, or m",
+                    col.column
+                ));
+            }
+            let hit = col.codes.iter().filter(|v| barred.contains(v)).count();
+            progress.warn(format!(
+                "rules with m = 1 and p below 1/l = 1/{l} bar {} value(s) of {}: the {hit} {} row(s) holding them are suppressed{}",
+                barred.len(),
+                col.column,
+                nodes.name,
+                if t == 0 { " whole" } else { "" }
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The declared rules as codes of the forest's sensitive columns: a rule on every value
@@ -79,7 +167,7 @@ fn resolve(
     progress: &Progress,
 ) -> Result<Vec<Rule>, String> {
     let mut rules = Vec::new();
-    for d in declared {
+    for (di, d) in declared.iter().enumerate() {
         let wanted = format!("{}.{}", d.table, d.column);
         // A table of the plan can be split in two entries (a second path): both hold it.
         let hits: Vec<(usize, usize)> = forest
@@ -118,6 +206,7 @@ fn resolve(
             };
             matched |= !codes.is_empty();
             rules.extend(codes.into_iter().map(|code| Rule {
+                declared: di,
                 table: t,
                 column: c,
                 code,

@@ -234,7 +234,7 @@ fn every_algorithm_completes_its_last_stage() {
     let forest = table2_like();
     for spec in crate::algo::ALGORITHMS
         .iter()
-        .filter(|s| s.name != "topdown")
+        .filter(|s| s.name != "topdown" && (s.serves)(&Model::KAnonymity { k: 3 }).is_ok())
     {
         let algorithm = spec.name;
         let progress = Progress::new();
