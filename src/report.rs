@@ -481,8 +481,13 @@ fn ratio(a: f64, b: f64) -> f64 {
 impl Report {
     /// The human summary `anonymize` and `demo` print.
     pub fn summary(&self) -> String {
+        let classes = if self.anatomy.is_some() {
+            "groups"
+        } else {
+            "equivalence classes"
+        };
         let mut s = format!(
-            "{} entities: {} released in {} equivalence classes (smallest {}), {} suppressed\n",
+            "{} entities: {} released in {} {classes} (smallest {}), {} suppressed\n",
             self.entity,
             self.entities_released,
             self.equivalence_classes,
@@ -506,10 +511,30 @@ impl Report {
                 }
             );
         }
+        if let Some(a) = &self.anatomy {
+            s += &format!(
+                "  anatomy {} at l = {}: QI values exact, sensitive values on the SA side ({}), linked to rows only through group and slot\n",
+                a.variant,
+                a.l,
+                a.sa_tables.join(", ")
+            );
+            for r in &a.rules {
+                s += &format!(
+                    "  rule {} ({}{}, m = {}, p = {}): worst group {:.3}, {} group(s) at the bound\n",
+                    r.rule,
+                    r.column,
+                    r.value.as_ref().map_or(String::new(), |v| format!(" = {v}")),
+                    r.m,
+                    r.p,
+                    r.worst,
+                    r.groups_at_bound
+                );
+            }
+        }
         for t in self
             .tables
             .iter()
-            .filter(|t| !t.unchanged_columns.is_empty())
+            .filter(|t| !t.unchanged_columns.is_empty() && self.anatomy.is_none())
         {
             s += &format!(
                 "  {} publishes unchanged: {}\n",

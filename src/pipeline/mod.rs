@@ -344,6 +344,9 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     for w in &plan.warnings {
         progress.warn(w.clone());
     }
+    if req.key_map.is_some() && plan.params.model.anatomy().is_some() {
+        progress.warn("the key map leads each released row back to its source row, and so to its sensitive values, which anatomy publishes apart from it: keep the key map with the source, never with the release");
+    }
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
     // Held to the end: no other run writes or reads this target meanwhile. What the checks
@@ -476,7 +479,7 @@ async fn load(plan: &Plan, wh: &Warehouse, progress: &Progress) -> Result<forest
     // Loading renders every QI cell on every thread; what it freed there goes back too.
     return_free_heap();
     let k = plan.params.model.min_group();
-    let letter = if plan.params.model.diversity().is_some() {
+    let letter = if plan.params.model.diversity().is_some() || plan.params.model.anatomy().is_some() {
         "l"
     } else {
         "k"

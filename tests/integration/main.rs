@@ -23,6 +23,8 @@
 //!   unchanged to a verified release; `relanon plan`'s fates, review lines and warnings;
 //!   init's bad inputs (no foreign keys, a key-less entity, empty, unreadable, existing
 //!   output) one line each with nothing written.
+//! - `anatomy`: `model = 'anatomy'` (000 Ch. 3) on Table 3.1 and the hospital example, both
+//!   variants, verified standalone, tampering caught, the attack's rule risks, bad inputs.
 //! - `lattice`: global recoding of a warehouse with child tables, released within its
 //!   budget or refused below its shape floor.
 //! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
@@ -31,6 +33,7 @@
 //!   it names and the lines that break it.
 
 mod adult;
+mod anatomy;
 mod attack;
 mod bad_input;
 mod baselines;
