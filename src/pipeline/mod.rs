@@ -479,7 +479,8 @@ async fn load(plan: &Plan, wh: &Warehouse, progress: &Progress) -> Result<forest
     // Loading renders every QI cell on every thread; what it freed there goes back too.
     return_free_heap();
     let k = plan.params.model.min_group();
-    let letter = if plan.params.model.diversity().is_some() || plan.params.model.anatomy().is_some() {
+    let letter = if plan.params.model.diversity().is_some() || plan.params.model.anatomy().is_some()
+    {
         "l"
     } else {
         "k"

@@ -142,7 +142,11 @@ fn the_hospital_gives_fig_3_4_in_v_v_and_the_first_fit_trace_in_t_t() {
     hospital(dir.path(), &[]);
     anonymized(dir.path(), &[]);
     let r = db(&dir.path().join("hospital-release.sqlite"));
-    let dates = rows(&r, r#"SELECT "Visit Date" FROM "Hospital Visits" ORDER BY 1"#).concat();
+    let dates = rows(
+        &r,
+        r#"SELECT "Visit Date" FROM "Hospital Visits" ORDER BY 1"#,
+    )
+    .concat();
     assert!(!dates.contains(&"2006-02-14".to_string()), "{dates:?}");
     assert_eq!(dates.len(), 6);
     let slots = rows(
@@ -151,9 +155,15 @@ fn the_hospital_gives_fig_3_4_in_v_v_and_the_first_fit_trace_in_t_t() {
     );
     assert_eq!(
         slots,
-        [["AIDS | Alcohol P."], ["Alcohol P. | Flu"], ["Cold | Diaria"]]
+        [
+            ["AIDS | Alcohol P."],
+            ["Alcohol P. | Flu"],
+            ["Cold | Diaria"]
+        ]
     );
-    assert!(verify(dir.path(), "hospital-release.sqlite").status.success());
+    assert!(verify(dir.path(), "hospital-release.sqlite")
+        .status
+        .success());
     // A count moved from Flu to AIDS: truthfulness and the rule both break.
     r.execute_batch(
         r#"UPDATE "Hospital Visits__sag" SET diagnosis = 'AIDS' WHERE diagnosis = 'Flu';"#,
@@ -171,7 +181,11 @@ fn the_hospital_gives_fig_3_4_in_v_v_and_the_first_fit_trace_in_t_t() {
     );
     anonymized(dir.path(), &[]);
     let r = db(&dir.path().join("hospital-release.sqlite"));
-    let dates = rows(&r, r#"SELECT "Visit Date" FROM "Hospital Visits" ORDER BY 1"#).concat();
+    let dates = rows(
+        &r,
+        r#"SELECT "Visit Date" FROM "Hospital Visits" ORDER BY 1"#,
+    )
+    .concat();
     assert!(!dates.contains(&"2007-12-24".to_string()), "{dates:?}");
     // Each SA-tree is whole: one root with its visits through parent_sa_id.
     let trees = rows(
@@ -185,7 +199,9 @@ fn the_hospital_gives_fig_3_4_in_v_v_and_the_first_fit_trace_in_t_t() {
             ["AB-", "AIDS | AIDS | Flu"]
         ]
     );
-    assert!(verify(dir.path(), "hospital-release.sqlite").status.success());
+    assert!(verify(dir.path(), "hospital-release.sqlite")
+        .status
+        .success());
 }
 
 #[test]
@@ -230,7 +246,10 @@ fn the_attack_finds_the_qi_tree_but_only_the_group_of_its_values() {
         dir.path(),
         &["attack", "decl.sql", "--fact", r#""Patients".age = 47"#],
     ));
-    assert!(text.contains("rule alcohol") && text.contains("within p = 1/4"), "{text}");
+    assert!(
+        text.contains("rule alcohol") && text.contains("within p = 1/4"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -239,7 +258,10 @@ fn every_bad_input_is_refused_in_one_line_with_nothing_written() {
     let d = dir.path();
     let cases: &[(&[(&str, &str)], &str)] = &[
         (&[("l = 2", "l = 1")], "anatomy needs l >= 2"),
-        (&[("l = 2", "l = 3")], "l = 3 but the source has only 2 patient entities"),
+        (
+            &[("l = 2", "l = 3")],
+            "l = 3 but the source has only 2 patient entities",
+        ),
         (
             &[(
                 r#""Patients".insured AS INSENSITIVE"#,
@@ -255,12 +277,24 @@ CREATE RULE aids"#,
             )],
             r#"the rules on Patients.Blood Type allow no group to hold any of its values"#,
         ),
-        (&[("p = 0.5", "p = 1.5")], "p must be a share above 0 and at most 1"),
-        (&[("p = 0.5", "p = 0")], "p must be a share above 0 and at most 1"),
-        (&[("m = 1, p = 0.5", "m = 0, p = 0.5")], "m must be a whole number of occurrences, 1 or more"),
+        (
+            &[("p = 0.5", "p = 1.5")],
+            "p must be a share above 0 and at most 1",
+        ),
+        (
+            &[("p = 0.5", "p = 0")],
+            "p must be a share above 0 and at most 1",
+        ),
+        (
+            &[("m = 1, p = 0.5", "m = 0, p = 0.5")],
+            "m must be a whole number of occurrences, 1 or more",
+        ),
         (
             &[
-                (r#""Blood Type" AS SENSITIVE"#, r#""Blood Type" AS INSENSITIVE"#),
+                (
+                    r#""Blood Type" AS SENSITIVE"#,
+                    r#""Blood Type" AS INSENSITIVE"#,
+                ),
                 ("diagnosis AS SENSITIVE", "diagnosis AS INSENSITIVE"),
                 ("CREATE RULE aids", "-- CREATE RULE aids"),
                 ("CREATE RULE alcohol", "-- CREATE RULE alcohol"),
@@ -268,7 +302,10 @@ CREATE RULE aids"#,
             "the Patients family has no SENSITIVE column",
         ),
         (
-            &[("CREATE RULE aids ON \"Hospital Visits\".diagnosis", "CREATE RULE aids ON \"Hospital Visits\".\"Visit Date\"")],
+            &[(
+                "CREATE RULE aids ON \"Hospital Visits\".diagnosis",
+                "CREATE RULE aids ON \"Hospital Visits\".\"Visit Date\"",
+            )],
             "which is not SENSITIVE",
         ),
         (

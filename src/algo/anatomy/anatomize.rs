@@ -699,6 +699,29 @@ mod tests {
         }
     }
 
+    /// Without rules (or with p = 1) the variants differ only in their rule test, so they
+    /// group alike and suppress alike (000 L1140; the spec's D13 and A20).
+    #[test]
+    fn without_binding_rules_both_variants_group_alike() {
+        for seed in 0..4 {
+            let f = family(seed, 40);
+            let codes = &f.tables[0].sensitive[0].codes;
+            let vacuous = vec![Rule {
+                declared: 0,
+                table: 0,
+                column: 0,
+                code: codes[0],
+                m: 1,
+                p: Fraction::new(1, 1).expect("p"),
+            }];
+            for rules in [Vec::new(), vacuous] {
+                let tt = anatomize(&f, &config(2, rules.clone(), Variant::TreeTree));
+                let vv = anatomize(&f, &config(2, rules, Variant::VertexVertex));
+                assert_eq!(tt, vv, "seed {seed}");
+            }
+        }
+    }
+
     /// Table 3.1: six people with six diseases, ℓ = 2: groups {1, 2}, {3, 4}, {5, 6}.
     #[test]
     fn table_3_1_is_tabular_anatomy() {
