@@ -27,9 +27,13 @@ pub struct ExperimentArgs {
     students: usize,
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// thesis-s / thesis-t: the l values, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,3,4,5")]
+    /// thesis-s / thesis-t (default 2,3,4,5) and anatomy (default 2,3,4): the l values,
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',')]
     l: Vec<usize>,
+    /// anatomy: the partition counts of the sweep (Figs. 3.15-3.16), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6,7,8,9,10")]
+    partitions: Vec<usize>,
     /// thesis-s / thesis-t: only these algorithms (names as printed, e.g. CToff-LSAP),
     /// comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -69,6 +73,9 @@ pub enum Experiment {
     /// 001 Sec. V, Fig. 4-8: LM, DM and time of MiRaCle, MiRaCleX and the bitmap baselines
     /// versus k and versus threshold on the university warehouse.
     Miracle,
+    /// 000 Sec. 3.5: anatomy (t-t, v-v) on syntheticS against l, p and m, against
+    /// l-diverse generalization, and over partitions.
+    Anatomy,
     /// 002 Ch. 3-4: the annotated lattice of UCI Adult for |QI| = 3..6 (ARX's hierarchies),
     /// its build time, and the thesis's request grid answered over it beside its answers.
     Negotiation,
@@ -81,9 +88,21 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     use relanon::generate;
     let (out, students, seed) = (args.out.as_path(), args.students, args.seed);
     let (json, html) = (args.json.as_deref(), args.html.as_deref());
-    let (ls, only) = (&args.l, &args.only);
+    if matches!(args.which, Experiment::Anatomy) && html.is_some() {
+        anyhow::bail!("experiment anatomy prints tables only; drop --html");
+    }
+    let default_ls = match args.which {
+        Experiment::Anatomy => vec![2, 3, 4],
+        _ => vec![2, 3, 4, 5],
+    };
+    let ls = if args.l.is_empty() {
+        &default_ls
+    } else {
+        &args.l
+    };
+    let only = &args.only;
     let (name, text, years, title) = match args.which {
-        Experiment::ThesisS => (
+        Experiment::ThesisS | Experiment::Anatomy => (
             "synthetic_s",
             SYNTHETIC_S,
             false,
@@ -146,6 +165,32 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     let work = experiment::work_dir(out);
     std::fs::create_dir_all(&work)
         .with_context(|| format!("cannot create '{}'", work.display()))?;
+    if let Experiment::Anatomy = args.which {
+        let watch = Watch::start(quiet);
+        let say = |line: &str| {
+            if !quiet {
+                errln!("{line}");
+            }
+        };
+        let table = experiment::anatomy::anatomy(
+            &decl,
+            &work,
+            ls,
+            &args.partitions,
+            &say,
+            watch.progress(),
+        )
+        .await?;
+        drop(watch);
+        if let Some(path) = json {
+            std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
+                .with_context(|| format!("cannot write '{}'", path.display()))?;
+        }
+        for r in &table.rows {
+            outln!("{}", experiment::anatomy::markdown(r));
+        }
+        return Ok(failures(&table.failed));
+    }
     let variants: Vec<_> = THESIS_VARIANTS
         .iter()
         .copied()

@@ -2,6 +2,7 @@
 //! pipeline (plan, load, cluster, release, utility, self-verify, write) once per parameter
 //! setting, with the figures each paper plots collected into a table.
 
+pub mod anatomy;
 pub mod negotiation;
 
 use std::path::{Path, PathBuf};
