@@ -56,7 +56,7 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Anonymize the warehouse a declarations file describes.
     Anonymize(anonymize::AnonymizeArgs),
-    /// Independently re-check a release: exit 0 only if it is k-anonymous, truthful, key-atomic and every column has a declared role.
+    /// Independently re-check a release: exit 0 only if the declared model holds (k-anonymity, l-diversity or anatomy), it is truthful, key-atomic and every column has a declared role.
     Verify(verify::VerifyArgs),
     /// What an adversary who knows QI facts about one entity learns from a release: how many
     /// released entities fit every fact (1 = singled out) and the posterior of each sensitive
