@@ -72,7 +72,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             Some(p) => fan_out(&wh, &ft.name, &ft.parent_fk, row_count(&wh, p)).await?,
             None => None,
         };
-        let columns = columns(
+        let mut columns = columns(
             &wh,
             &ft.name,
             &ft.columns,
@@ -80,6 +80,9 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             &mut warnings,
             true,
         );
+        if let Some((_, variant)) = plan.params.model.anatomy() {
+            anatomy_fates(ft, variant, &mut columns);
+        }
         tables.push(TableView {
             name: ft.name.clone(),
             parent,
@@ -182,6 +185,32 @@ async fn fan_out(
         row_count(wh, table) as f64 / parent_rows as f64,
         most,
     )))
+}
+
+/// Under anatomy QI values are published exactly, and sensitive ones on the SA side.
+fn anatomy_fates(
+    ft: &crate::plan::FamilyTable,
+    variant: crate::plan::Variant,
+    columns: &mut [ColumnView],
+) {
+    let side = match variant {
+        crate::plan::Variant::TreeTree => format!("{}__sa", ft.name),
+        crate::plan::Variant::VertexVertex => format!("{}__sag", ft.name),
+    };
+    for (view, c) in columns.iter_mut().zip(&ft.columns) {
+        match c.role {
+            ColumnRole::QuasiIdentifier { .. } => {
+                view.fate =
+                    "published exactly (QUASI IDENTIFIER; anatomy generalizes nothing)".to_string();
+            }
+            ColumnRole::Sensitive { .. } => {
+                view.fate = format!(
+                    "published apart from its rows, in {side}, linked only by slot (SENSITIVE)"
+                );
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Each column's fate; a column published unchanged whose values look like personal data

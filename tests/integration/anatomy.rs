@@ -134,6 +134,31 @@ fn table_3_1_is_grouped_as_the_thesis_prints_it_in_both_variants() {
     }
 }
 
+/// As the fixture declares it: CSV in, a Parquet directory out, verified standalone.
+#[test]
+fn table_3_1_releases_to_parquet_and_verifies_standalone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&fixture("anatomy/table31"), &dir.path().join("table31"));
+    std::fs::copy(
+        fixture("anatomy/table31.decl.sql"),
+        dir.path().join("decl.sql"),
+    )
+    .expect("copy decl");
+    anonymized(dir.path(), &[]);
+    let release = dir.path().join("table31-release");
+    assert!(release.join("patients__sa.parquet").exists());
+    let o = verify(dir.path(), "table31-release");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    // The dry run says where each column goes.
+    let o = relanon(dir.path(), &["plan", "decl.sql"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("Age: published exactly")
+            && text.contains("Disease: published apart from its rows, in patients__sa"),
+        "{text}"
+    );
+}
+
 #[test]
 fn the_hospital_gives_fig_3_4_in_v_v_and_the_first_fit_trace_in_t_t() {
     // v-v under (AIDS, 1, 1/2) and (Alcohol P., 2, 1/4): B's AIDS of 2006 is refused at the
