@@ -31,7 +31,7 @@ mod sa;
 mod sa_truth;
 mod slots;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::data::TableData;
 use super::ldiv::valid_bounds;

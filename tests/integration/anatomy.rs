@@ -300,7 +300,7 @@ fn every_bad_input_is_refused_in_one_line_with_nothing_written() {
                 r#"CREATE RULE blood ON "Patients"."Blood Type" WITH (m = 1, p = 0.25);
 CREATE RULE aids"#,
             )],
-            r#"the rules on Patients.Blood Type allow no group to hold any of its values"#,
+            r#"rule(s) 'blood': the rules on Patients.Blood Type allow no group to hold any of its values"#,
         ),
         (
             &[("p = 0.5", "p = 1.5")],

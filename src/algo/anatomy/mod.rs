@@ -48,8 +48,9 @@ fn run(
     let Model::Anatomy { l, variant, rules } = model else {
         return Err(serves(model).err().unwrap_or_default());
     };
-    let rules = resolve(forest, rules, progress)?;
-    feasible(forest, *l, *variant, &rules, progress)?;
+    let declared = rules;
+    let rules = resolve(forest, declared, progress)?;
+    feasible(forest, *l, *variant, &rules, declared, progress)?;
     progress.phase("cluster", "grouping entities");
     progress.stage("entities grouped", forest.entities());
     let config = Config {
@@ -87,6 +88,7 @@ fn feasible(
     l: usize,
     variant: crate::plan::Variant,
     rules: &[Rule],
+    declared: &[AnatomyRule],
     progress: &Progress,
 ) -> Result<(), String> {
     let n = forest.entities();
@@ -122,7 +124,7 @@ fn feasible(
                 }
             }
             // Rules that allow no occurrence of a value (m = 1 and a budget of 0).
-            let barred: Vec<u32> = rules
+            let barring: Vec<&Rule> = rules
                 .iter()
                 .filter(|r| r.table == t && r.column == c && r.m == 1)
                 .filter(|r| match variant {
@@ -131,8 +133,14 @@ fn feasible(
                         thresholds::vv_budget(r.p, r.m, l as u32) == Some(0)
                     }
                 })
-                .map(|r| r.code)
                 .collect();
+            let barred: Vec<u32> = barring.iter().map(|r| r.code).collect();
+            let mut names: Vec<&str> = barring
+                .iter()
+                .filter_map(|r| declared.get(r.declared).map(|d| d.name.as_str()))
+                .collect();
+            names.dedup();
+            let names = names.join("', '");
             if barred.is_empty() {
                 continue;
             }
@@ -141,13 +149,13 @@ fn feasible(
             held.dedup();
             if t == 0 && held.iter().all(|v| barred.contains(v)) {
                 return Err(format!(
-                    "the rules on {} allow no group to hold any of its values (m = 1 with p below 1/l = 1/{l}), so every entity would be suppressed; raise p to 1/{l} or more, or m",
+                    "rule(s) '{names}': the rules on {} allow no group to hold any of its values (m = 1 with p below 1/l = 1/{l}), so every entity would be suppressed; raise p to 1/{l} or more, or m",
                     col.column
                 ));
             }
             let hit = col.codes.iter().filter(|v| barred.contains(v)).count();
             progress.warn(format!(
-                "rules with m = 1 and p below 1/l = 1/{l} bar {} value(s) of {}: the {hit} {} row(s) holding them are suppressed{}",
+                "rule(s) '{names}' (m = 1, p below 1/l = 1/{l}) bar {} value(s) of {}: the {hit} {} row(s) holding them are suppressed{}",
                 barred.len(),
                 col.column,
                 nodes.name,

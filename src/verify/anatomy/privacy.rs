@@ -17,7 +17,9 @@
 //!
 //!   A rule broken anywhere is one violation naming how many groups break it and the worst.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::super::data::show_cell;
 use super::super::ldiv::{classify, label, Value};
@@ -48,7 +50,7 @@ pub(super) fn diversity(
             continue;
         };
         for (k, col) in sa[slot.table].iter().enumerate() {
-            let mut counts: HashMap<Value, u64> = HashMap::new();
+            let mut counts: HashMap<Value, u64> = HashMap::default();
             let mut values: Vec<(&Option<String>, u64)> = published.at_slot[s]
                 .iter()
                 .map(|(tuple, &n)| (&tuple[k], n))
@@ -204,11 +206,11 @@ pub(super) fn rules(
     }
     // Per target: groups breaking it, and the worst group with its measure.
     let mut broken: Vec<(usize, Option<(usize, Measure)>)> = vec![(0, None); targets.len()];
-    let mut memo: HashMap<(u64, u64, u64, u64, u64), bool> = HashMap::new();
+    let mut memo: HashMap<(u64, u64, u64, u64, u64), bool> = HashMap::default();
     for (g, group) in layout.groups.iter().enumerate() {
         let size = group.members.len() as u64;
         // (table, column, value) -> occurrences per tree (t-t), or slots holding it (v-v).
-        let mut held: HashMap<(usize, usize, Value), Vec<u64>> = HashMap::new();
+        let mut held: HashMap<(usize, usize, Value), Vec<u64>> = HashMap::default();
         match variant {
             Variant::TreeTree => {
                 for (i, &tree) in trees_of[g].iter().enumerate() {

@@ -16,7 +16,7 @@
 //! - v-v: every row sits at a slot of its table with a positive `count`; the counts at every
 //!   slot of the table sum to |G| (A17). Counts = QI rows.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::super::data::{read as read_side, Side, TableData};
 use super::super::truth::normalize;
@@ -71,7 +71,7 @@ pub(super) async fn read(
         }
     }
     let mut published = Published {
-        at_slot: vec![HashMap::new(); layout.slots.len()],
+        at_slot: vec![HashMap::default(); layout.slots.len()],
         trees: Vec::new(),
         rows: (0..tables.len()).map(|_| Vec::new()).collect(),
         complete: vec![false; tables.len()],
@@ -199,10 +199,10 @@ fn trees(
 ) {
     let needed = tree_tables(plan, sa);
     // Per table: sa_id -> row, and per row its tree and slot.
-    let mut by_key: Vec<HashMap<String, usize>> = vec![HashMap::new(); tables.len()];
+    let mut by_key: Vec<HashMap<String, usize>> = vec![HashMap::default(); tables.len()];
     let mut row_tree: Vec<Vec<Option<usize>>> = vec![Vec::new(); tables.len()];
     let mut row_slot: Vec<Vec<Option<usize>>> = vec![Vec::new(); tables.len()];
-    let mut per_tree_slot: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut per_tree_slot: HashMap<(usize, usize), usize> = HashMap::default();
     for (ti, side) in sides.iter().enumerate() {
         let Some(side) = side else { continue };
         let name = sa_table(plan, ti, SaKind::Trees);
@@ -377,7 +377,7 @@ fn groups(
         let (slot_col, sa_cols, count_col) =
             (cols[0], &cols[1..cols.len() - 1], cols[cols.len() - 1]);
         let mut total: u64 = 0;
-        let mut unknown: HashSet<String> = HashSet::new();
+        let mut unknown: HashSet<String> = HashSet::default();
         for r in 0..side.rows() {
             let cell = side.cell(slot_col, r);
             // An unknown slot is reported once, however many tuples it has.

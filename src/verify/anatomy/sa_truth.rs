@@ -16,7 +16,7 @@
 //! rows with their source rows, so a release that passes is truthful; one whose rows can only
 //! be paired truthfully by a choice that crosses several such classes at one slot could fail.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::super::data::{show_cell, Rule, TableData};
 use super::super::truth::normalize;
@@ -148,7 +148,7 @@ fn interchangeable(t: &TableData) -> Vec<(Vec<usize>, Vec<usize>)> {
             .collect();
         (t.src_parent[s], cells)
     };
-    let mut class_of: HashMap<Key, usize> = HashMap::new();
+    let mut class_of: HashMap<Key, usize> = HashMap::default();
     let mut src_class = Vec::with_capacity(t.src.rows());
     let mut sources: Vec<Vec<usize>> = Vec::new();
     for s in 0..t.src.rows() {
@@ -268,7 +268,7 @@ fn per_slot(
     values: &[Vec<Option<Tuple>>],
     out: &mut Check,
 ) {
-    let mut at: Vec<HashMap<Tuple, u64>> = vec![HashMap::new(); layout.slots.len()];
+    let mut at: Vec<HashMap<Tuple, u64>> = vec![HashMap::default(); layout.slots.len()];
     // Slots with a row whose source is unknown (truthfulness reports it) are not compared.
     let mut untraced = vec![false; layout.slots.len()];
     for (ti, rows) in layout.row_slot.iter().enumerate() {
@@ -365,7 +365,7 @@ fn per_group(
                 !sa[t].is_empty() && published.complete[t]
             })
             .collect();
-        let mut members: HashMap<Map, Vec<usize>> = HashMap::new();
+        let mut members: HashMap<Map, Vec<usize>> = HashMap::default();
         for &m in &group.members {
             let mut map = Map::with_capacity(compared.len());
             for &s in &compared {
@@ -381,7 +381,7 @@ fn per_group(
             map.sort();
             members.entry(map).or_default().push(m);
         }
-        let mut published_maps: HashMap<&Map, u64> = HashMap::new();
+        let mut published_maps: HashMap<&Map, u64> = HashMap::default();
         for &tree in &trees_of[g] {
             *published_maps
                 .entry(&published.trees[tree].map)

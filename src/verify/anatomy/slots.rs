@@ -12,7 +12,7 @@
 //! - a group has at least l members (Def. 20.1 / 22.1);
 //! - no source entity is released in two groups.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::super::data::TableData;
 use super::super::Check;
@@ -52,8 +52,8 @@ pub(super) fn read(tables: &[TableData], l: usize, out: &mut Check) -> Layout {
     }
     let entity_group = groups(tables, &mut layout, out);
 
-    let mut reported: HashSet<(usize, Conflict)> = HashSet::new();
-    let mut rows_at: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut reported: HashSet<(usize, Conflict)> = HashSet::default();
+    let mut rows_at: HashMap<(usize, usize), usize> = HashMap::default();
     for (ti, t) in tables.iter().enumerate() {
         let mut row_slot = vec![None; t.rel.rows()];
         let Some(sc) = slot_cols[ti] else {
@@ -163,12 +163,11 @@ fn agree(
     reported: &mut HashSet<(usize, Conflict)>,
     out: &mut Check,
 ) {
-    let label = layout.slots[s].label.clone();
     let table = layout.slots[s].table;
     if table != ti && reported.insert((s, Conflict::Table)) {
         out.record(format!(
-            "slot {label} holds rows of {} and of {}: a slot is one table's vertex position",
-            tables[table].name, tables[ti].name
+            "slot {} holds rows of {} and of {}: a slot is one table's vertex position",
+            layout.slots[s].label, tables[table].name, tables[ti].name
         ));
     }
     if let Some(parent) = parent {
@@ -185,7 +184,8 @@ fn agree(
             };
             let (was, now) = (layout.slots[s].parent, parent);
             out.record(format!(
-                "slot {label} holds rows under {} and under {}: a slot has one parent slot",
+                "slot {} holds rows under {} and under {}: a slot has one parent slot",
+                layout.slots[s].label,
                 show(was),
                 show(now)
             ));
@@ -196,8 +196,8 @@ fn agree(
             None => layout.slots[s].group = Some(g),
             Some(h) if h != g && reported.insert((s, Conflict::Group)) => {
                 out.record(format!(
-                    "slot {label} is used in group {} and in group {}: slot ids are unique over the release, one group each",
-                    layout.groups[h].label, layout.groups[g].label
+                    "slot {} is used in group {} and in group {}: slot ids are unique over the release, one group each",
+                    layout.slots[s].label, layout.groups[h].label, layout.groups[g].label
                 ));
             }
             Some(_) => {}
@@ -260,7 +260,7 @@ fn one_group_per_entity(
     let Some(entity) = tables.first() else {
         return;
     };
-    let mut seen: HashMap<usize, usize> = HashMap::new();
+    let mut seen: HashMap<usize, usize> = HashMap::default();
     for (r, g) in entity_group.iter().enumerate() {
         let (Some(g), Some(s)) = (*g, entity.rel_to_src.get(r).copied().flatten()) else {
             continue;
