@@ -109,6 +109,10 @@ fn source_tuples(
             }
         }
     }
+    // Nothing to choose: every row's values are settled (the common case, rows with keys).
+    if open.is_empty() {
+        return out;
+    }
     // Rows whose values are settled take their share of what their slots publish first.
     let mut left: Vec<HashMap<Tuple, u64>> = published.at_slot.clone();
     for (ti, rows) in out.iter().enumerate() {
@@ -124,6 +128,15 @@ fn source_tuples(
         }
     }
     out
+}
+
+/// Whether two multisets are equal, entries counted 0 being absent.
+fn same_multiset(a: &HashMap<Tuple, u64>, b: &HashMap<Tuple, u64>) -> bool {
+    let within = |x: &HashMap<Tuple, u64>, y: &HashMap<Tuple, u64>| {
+        x.iter()
+            .all(|(t, &n)| n == 0 || y.get(t).copied().unwrap_or(0) == n)
+    };
+    within(a, b) && within(b, a)
 }
 
 fn take(m: &mut HashMap<Tuple, u64>, t: &Tuple, n: u64) {
@@ -287,11 +300,8 @@ fn per_slot(
         if sa[slot.table].is_empty() || !published.complete[slot.table] || untraced[s] {
             continue;
         }
-        let mut want = at[s].clone();
-        want.retain(|_, n| *n > 0);
-        let mut have = published.at_slot[s].clone();
-        have.retain(|_, n| *n > 0);
-        if want != have {
+        let (want, have) = (&at[s], &published.at_slot[s]);
+        if !same_multiset(want, have) {
             out.record(format!(
                 "{}: the SA side publishes {} but the source rows at it hold {}",
                 layout.describe_slot(plan, s),
