@@ -305,8 +305,8 @@ fn per_slot(
             out.record(format!(
                 "{}: the SA side publishes {} but the source rows at it hold {}",
                 layout.describe_slot(plan, s),
-                show_multiset(&have),
-                show_multiset(&want)
+                show_multiset(have),
+                show_multiset(want)
             ));
         }
     }
