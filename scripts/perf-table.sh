@@ -7,12 +7,14 @@
 #       with candidate blocking (candidates = 50; the exact search is quadratic), with
 #       --w2-clustree also ClusTree-LSAP l = 3 with the same blocking;
 #   W3  UCI Adult (sql/adult.sql) at k = 2, 5, 10, 50;
+#   A   anatomy (000 Ch. 3) at l = 3: t-t and v-v on W1, t-t on W2 at the scale factors given
+#       (not in the default workloads: --workloads anatomy);
 # and, with --threads, W1 again with RAYON_NUM_THREADS=1.
 # Prints one Markdown row per run: median wall time, largest peak RSS, LM with suppression,
 # equivalence classes, suppressed entities, whether the release passed verify, load + write
 # time (report.json timings) and total / (load + write).
 #
-# Usage: scripts/perf-table.sh [--runs N] [--workloads w1,w2,w3] [--sf "0.01 0.1 1"]
+# Usage: scripts/perf-table.sh [--runs N] [--workloads w1,w2,w3,anatomy] [--sf "0.01 0.1 1"]
 #                              [--threads] [--w2-clustree] [--w2-options "..."]
 # Needs: /usr/bin/time (Debian package "time"), jq. Data goes to out/perf/.
 # RELANON=path/to/relanon skips the release build.
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=1; shift ;;
     --w2-clustree) w2_clustree=1; shift ;;
     --w2-options) w2_options="$2"; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1'; see --help" >&2; exit 2 ;;
     esac
 done
@@ -134,4 +136,19 @@ if has w3; then
     else
         echo "| W3 Adult | skipped: $adult is missing | | | | | | | | |"
     fi
+fi
+
+if has anatomy; then
+    src="$out/synthetic_s.sqlite"
+    [ -e "$src" ] || "$RELANON" generate synthetic-s --out "$src" --quiet
+    for variant in t-t v-v; do
+        run "A syntheticS" "anatomy $variant l = 3" sql/synthetic_s.sql "$src" "$out/a.sqlite" \
+            "model = 'anatomy', l = 3, variant = '$variant', algorithm = 'anatomy'"
+    done
+    for sf in $sfs; do
+        src="$out/tpch-$sf.sqlite"
+        [ -e "$src" ] || "$RELANON" generate tpch --sf "$sf" --out "$src" --quiet
+        run "A TPC-H SF $sf" "anatomy t-t l = 3" sql/tpch.sql "$src" "$out/a.sqlite" \
+            "model = 'anatomy', l = 3, variant = 't-t', algorithm = 'anatomy'"
+    done
 fi
