@@ -675,8 +675,7 @@ fn release_rows(
         }
     }
     if let Some(side) = anatomy {
-        // The second entry of a split table hangs below an ancestor but its rows are not
-        // entity rows.
+        // Only entity rows carry their group; every row carries its slot.
         if ti == 0 {
             let (f, c) = int_column(
                 "group_id",
@@ -832,10 +831,10 @@ fn permutation(n_rows: usize, rows: &[u32], ids: Vec<i64>) -> Vec<Option<i64>> {
     own
 }
 
-/// `1..=n` shuffled by the key seed of table `ti` (or the OS): a pseudonym per row that is
-/// consistent per key and says nothing about source order.
-fn shuffled(plan: &Plan, stream: impl Into<u64>, n: usize) -> Vec<i64> {
-    let stream: u64 = stream.into();
+/// `1..=n` shuffled by the key seed's `stream` (a table's index for its keys, or one of
+/// anatomy's own streams; the OS without a seed): a pseudonym per row that is consistent per
+/// key and says nothing about source order.
+fn shuffled(plan: &Plan, stream: u64, n: usize) -> Vec<i64> {
     let mut ids: Vec<i64> = (1..=n as i64).collect();
     let mut rng = match plan.params.seed {
         Some(seed) => ChaCha8Rng::seed_from_u64(

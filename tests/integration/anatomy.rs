@@ -401,3 +401,64 @@ ANONYMIZE"#,
         stderr(&o)
     );
 }
+
+/// The same seed gives the same groups, slots and release on one thread as on two (the
+/// argmin runs on two threads once a part has 64 candidates; 120 students have more).
+#[test]
+fn one_thread_anatomizes_as_two_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let o = relanon(
+        d,
+        &[
+            "generate",
+            "synthetic-s",
+            "--students",
+            "120",
+            "--out",
+            "s.sqlite",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let decl = crate::common::root().join("sql/synthetic_s.sql");
+    let decl = decl.to_str().expect("a UTF-8 path");
+    for variant in ["t-t", "v-v"] {
+        let mut reports = Vec::new();
+        for threads in ["1", "2"] {
+            let target = format!("rel-{variant}-{threads}.sqlite");
+            let with = format!(
+                "model = 'anatomy', l = 2, variant = '{variant}', algorithm = 'anatomy', seed = 7"
+            );
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_relanon"))
+                .current_dir(d)
+                .env("RAYON_NUM_THREADS", threads)
+                .args(["anonymize", decl, "--source", "s.sqlite", "--target"])
+                .args([target.as_str(), "--overwrite", "--json", "--with", &with])
+                .output()
+                .expect("the relanon binary runs");
+            assert!(o.status.success(), "{threads} threads: {}", stderr(&o));
+            let mut report: serde_json::Value =
+                serde_json::from_str(&stdout(&o)).expect("json report");
+            assert_eq!(report["verified"], true, "{report}");
+            report
+                .as_object_mut()
+                .expect("the report is an object")
+                .remove("timings_ms");
+            reports.push(report);
+        }
+        assert_eq!(reports[0], reports[1], "{variant}");
+        let one = db(&d.join(format!("rel-{variant}-1.sqlite")));
+        let two = db(&d.join(format!("rel-{variant}-2.sqlite")));
+        let tables = rows(
+            &one,
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+        )
+        .concat();
+        assert!(tables.len() >= 6, "{tables:?}");
+        for t in tables {
+            let all = format!("SELECT * FROM \"{t}\"");
+            assert_eq!(rows(&one, &all), rows(&two, &all), "{variant} {t}");
+        }
+    }
+}
