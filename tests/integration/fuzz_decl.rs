@@ -65,6 +65,11 @@ const VALUES: &[&str] = &[
     "'topdown'",
     "'l-diversity'",
     "'k-anonymity'",
+    "'anatomy'",
+    "'t-t'",
+    "'v-v'",
+    "'1/3'",
+    "'2/1'",
     "'preserve'",
     "'drop'",
     "'\u{feff}'",
@@ -159,6 +164,17 @@ fn statement() -> impl Strategy<Value = String> {
                 format!("ANONYMIZE {e} WITH ({});", list.join(", "))
             }),
         (id(), id(), id()).prop_map(|(n, c, t)| format!("CREATE VIEW {n} AS SELECT {c} FROM {t};")),
+        (
+            id(),
+            id(),
+            id(),
+            pick(&["", " = 'A'", " = 3", " IS NULL", " = x", " IS"]),
+            v(),
+            v()
+        )
+            .prop_map(|(n, t, c, value, m, p)| {
+                format!("CREATE RULE {n} ON {t}.{c}{value} WITH (m = {m}, p = {p});")
+            }),
     ]
 }
 
