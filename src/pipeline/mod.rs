@@ -80,12 +80,13 @@ pub struct Outcome {
 }
 
 /// Options that belong to one privacy model.
-const MODEL_PARAMETERS: [&str; 3] = ["k", "l", "diversity"];
+const MODEL_PARAMETERS: [&str; 4] = ["k", "l", "diversity", "variant"];
 
 /// Replaces the `ANONYMIZE` options of `policy` named in `with` (an option list as written
 /// inside `WITH (...)`), parsed by the declarations parser itself so values mean the same.
-/// Naming `model` also drops the file's `k`, `l` and `diversity`; naming `algorithm` the
-/// file's options that algorithm does not read.
+/// Naming `model` also drops the file's `k`, `l`, `diversity` and `variant`, and its
+/// `algorithm` (with that algorithm's options) when that algorithm does not serve the model
+/// named; naming `algorithm` drops the file's options that algorithm does not read.
 fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()> {
     let Some(anonymize) = policy.anonymize.as_mut() else {
         bail!("{origin}: --with needs an ANONYMIZE statement to override; add `ANONYMIZE <entity> WITH (...);`");
@@ -115,6 +116,26 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
         anonymize
             .options
             .retain(|name, _| !MODEL_PARAMETERS.contains(&name.as_str()));
+        // The file's algorithm for another model would be refused (miraclex under anatomy):
+        // the model named runs its default algorithm instead, unless --with names one.
+        let file_algorithm = anonymize
+            .options
+            .get("algorithm")
+            .and_then(|o| match &o.value {
+                crate::policy::Value::Text(t) => algo::find(&t.to_ascii_lowercase()),
+                crate::policy::Value::Number(_) => None,
+            });
+        if let (Some(spec), Some(model), false) = (
+            file_algorithm,
+            model_named(&options),
+            options.contains_key("algorithm"),
+        ) {
+            if (spec.serves)(&model).is_err() {
+                anonymize.options.retain(|name, _| {
+                    plan::SHARED_OPTIONS.contains(&name.as_str()) && name != "algorithm"
+                });
+            }
+        }
     }
     // A new algorithm makes the file's options of another algorithm meaningless (they would
     // be refused), so they go too unless --with gives them again.
@@ -130,6 +151,34 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
     }
     anonymize.options.extend(options);
     Ok(())
+}
+
+/// The kind of model `options` name (`model = '...'`, with `diversity` and `variant` as
+/// given), its parameters placeholders: enough to ask an algorithm whether it serves it.
+fn model_named(
+    options: &std::collections::BTreeMap<String, crate::policy::OptionValue>,
+) -> Option<plan::Model> {
+    let text = |name: &str| match options.get(name).map(|o| &o.value) {
+        Some(crate::policy::Value::Text(t)) => Some(t.to_ascii_lowercase()),
+        _ => None,
+    };
+    match text("model")?.as_str() {
+        "k-anonymity" => Some(plan::Model::KAnonymity { k: 2 }),
+        "l-diversity" => Some(plan::Model::LDiversity {
+            l: 2,
+            diversity: if text("diversity").as_deref() == Some("distinct") {
+                plan::Diversity::Distinct
+            } else {
+                plan::Diversity::Probabilistic
+            },
+        }),
+        "anatomy" => Some(plan::Model::Anatomy {
+            l: 2,
+            variant: plan::Variant::TreeTree,
+            rules: Vec::new(),
+        }),
+        _ => None,
+    }
 }
 
 /// Parses, opens the source and plans: the shared first half of anonymize and verify.

@@ -462,3 +462,56 @@ fn one_thread_anatomizes_as_two_do() {
         }
     }
 }
+
+/// `--with "model = 'anatomy', ..."` on a file that names a generalizing algorithm runs the
+/// model's own algorithm (naming a model drops the file's algorithm that cannot serve it),
+/// on a real-shaped warehouse: every customer grouped, the release verified.
+#[test]
+fn with_a_model_switches_a_files_algorithm_that_cannot_serve_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = crate::common::realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let decl = decl.to_str().expect("UTF-8 path");
+    let text = std::fs::read_to_string(decl).expect("read");
+    assert!(
+        text.contains("algorithm = 'miraclex'"),
+        "the fixture names miraclex"
+    );
+    for (with, algorithm) in [
+        ("model = 'anatomy', l = 2, variant = 'v-v'", "anatomy"),
+        ("model = 'l-diversity', l = 2", "clustree"),
+    ] {
+        let o = relanon(
+            dir.path(),
+            &[
+                "anonymize",
+                decl,
+                "--with",
+                with,
+                "--target",
+                "r.sqlite",
+                "--overwrite",
+                "--json",
+            ],
+        );
+        assert!(o.status.success(), "{with}: {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(report["params"]["algorithm"], algorithm, "{report}");
+        assert_eq!(report["verified"], true);
+    }
+    // An algorithm that serves the model stays.
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            decl,
+            "--with",
+            "model = 'k-anonymity', k = 3",
+            "--target",
+            "r.sqlite",
+            "--overwrite",
+            "--json",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(report["params"]["algorithm"], "miraclex", "{report}");
+}
