@@ -556,12 +556,10 @@ fn merge_vertices(
     // The member's child rows in table order, then row order; matched ones are taken. The
     // flags live on one stack shared down the recursion (a vector per call cost more).
     let base = g.matched.len();
-    let mut offsets = Vec::with_capacity(groups.len());
-    for c in groups {
-        offsets.push(g.matched.len());
-        g.matched
-            .extend(std::iter::repeat_n(false, c.of(row).len()));
-    }
+    let total: usize = groups.iter().map(|c| c.of(row).len()).sum();
+    g.matched.extend(std::iter::repeat_n(false, total));
+    // Group gi's flags start after the rows of the groups before it.
+    let offset = |gi: usize| base + groups[..gi].iter().map(|c| c.of(row).len()).sum::<usize>();
     for j in 0..g.slots[slot].children.len() {
         let s = g.slots[slot].children[j];
         if !g.slots[s].alive {
@@ -570,12 +568,13 @@ fn merge_vertices(
         let t = g.slots[s].table;
         let mut done = false;
         if let Some(gi) = groups.iter().position(|c| c.table == t) {
+            let at = offset(gi);
             for (i, &k) in groups[gi].of(row).iter().enumerate() {
-                if g.matched[offsets[gi] + i] {
+                if g.matched[at + i] {
                     continue;
                 }
                 if try_match(forest, rules, g, member, s, t, k) {
-                    g.matched[offsets[gi] + i] = true;
+                    g.matched[at + i] = true;
                     merge_vertices(forest, rules, g, member, s, k);
                     done = true;
                     break;
