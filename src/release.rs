@@ -118,17 +118,12 @@ fn anatomized(
             .map(|&g| released(g, &group_ids))
             .collect(),
     };
+    // The QI side is the family released as a generalization that keeps every leaf.
     let g = Generalization {
         kept: a.kept.clone(),
-        codes: forest.tables.iter().map(|t| t.qi.clone()).collect(),
-        groups: forest
-            .tables
-            .iter()
-            .map(|t| vec![NO_GROUP; t.rows()])
-            .collect(),
         ec_sizes: a.anatomy.groups.iter().map(|g| g.members.len()).collect(),
         suppressed_entities: a.anatomy.suppressed.len(),
-        levels: None,
+        ..Generalization::empty(forest)
     };
     let mut m = generalized(plan, forest, &g, Some(&qi))?;
     match a.variant {
@@ -140,7 +135,7 @@ fn anatomized(
 
 /// Plan entries whose `<t>__sa` table t-t publishes: those with a SENSITIVE column, and their
 /// ancestors (an SA-tree's edges pass through SA-less tables).
-pub fn sa_tree_tables(plan: &Plan) -> Vec<bool> {
+fn sa_tree_tables(plan: &Plan) -> Vec<bool> {
     let mut needed: Vec<bool> = plan
         .tables
         .iter()
@@ -169,6 +164,24 @@ fn sensitive_columns(plan: &Plan, ti: usize) -> Vec<(usize, String)> {
         .filter(|(_, c)| matches!(c.role, ColumnRole::Sensitive { .. }))
         .map(|(i, c)| (i, c.name.clone()))
         .collect()
+}
+
+/// The source values of the SENSITIVE columns `sa` at `rows`, appended as released columns.
+fn append_sensitive(
+    nodes: &TableNodes,
+    sa: &[(usize, String)],
+    rows: &[u32],
+    fields: &mut Vec<Field>,
+    columns: &mut Vec<ArrayRef>,
+) -> Result<(), ReleaseError> {
+    let take = UInt32Array::from(rows.to_vec());
+    for (ci, name) in sa {
+        let values = arrow::compute::take(nodes.batch.column(*ci).as_ref(), &take, None)
+            .map_err(internal)?;
+        fields.push(Field::new(name, values.data_type().clone(), true));
+        columns.push(values);
+    }
+    Ok(())
 }
 
 /// t-t's SA side: per table, one row per kept vertex with a fresh key `sa_id` (its own
@@ -233,13 +246,8 @@ fn sa_trees(
                 .map(|&r| qi.slot[ti][r as usize])
                 .collect::<Vec<_>>(),
         )));
-        let take = UInt32Array::from(rows.clone());
-        for (ci, name) in sensitive_columns(plan, ti) {
-            let values = arrow::compute::take(nodes.batch.column(ci).as_ref(), &take, None)
-                .map_err(internal)?;
-            fields.push(Field::new(&name, values.data_type().clone(), true));
-            columns.push(values);
-        }
+        let sa = sensitive_columns(plan, ti);
+        append_sensitive(nodes, &sa, &rows, &mut fields, &mut columns)?;
         let batch =
             RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(internal)?;
         let key = ["sa_id".to_string()];
@@ -292,13 +300,8 @@ fn sa_groups(
         let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(
             entries.iter().map(|e| e.0).collect::<Vec<_>>(),
         ))];
-        let take = UInt32Array::from(entries.iter().map(|e| e.1).collect::<Vec<_>>());
-        for (ci, name) in &sa {
-            let values = arrow::compute::take(nodes.batch.column(*ci).as_ref(), &take, None)
-                .map_err(internal)?;
-            fields.push(Field::new(name, values.data_type().clone(), true));
-            columns.push(values);
-        }
+        let held: Vec<u32> = entries.iter().map(|e| e.1).collect();
+        append_sensitive(nodes, &sa, &held, &mut fields, &mut columns)?;
         fields.push(Field::new("count", DataType::Int64, false));
         columns.push(Arc::new(Int64Array::from(
             entries.iter().map(|e| e.2).collect::<Vec<_>>(),

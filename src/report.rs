@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::algo::anatomy::thresholds::{tt_budget, vv_budget};
 use crate::algo::options::OptionValue;
 use crate::algo::Configured;
 use crate::plan::{ColumnRole, KeyPolicy, Model, OrphanPolicy, Plan};
@@ -260,15 +261,13 @@ pub fn anatomy_report(
                             slots.clone().filter(|s| holds(s.rows[i])).count() >= rule.m as usize
                         })
                         .count();
-                    let budget = (rule.p.num as u128 * size as u128 / rule.p.den as u128) as usize;
+                    let budget = tt_budget(rule.p, size as u32) as usize;
                     (heavy as f64 / size as f64, heavy > 0 && heavy == budget)
                 }
                 crate::plan::Variant::VertexVertex => {
                     let eta = slots.filter(|s| s.rows.iter().any(|&r| holds(r))).count();
-                    let share = binomial_tail(eta, *l, rule.m);
-                    let next = binomial_tail(eta + 1, *l, rule.m);
-                    let p = rule.p.num as f64 / rule.p.den as f64;
-                    (share, eta > 0 && next > p)
+                    let at_bound = vv_budget(rule.p, rule.m, *l as u32) == Some(eta as u64);
+                    (binomial_tail(eta, *l, rule.m), eta > 0 && at_bound)
                 }
             };
             if share > report.worst || report.value.is_none() {
@@ -295,7 +294,8 @@ pub fn anatomy_report(
     })
 }
 
-/// Pr[Binomial(eta, 1/l) >= m], for the report (the algorithm and verify decide exactly).
+/// Pr[Binomial(eta, 1/l) >= m], the share the report shows (whether a group sits at the
+/// budget is decided exactly, by the algorithm's own thresholds).
 fn binomial_tail(eta: usize, l: usize, m: u32) -> f64 {
     let q = 1.0 / l.max(1) as f64;
     let mut below = 0.0;

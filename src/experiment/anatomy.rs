@@ -171,39 +171,26 @@ pub async fn anatomy(
                 "anatomy-{variant}-l{l}-m{m}-p{}-{set:?}-np{np}.sqlite",
                 p.replace('/', "of")
             );
+            // A refusal as nothing publishable is a row of its own, with nothing kept.
             let r = match run(options, rules(set, m, &p), target).await {
-                Ok(r) => r,
+                Ok(r) => Some(r),
                 Err(e) if format!("{e:#}").contains("allow no group to hold") => {
                     say(&format!("{name}: nothing publishable (refused)"));
-                    grid.push(Row {
-                        slice: slice.clone(),
-                        variant: variant.to_string(),
-                        l,
-                        m,
-                        p: p.clone(),
-                        rules: set,
-                        partitions: np,
-                        suppression_accuracy: 0.0,
-                        query_accuracy: None,
-                        entities_suppressed: 0,
-                        groups: 0,
-                        cluster_s: 0.0,
-                        total_s: 0.0,
-                        refused: true,
-                    });
-                    continue;
+                    None
                 }
                 Err(e) => {
                     failed.push(format!("{name}: {e:#}"));
                     continue;
                 }
             };
-            say(&format!(
-                "{name}: suppression accuracy {:.1}%, query accuracy {:.1}%, {:.2} s",
-                r.utility.suppression_accuracy,
-                100.0 * r.utility.query_accuracy.unwrap_or(0.0),
-                secs(&r, "total")
-            ));
+            if let Some(r) = &r {
+                say(&format!(
+                    "{name}: suppression accuracy {:.1}%, query accuracy {:.1}%, {:.2} s",
+                    r.utility.suppression_accuracy,
+                    100.0 * r.utility.query_accuracy.unwrap_or(0.0),
+                    secs(r, "total")
+                ));
+            }
             grid.push(Row {
                 slice: slice.clone(),
                 variant: variant.to_string(),
@@ -212,13 +199,13 @@ pub async fn anatomy(
                 p: p.clone(),
                 rules: set,
                 partitions: np,
-                suppression_accuracy: r.utility.suppression_accuracy,
-                query_accuracy: r.utility.query_accuracy,
-                entities_suppressed: r.suppressed_entities,
-                groups: r.equivalence_classes,
-                cluster_s: secs(&r, "cluster"),
-                total_s: secs(&r, "total"),
-                refused: false,
+                suppression_accuracy: r.as_ref().map_or(0.0, |r| r.utility.suppression_accuracy),
+                query_accuracy: r.as_ref().and_then(|r| r.utility.query_accuracy),
+                entities_suppressed: r.as_ref().map_or(0, |r| r.suppressed_entities),
+                groups: r.as_ref().map_or(0, |r| r.equivalence_classes),
+                cluster_s: r.as_ref().map_or(0.0, |r| secs(r, "cluster")),
+                total_s: r.as_ref().map_or(0.0, |r| secs(r, "total")),
+                refused: r.is_none(),
             });
         }
     }

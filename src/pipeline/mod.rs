@@ -153,8 +153,8 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
     Ok(())
 }
 
-/// The kind of model `options` name (`model = '...'`, with `diversity` and `variant` as
-/// given), its parameters placeholders: enough to ask an algorithm whether it serves it.
+/// The kind of model `options` name (`model = '...'`, with `diversity` as given), with the
+/// smallest parameters it takes: enough to ask an algorithm whether it serves it.
 fn model_named(
     options: &std::collections::BTreeMap<String, crate::policy::OptionValue>,
 ) -> Option<plan::Model> {
@@ -424,10 +424,11 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
     let anatomy = match &output {
         crate::algo::Output::Anatomized(a) => {
+            // The release tables that are no family table are the SA side.
             let sa_tables = materialized
                 .tables
                 .iter()
-                .skip(plan.tables.len())
+                .filter(|t| !plan.tables.iter().any(|f| f.name == t.name))
                 .map(|t| t.name.clone())
                 .collect();
             report::anatomy_report(&plan, &forest, a, sa_tables)
