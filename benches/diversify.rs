@@ -34,14 +34,14 @@ fn benches(c: &mut Criterion) {
         .map(|e| Rep::from_forest(&forest, 0, e))
         .collect();
     // A seed and the first candidate its root can be diverse with.
-    let probe = Diversifier::new(&forest, Mapping::Lsap, Some(RULE));
+    let probe = Diversifier::new(&forest, Mapping::Lsap, Some(RULE), 1.0);
     let a = &trees[0];
     let b = trees[1..]
         .iter()
         .find(|b| probe.diverse(a, b))
         .expect("some student is diverse with the first");
     for (name, mapping) in [("lsap", Mapping::Lsap), ("grd", Mapping::Grd)] {
-        let dv = Diversifier::new(&forest, mapping, Some(RULE));
+        let dv = Diversifier::new(&forest, mapping, Some(RULE), 1.0);
         c.bench_function(&format!("diversify/{name}/cost"), |bench| {
             bench.iter(|| dv.cost(a, b))
         });
@@ -49,7 +49,7 @@ fn benches(c: &mut Criterion) {
             bench.iter(|| dv.merge(a, b))
         });
     }
-    let dv = Diversifier::new(&forest, Mapping::Lsap, Some(RULE));
+    let dv = Diversifier::new(&forest, Mapping::Lsap, Some(RULE), 1.0);
     let (x, y) = (dv.profile(a), dv.profile(b));
     let quick = dv.quick(&x);
     c.bench_function("bound/cost_bound", |bench| {
@@ -72,7 +72,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     let small = synthetic_s(100);
-    let dv = Diversifier::new(&small, Mapping::Lsap, Some(RULE));
+    let dv = Diversifier::new(&small, Mapping::Lsap, Some(RULE), 1.0);
     let order: Vec<u32> = (0..small.entities() as u32).collect();
     let progress = Progress::new();
     for (name, search) in [("plain", Search::Plain), ("pruned", Search::Pruned)] {
@@ -84,6 +84,7 @@ fn benches(c: &mut Criterion) {
             search,
             candidates: None,
             threads: 1,
+            by_shape: false,
         };
         group.bench_function(format!("ctoff/100 students l=3 {name}"), |bench| {
             bench.iter(|| cluster(&small, &dv, &order, params, &progress))

@@ -27,7 +27,7 @@ fn benches(c: &mut Criterion) {
         ("miracle", Siblings::BySubtree),
         ("miraclex", Siblings::ByNode),
     ] {
-        let pw = Pairwise::new(&forest, siblings);
+        let pw = Pairwise::new(&forest, siblings, 1.0);
         c.bench_function(&format!("{name}/distance"), |bench| {
             bench.iter(|| pw.distance(&a, &b))
         });
@@ -43,7 +43,7 @@ fn benches(c: &mut Criterion) {
         threshold: 0.3,
         climit: 150,
     };
-    let pw = Pairwise::new(&forest, Siblings::ByNode);
+    let pw = Pairwise::new(&forest, Siblings::ByNode, 1.0);
     let progress = Progress::new();
     group.bench_function("miraclex/300 students k=10", |bench| {
         bench.iter(|| cluster(&forest, &pw, &order, params, &progress))

@@ -757,6 +757,28 @@ pub(crate) fn group_children(parent_rows: usize, parent_of: &[u32], table: usize
     }
 }
 
+/// A forest without QIs of a given shape, for the algorithms' unit tests: entity `e` has
+/// `children[e].len()` rows of table 1, and its `j`-th of them `children[e][j]` rows of table 2.
+#[cfg(test)]
+pub(crate) fn shaped(children: &[Vec<usize>]) -> Forest {
+    let mut kids_parent = Vec::new();
+    let mut grand_parent = Vec::new();
+    for (e, kids) in children.iter().enumerate() {
+        for &g in kids {
+            grand_parent.extend(std::iter::repeat_n(kids_parent.len() as u32, g));
+            kids_parent.push(e as u32);
+        }
+    }
+    let mut root = TableNodes::bare("e", Vec::new(), Vec::new(), vec![u32::MAX; children.len()]);
+    let mut kids = TableNodes::bare("c", Vec::new(), Vec::new(), kids_parent);
+    let grand = TableNodes::bare("g", Vec::new(), Vec::new(), grand_parent);
+    kids.children = vec![group_children(kids.rows(), &grand.parent, 2)];
+    root.children = vec![group_children(root.rows(), &kids.parent, 1)];
+    Forest {
+        tables: vec![root, kids, grand],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,17 @@ pub struct Policy {
     pub views: Vec<ViewDecl>,
     /// `CREATE RULE`: anatomy's (p,m)-privacy rules, in the order written.
     pub rules: Vec<RuleDecl>,
+    /// `KEEP 90 PERCENT OF t`: the least share of a family table's rows the release keeps.
+    pub keeps: Vec<KeepDecl>,
+}
+
+/// `KEEP <percent> PERCENT OF <table>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeepDecl {
+    pub table: String,
+    /// In (0, 100].
+    pub percent: f64,
+    pub pos: Pos,
 }
 
 /// `SET name = value`. Values are kept as written (unquoted).

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use crate::algo::kernel::ahead;
 use crate::algo::kernel::diversify::{self, Diversifier, Mapping, Profile};
+use crate::algo::kernel::shape::{self, Shape};
 use crate::algo::kernel::tree::Clustering;
 use crate::algo::kernel::tree::Rep;
 use crate::algo::options::{Default, Kind, OptionSpec, Options};
@@ -55,6 +56,8 @@ const OPTIONS: &[OptionSpec] = &[
         check: None,
         doc: "blocking: CreateCluster weighs only this many remaining records nearest the seed (default: all, as Alg. 4 does)",
     },
+    shape::PRICE,
+    shape::ORDER,
 ];
 
 fn step_above_zero(s: f64) -> Result<(), String> {
@@ -83,7 +86,7 @@ fn run_ctoff(
     run(forest, model, options, true, progress)
 }
 
-/// Alg. 5 over the whole forest, seeds in key order, groups of l (or k), the diversity rule
+/// Alg. 5 over the whole forest, seeds in the order `order` asks for, groups of l (or k), the diversity rule
 /// of an l-diversity model on every matched vertex.
 fn run(
     forest: &Forest,
@@ -92,7 +95,7 @@ fn run(
     ctoff: bool,
     progress: &Progress,
 ) -> Result<Output, String> {
-    let order: Vec<u32> = (0..forest.entities() as u32).collect();
+    let order = shape::visit_order(forest, options);
     let size = model.min_group();
     let rule = model.diversity().map(|(l, diversity)| diversify::Rule {
         l,
@@ -103,7 +106,7 @@ fn run(
         "grd" => Mapping::Grd,
         _ => Mapping::Lsap,
     };
-    let dv = Diversifier::new(forest, mapping, rule);
+    let dv = Diversifier::new(forest, mapping, rule, shape::price(options));
     let params = ClustreeParams {
         size,
         m: options.number("m"),
@@ -112,6 +115,7 @@ fn run(
         search: Search::Pruned,
         candidates: options.optional_count("candidates"),
         threads: rayon::current_num_threads(),
+        by_shape: shape::aware(options),
     };
     let clustering = cluster(forest, &dv, &order, params, progress);
     Ok(Output::Generalized(Generalization::from_clustering(
@@ -140,6 +144,9 @@ pub struct ClustreeParams {
     /// Threads running CreateClusters (the caller's among them); the clusters are the same
     /// for any number.
     pub threads: usize,
+    /// Blocking ranks records by tree shape first, then root QIs (`order = 'shape'`), rather
+    /// than by root QIs first.
+    pub by_shape: bool,
 }
 
 /// How CreateCluster finds the candidate of least cost (000 Alg. 4 line 5). All return the
@@ -218,7 +225,9 @@ pub fn cluster(
     let mut remaining = order.len();
     let profiles: Vec<Profile> = trees.iter().map(|t| dv.profile(t)).collect();
     let ctx = Context::new(forest, dv, &trees, &profiles, order, p);
-    let blocking = p.candidates.map(|_| Blocking::new(forest, order));
+    let blocking = p
+        .candidates
+        .map(|_| Blocking::new(forest, order, p.by_shape));
     // Seeds come back only when chi is finite (a rejected cluster), so CToff keeps a seed's
     // memory only until its turn (for a CreateCluster built again there).
     let memo = (p.search == Search::Pruned).then(Memo::default);
@@ -866,20 +875,30 @@ struct Blocking {
 const NONE: u32 = u32::MAX;
 
 impl Blocking {
-    fn new(forest: &Forest, order: &[u32]) -> Self {
+    fn new(forest: &Forest, order: &[u32], by_shape: bool) -> Self {
         let t = &forest.tables[0];
-        let key = |e: u32| {
-            let shape: Vec<usize> = t.children.iter().map(|c| c.of(e).len()).collect();
-            let vertices = Rep::from_forest(forest, 0, e).nodes();
-            (t.codes(e).to_vec(), shape, vertices)
+        let by_rank: Vec<u32> = if by_shape {
+            let mut keyed: Vec<_> = order
+                .iter()
+                .enumerate()
+                .map(|(pos, &e)| (Shape::of(forest, e), t.codes(e), pos, e))
+                .collect();
+            keyed.sort_unstable();
+            keyed.into_iter().map(|(_, _, _, e)| e).collect()
+        } else {
+            let key = |e: u32| {
+                let shape: Vec<usize> = t.children.iter().map(|c| c.of(e).len()).collect();
+                let vertices = Rep::from_forest(forest, 0, e).nodes();
+                (t.codes(e).to_vec(), shape, vertices)
+            };
+            let mut keyed: Vec<_> = order
+                .iter()
+                .enumerate()
+                .map(|(pos, &e)| (key(e), pos, e))
+                .collect();
+            keyed.sort();
+            keyed.into_iter().map(|(_, _, e)| e).collect()
         };
-        let mut keyed: Vec<_> = order
-            .iter()
-            .enumerate()
-            .map(|(pos, &e)| (key(e), pos, e))
-            .collect();
-        keyed.sort();
-        let by_rank: Vec<u32> = keyed.into_iter().map(|(_, _, e)| e).collect();
         let mut rank = vec![NONE; forest.entities()];
         for (r, &e) in by_rank.iter().enumerate() {
             rank[e as usize] = r as u32;

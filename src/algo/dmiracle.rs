@@ -39,7 +39,7 @@ fn run(
     progress: &Progress,
 ) -> Result<Output, String> {
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
-    let pw = Pairwise::new(forest, Siblings::BySubtree);
+    let pw = Pairwise::new(forest, Siblings::BySubtree, 1.0);
     let size = model.min_group();
     let (l, diversity) = model
         .diversity()

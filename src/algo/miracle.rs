@@ -4,24 +4,19 @@
 
 use crate::algo::kernel::cdgh::{self, CdghParams};
 use crate::algo::kernel::pairwise::{Pairwise, Siblings};
+use crate::algo::kernel::shape;
+use crate::algo::options::OptionSpec;
 use crate::algo::{self, Generalization, Options, Output, Spec};
 use crate::forest::Forest;
 use crate::plan::Model;
 use crate::progress::Progress;
 
-pub static MIRACLE: Spec = Spec::plain(
-    "miracle",
-    cdgh::OPTIONS,
-    algo::k_anonymity_only,
-    run_miracle,
-);
+/// Alg. 2's options, the suppression price and the visit order.
+const OPTIONS: &[OptionSpec] = &[cdgh::THRESHOLD, cdgh::CLIMIT, shape::PRICE, shape::ORDER];
 
-pub static MIRACLEX: Spec = Spec::plain(
-    "miraclex",
-    cdgh::OPTIONS,
-    algo::k_anonymity_only,
-    run_miraclex,
-);
+pub static MIRACLE: Spec = Spec::plain("miracle", OPTIONS, algo::k_anonymity_only, run_miracle);
+
+pub static MIRACLEX: Spec = Spec::plain("miraclex", OPTIONS, algo::k_anonymity_only, run_miraclex);
 
 fn run_miracle(
     forest: &Forest,
@@ -41,7 +36,7 @@ fn run_miraclex(
     run(forest, model, options, Siblings::ByNode, progress)
 }
 
-/// 001 Alg. 2 over the whole forest, entities in key order.
+/// 001 Alg. 2 over the whole forest, entities in the order `order` asks for.
 fn run(
     forest: &Forest,
     model: &Model,
@@ -49,8 +44,12 @@ fn run(
     siblings: Siblings,
     progress: &Progress,
 ) -> Result<Output, String> {
-    let order: Vec<u32> = (0..forest.entities() as u32).collect();
-    let pw = Pairwise::new(forest, siblings);
+    let order = shape::visit_order(forest, options);
+    let siblings = match siblings {
+        Siblings::ByNode if shape::aware(options) => Siblings::ByNodeAndShape,
+        other => other,
+    };
+    let pw = Pairwise::new(forest, siblings, shape::price(options));
     let params = CdghParams::from_options(model.min_group(), options);
     let clustering = cdgh::cluster(forest, &pw, &order, params, progress);
     Ok(Output::Generalized(Generalization::from_clustering(

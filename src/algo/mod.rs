@@ -26,16 +26,18 @@ pub mod anatomy;
 pub mod baseline;
 pub mod clustree;
 pub mod dmiracle;
+pub mod keep;
 pub mod kernel;
 pub mod lattice;
 pub mod miracle;
 pub mod negotiate;
 pub mod options;
 pub mod output;
+pub mod shape_only;
 pub mod topdown;
 
 use crate::forest::Forest;
-use crate::plan::{Model, Plan, SHARED_OPTIONS};
+use crate::plan::{KeepRows, Model, Plan, SHARED_OPTIONS};
 use crate::policy::Pos;
 use crate::progress::Progress;
 
@@ -96,6 +98,7 @@ pub static ALGORITHMS: &[&Spec] = &[
     &topdown::TOPDOWN,
     &lattice::LATTICE,
     &anatomy::ANATOMY,
+    &shape_only::SHAPE_ONLY,
     &baseline::UNIVERSAL,
     &baseline::PER_TABLE,
     &baseline::BITMAP_COMPLETE,
@@ -144,17 +147,29 @@ pub fn takes_any_plan(_: &Plan) -> Option<String> {
 pub struct Configured {
     pub spec: &'static Spec,
     pub options: Options,
+    /// The plan's `KEEP` floors, which [`Configured::run`] meets or refuses.
+    pub keep: Vec<KeepRows>,
 }
 
 impl Configured {
-    /// Runs the algorithm over the whole forest.
+    /// Runs the algorithm over the whole forest, meeting the `KEEP` floors (`keep::run`):
+    /// afterwards `options` holds the suppression price the output was made with.
     pub fn run(
-        &self,
+        &mut self,
         forest: &Forest,
         model: &Model,
         progress: &Progress,
     ) -> Result<Output, String> {
-        (self.spec.run)(forest, model, &self.options, progress)
+        let (output, options) = keep::run(
+            self.spec,
+            &self.options,
+            &self.keep,
+            forest,
+            model,
+            progress,
+        )?;
+        self.options = options;
+        Ok(output)
     }
 }
 
@@ -195,7 +210,11 @@ pub fn configure(plan: &Plan) -> Result<Configured, ConfigError> {
             message: not_its_option(spec, &raw.name),
         },
     })?;
-    Ok(Configured { spec, options })
+    Ok(Configured {
+        spec,
+        options,
+        keep: plan.params.keep.clone(),
+    })
 }
 
 /// The algorithm registered under `name` (or an alias of it).
@@ -300,7 +319,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'anatomy', or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'anatomy', 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

@@ -175,6 +175,22 @@ impl Options {
         Ok(options)
     }
 
+    /// Whether the algorithm's table declares option `name`.
+    pub fn declares(&self, name: &str) -> bool {
+        self.values.iter().any(|(n, _)| *n == name)
+    }
+
+    /// These options with number option `name` (which the table declares) set to `value`.
+    pub fn with_number(&self, name: &str, value: f64) -> Options {
+        let mut out = self.clone();
+        for (n, v) in &mut out.values {
+            if *n == name {
+                *v = OptionValue::Number(value);
+            }
+        }
+        out
+    }
+
     /// Every option with its value, in the table's order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, OptionValue)> + '_ {
         self.values.iter().cloned()

@@ -22,8 +22,8 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerE
 
 use crate::policy::{
     AnonymizeDecl, CsvDelimiter, DatePart, EntityDecl, ForeignKeyDecl, HierarchyDecl,
-    HierarchySource, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, RuleDecl, RuleValue,
-    Setting, TableDecl, Value, ViewDecl,
+    HierarchySource, KeepDecl, KeyDecl, LabelDecl, OptionValue, Policy, Pos, Role, RuleDecl,
+    RuleValue, Setting, TableDecl, Value, ViewDecl,
 };
 use cursor::{lower_first, pos, Cursor, LineIndex, Lit, StatementTokens};
 
@@ -45,7 +45,7 @@ impl DeclError {
 }
 
 const STATEMENTS: &str =
-    "SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL or ANONYMIZE";
+    "SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL, KEEP or ANONYMIZE";
 
 /// Parses a whole declarations file. An empty file (or one with only comments) is an empty
 /// policy: saying what is missing is the planner's job, where it can say it all at once.
@@ -180,6 +180,8 @@ impl<'t> Builder<'t> {
             self.label(c)
         } else if c.eat_kw("ANONYMIZE") {
             self.anonymize(c)
+        } else if c.eat_kw("KEEP") {
+            self.keep(c)
         } else {
             Err(c.expected(STATEMENTS))
         }
@@ -527,6 +529,46 @@ impl<'t> Builder<'t> {
     }
 
     /// `CREATE RULE name ON t.c [= value | IS NULL] WITH (m = 2, p = '1/3')`
+    /// `KEEP <percent> PERCENT OF <table>`
+    fn keep(&mut self, c: &mut Cursor) -> Result<(), DeclError> {
+        const EXAMPLE: &str = "e.g. KEEP 90 PERCENT OF orders";
+        let (percent, text, at) = c.number(&format!(
+            "a share of rows in percent after KEEP ({EXAMPLE})"
+        ))?;
+        if !(percent > 0.0 && percent <= 100.0) {
+            return Err(DeclError::new(
+                at,
+                format!(
+                    "KEEP takes a percentage above 0 and at most 100, found {text} ({EXAMPLE})"
+                ),
+            ));
+        }
+        c.expect_kw("PERCENT", &format!("PERCENT after the number ({EXAMPLE})"))?;
+        c.expect_kw("OF", &format!("OF and a table after PERCENT ({EXAMPLE})"))?;
+        let (table, _) = c.ident(&format!("a table name after OF ({EXAMPLE})"))?;
+        c.end("KEEP")?;
+        if let Some(first) = self
+            .policy
+            .keeps
+            .iter()
+            .find(|k| k.table.eq_ignore_ascii_case(&table))
+        {
+            return Err(DeclError::new(
+                c.start,
+                format!(
+                    "table '{table}' already has a KEEP at {}; keep one KEEP per table",
+                    first.pos
+                ),
+            ));
+        }
+        self.policy.keeps.push(KeepDecl {
+            table,
+            percent,
+            pos: c.start,
+        });
+        Ok(())
+    }
+
     fn rule(&mut self, c: &mut Cursor) -> Result<(), DeclError> {
         const EXAMPLE: &str =
             "e.g. CREATE RULE aids ON visits.diagnosis = 'AIDS' WITH (m = 1, p = 0.5)";

@@ -1034,3 +1034,40 @@ fn rule_errors_say_what_to_write() {
         "rule 'R' is already declared at 1:1",
     );
 }
+
+#[test]
+fn keep_floors() {
+    let policy = ok("KEEP 90 PERCENT OF \"Order Details\";\nkeep 12.5 percent of rental;");
+    let floors: Vec<(&str, f64, u64)> = policy
+        .keeps
+        .iter()
+        .map(|k| (k.table.as_str(), k.percent, k.pos.line))
+        .collect();
+    assert_eq!(
+        floors,
+        vec![("Order Details", 90.0, 1), ("rental", 12.5, 2)]
+    );
+    assert_err(
+        "KEEP PERCENT OF t;",
+        (1, 6),
+        "a share of rows in percent after KEEP",
+    );
+    assert_err(
+        "KEEP 0 PERCENT OF t;",
+        (1, 6),
+        "above 0 and at most 100, found 0",
+    );
+    assert_err("KEEP 101 PERCENT OF t;", (1, 6), "found 101");
+    assert_err("KEEP 90 OF t;", (1, 9), "PERCENT after the number");
+    assert_err(
+        "KEEP 90 PERCENT t;",
+        (1, 17),
+        "OF and a table after PERCENT",
+    );
+    assert_err("KEEP 90 PERCENT OF t u;", (1, 22), "KEEP");
+    assert_err(
+        "KEEP 90 PERCENT OF t;\nKEEP 80 PERCENT OF T;",
+        (2, 1),
+        "table 'T' already has a KEEP at 1:1",
+    );
+}

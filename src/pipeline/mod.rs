@@ -389,7 +389,7 @@ async fn assemble(
 /// `relanon anonymize`.
 pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     let mut clock = Clock::start();
-    let (plan, algorithm, wh) = prepare(req, progress).await?;
+    let (plan, mut algorithm, wh) = prepare(req, progress).await?;
     for w in &plan.warnings {
         progress.warn(w.clone());
     }

@@ -153,6 +153,7 @@ pub async fn build(policy: &Policy, wh: &mut Warehouse, base: &Path) -> Result<P
     let reads_warnings = check_hierarchy_reads(policy, wh, &tables, &dimensions)?;
     let hierarchies = resolve_hierarchies(policy, wh, base, &tables).await?;
     let mut params = params(policy, entity)?;
+    params.keep = keeps(policy, wh, &tables)?;
     let mut warnings = raw_key_warnings(wh, &tables, &dropped, &params);
     warnings.extend(reads_warnings);
     check_sensitive(&params, &tables, entity)?;
@@ -717,6 +718,42 @@ fn surrogate_name(tables: &[FamilyTable], ti: usize) -> String {
         name.push('_');
     }
     name
+}
+
+/// `KEEP n PERCENT OF t`, each naming a family table: only the family's rows are suppressed.
+fn keeps(
+    policy: &Policy,
+    wh: &Warehouse,
+    family: &[FamilyTable],
+) -> Result<Vec<super::KeepRows>, PlanError> {
+    policy
+        .keeps
+        .iter()
+        .map(|k| {
+            let meta = table(wh, &k.table, k.pos)?;
+            let index = family.iter().position(|t| t.name == meta.name).ok_or_else(|| {
+                at(
+                    k.pos,
+                    format!(
+                        "KEEP names {}, which is not in the {} family: only family tables lose rows to suppression (dimensions are copied whole); name one of {}",
+                        meta.name,
+                        family[0].name,
+                        family
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+            Ok(super::KeepRows {
+                table: index,
+                name: meta.name.clone(),
+                percent: k.percent,
+                pos: k.pos,
+            })
+        })
+        .collect()
 }
 
 /// The tables declared with `LABEL TABLE t AS DIMENSION`; each must lie outside the family.

@@ -398,6 +398,21 @@ pub struct Params {
     pub seed: Option<u64>,
     pub keys: KeyPolicy,
     pub orphans: OrphanPolicy,
+    /// `KEEP n PERCENT OF t`: the least share of each named family table's rows a release
+    /// must keep, in the order written.
+    pub keep: Vec<KeepRows>,
+}
+
+/// `KEEP n PERCENT OF t`, resolved to a family table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeepRows {
+    /// Family table index.
+    pub table: usize,
+    /// The table's name in the source.
+    pub name: String,
+    /// In (0, 100].
+    pub percent: f64,
+    pub pos: Pos,
 }
 
 impl Params {
@@ -412,6 +427,7 @@ impl Params {
             seed: None,
             keys: KeyPolicy::Pseudonymize,
             orphans: OrphanPolicy::Refuse,
+            keep: Vec::new(),
         }
     }
 }

@@ -47,7 +47,7 @@ fn clusters(
         diversity: Diversity::Probabilistic,
         target: l,
     };
-    let dv = Diversifier::new(forest, mapping, Some(rule));
+    let dv = Diversifier::new(forest, mapping, Some(rule), 1.0);
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     let params = ClustreeParams {
         size: l,
@@ -57,6 +57,7 @@ fn clusters(
         search,
         candidates,
         threads,
+        by_shape: false,
     };
     let c = cluster(forest, &dv, &order, params, &Progress::new());
     let ecs = c
@@ -180,7 +181,7 @@ fn cost_bound_never_exceeds_the_cost_and_leads_to_it() {
             diversity: Diversity::Probabilistic,
             target: 3,
         };
-        let dv = Diversifier::new(&forest, mapping, Some(rule));
+        let dv = Diversifier::new(&forest, mapping, Some(rule), 1.0);
         let (mut checked, mut tight, mut lazy) = (0, 0, 0);
         for (i, a) in trees.iter().enumerate() {
             // Single trees, and a two-member representative as in the second recruitment.

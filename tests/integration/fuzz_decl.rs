@@ -175,6 +175,8 @@ fn statement() -> impl Strategy<Value = String> {
             .prop_map(|(n, t, c, value, m, p)| {
                 format!("CREATE RULE {n} ON {t}.{c}{value} WITH (m = {m}, p = {p});")
             }),
+        (v(), pick(&[" PERCENT OF", " PERCENT", " OF", ""]), id())
+            .prop_map(|(n, words, t)| format!("KEEP {n}{words} {t};")),
     ]
 }
 

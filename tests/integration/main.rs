@@ -25,6 +25,8 @@
 //!   output) one line each with nothing written.
 //! - `anatomy`: `model = 'anatomy'` (000 Ch. 3) on Table 3.1 and the hospital example, both
 //!   variants, verified standalone, tampering caught, the attack's rule risks, bad inputs.
+//! - `keep_rows`: shape-aware clustering keeping more rows of a skewed warehouse, `KEEP`
+//!   floors met by raising the suppression price or refused with the best share.
 //! - `lattice`: global recoding of a warehouse with child tables, released within its
 //!   budget or refused below its shape floor.
 //! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
@@ -45,6 +47,7 @@ mod faults;
 mod fuzz_decl;
 mod html;
 mod init;
+mod keep_rows;
 mod lattice;
 mod ldiversity;
 mod negotiate;

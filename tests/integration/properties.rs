@@ -4,7 +4,9 @@
 //! composite key whose data part is a QI, or by their parent's key (a 1:1 child); rows whose
 //! FK is NULL; second paths from a grandchild table to the entity, naming the entity of a row
 //! whose FK is NULL or nothing), anonymized by any algorithm (MiRaCle, MiRaCleX, the lattice
-//! with a random suppression budget, or a bitmap baseline for a random k; ClusTree or CToff with either mapping, or dMiRaCle, for a random l), passes the
+//! with a random suppression budget, the shape-only reference, or a bitmap baseline for a
+//! random k, the first two by key or by shape at a random suppression price; ClusTree or
+//! CToff with either mapping, order and price, or dMiRaCle, for a random l), passes the
 //! independent verifier — both the self-check inside `anonymize` and a standalone `verify`.
 //! QI values hold spaces (leading, trailing, inner) and some ages are NULL.
 //!
@@ -77,9 +79,10 @@ fn warehouse() -> impl Strategy<Value = Warehouse> {
 
 /// Every algorithm whose releases must pass verify (the universal and per-table baselines
 /// are meant to fail it: tests/integration/baselines.rs).
-const ALGORITHMS: [&str; 9] = [
+const ALGORITHMS: [&str; 10] = [
     "miracle",
     "miraclex",
+    "shape-only",
     "lattice",
     // The lattice under distinct l-diversity, the entity table's column the only sensitive one.
     "lattice-l",
@@ -307,17 +310,36 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     } else {
         format!("k = {}", w.k)
     };
-    // Each algorithm takes its own options: ClusTree's pairing and step, CDGH's threshold.
+    // Each algorithm takes its own options: ClusTree's pairing and step, CDGH's threshold;
+    // the four shape-aware ones an order and a suppression price drawn from the seed.
+    let shaped = format!(
+        "order = '{}', suppression_price = {}",
+        if w.seed.is_multiple_of(2) {
+            "shape"
+        } else {
+            "key"
+        },
+        [0.5, 1.0, 4.0][(w.seed / 2 % 3) as usize]
+    );
     let options = if matches!(w.algorithm, "clustree" | "ctoff") {
-        format!("mapping = '{}', s = 1", w.mapping)
+        format!("mapping = '{}', s = 1, {shaped}", w.mapping)
     } else if w.algorithm.starts_with("lattice") {
         // Any share: the budget is the test's, what is released must verify.
         format!("max_suppression = {}", w.threshold)
+    } else if w.algorithm == "shape-only" {
+        String::new()
+    } else if matches!(w.algorithm, "miracle" | "miraclex") {
+        format!("threshold = {}, {shaped}", w.threshold)
     } else {
         format!("threshold = {}", w.threshold)
     };
+    let options = if options.is_empty() {
+        options
+    } else {
+        format!("{options}, ")
+    };
     text += &format!(
-        "ANONYMIZE person WITH ({model}, algorithm = '{}', {options}, seed = 7, queries = 10);\n",
+        "ANONYMIZE person WITH ({model}, algorithm = '{}', {options}seed = 7, queries = 10);\n",
         w.algorithm.trim_end_matches("-l")
     );
     text

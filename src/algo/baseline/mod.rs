@@ -144,7 +144,7 @@ fn cluster_flat(table: FlatTable, params: CdghParams, progress: &Progress) -> Cl
     let forest = table.into_forest();
     let order: Vec<u32> = (0..forest.entities() as u32).collect();
     // Node matching is all a childless row needs; MiRaCle and MiRaCleX agree here.
-    let pw = Pairwise::new(&forest, Siblings::ByNode);
+    let pw = Pairwise::new(&forest, Siblings::ByNode, 1.0);
     cdgh::cluster(&forest, &pw, &order, params, progress)
 }
 

@@ -19,26 +19,28 @@ pub struct CdghParams {
     pub climit: usize,
 }
 
+/// `threshold` of Alg. 2 line 6.
+pub const THRESHOLD: OptionSpec = OptionSpec {
+    name: "threshold",
+    aliases: &["th"],
+    kind: Kind::Number { min: 0.0, max: 1.0 },
+    default: Default::Number(0.3),
+    check: None,
+    doc: "an entity opens a new cluster when the nearest open one is farther than this (line 6)",
+};
+
+/// `climit` of Alg. 2 line 6.
+pub const CLIMIT: OptionSpec = OptionSpec {
+    name: "climit",
+    aliases: &[],
+    kind: Kind::Count { min: 1.0, max: 1e9 },
+    default: Default::Count(150),
+    check: None,
+    doc: "at most this many clusters open at once (line 6)",
+};
+
 /// The options of Alg. 2, read by every algorithm built on it.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "threshold",
-        aliases: &["th"],
-        kind: Kind::Number { min: 0.0, max: 1.0 },
-        default: Default::Number(0.3),
-        check: None,
-        doc:
-            "an entity opens a new cluster when the nearest open one is farther than this (line 6)",
-    },
-    OptionSpec {
-        name: "climit",
-        aliases: &[],
-        kind: Kind::Count { min: 1.0, max: 1e9 },
-        default: Default::Count(150),
-        check: None,
-        doc: "at most this many clusters open at once (line 6)",
-    },
-];
+pub const OPTIONS: &[OptionSpec] = &[THRESHOLD, CLIMIT];
 
 impl CdghParams {
     /// Alg. 2's parameters for groups of `k` from the [`OPTIONS`] in `options`.

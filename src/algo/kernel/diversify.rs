@@ -5,8 +5,10 @@
 //! node's member rows ([`Rep::members`]), read from the forest.
 //!
 //! Cost model: 000 Sec. 2.3.1 `cost(T)` with LM' for generalized QIs and `|QI|` per suppressed
-//! vertex; as in [`super::pairwise`], a vertex of a table without QIs still weighs one cell so
-//! that suppressing structure is never free.
+//! vertex, times the owner's `suppression_price` (1 by default); as in [`super::pairwise`], a
+//! vertex of a table without QIs still weighs one cell so that suppressing structure is never
+//! free. The price is folded into the per-table weights, which every suppression cost and
+//! every lower bound reads, so the bounds stay below the costs at any price.
 
 use std::cell::RefCell;
 
@@ -293,11 +295,12 @@ pub struct Diversifier<'a> {
 }
 
 impl<'a> Diversifier<'a> {
-    pub fn new(forest: &'a Forest, mapping: Mapping, rule: Option<Rule>) -> Self {
+    /// Diversify where a suppressed vertex costs `price` times its cells.
+    pub fn new(forest: &'a Forest, mapping: Mapping, rule: Option<Rule>, price: f64) -> Self {
         let weights = forest
             .tables
             .iter()
-            .map(|t| t.nqi().max(1) as f64)
+            .map(|t| t.nqi().max(1) as f64 * price)
             .collect();
         let lca = forest
             .tables
@@ -313,7 +316,7 @@ impl<'a> Diversifier<'a> {
         }
     }
 
-    /// Weight of one copy of a subtree (what suppressing it for one member costs).
+    /// What suppressing one copy of a subtree costs (for one member), the price included.
     pub fn weight(&self, rep: &Rep) -> f64 {
         self.weights[rep.table as usize] + rep.children.iter().map(|c| self.weight(c)).sum::<f64>()
     }
@@ -1116,7 +1119,33 @@ struct SiblingMapping {
 
 #[cfg(test)]
 mod tests {
-    use super::KuhnMunkres;
+    use super::{Diversifier, KuhnMunkres, Mapping};
+    use crate::algo::kernel::tree::Rep;
+    use crate::forest::shaped;
+
+    /// Pairing a one-child tree with a two-child one suppresses one child row for one member:
+    /// its cost, its bounds and a finished cluster's cost all scale with the price.
+    #[test]
+    fn suppression_costs_scale_with_the_price_and_the_bounds_stay_below() {
+        let forest = shaped(&[vec![0], vec![0, 0]]);
+        let (a, b) = (
+            Rep::from_forest(&forest, 0, 0),
+            Rep::from_forest(&forest, 0, 1),
+        );
+        for mapping in [Mapping::Lsap, Mapping::Grd] {
+            for price in [0.5, 1.0, 7.0] {
+                let dv = Diversifier::new(&forest, mapping, None, price);
+                let cost = dv.cost(&a, &b);
+                assert!((cost - price).abs() < 1e-9, "{cost} at price {price}");
+                let (x, y) = (dv.profile(&a), dv.profile(&b));
+                assert!(dv.cost_bound(&x, &y, f64::INFINITY) <= cost);
+                let merged = dv.merge(&a, &b).expect("k-anonymity merges anything");
+                let weights = dv.source_weights();
+                assert!((dv.cluster_cost(&merged, &weights) - price).abs() < 1e-9);
+            }
+        }
+    }
+
     use pathfinding::kuhn_munkres::kuhn_munkres_min;
     use pathfinding::matrix::Matrix;
     use rand::{Rng, SeedableRng};

@@ -10,4 +10,5 @@ pub mod lattice;
 pub mod lca_loss;
 pub mod pairwise;
 pub mod partial;
+pub mod shape;
 pub mod tree;

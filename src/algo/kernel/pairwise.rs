@@ -3,10 +3,12 @@
 //!
 //! Cost model (the paper leaves the suppression cost open): a tree's loss is LM (001 Def. 8,
 //! unnormalized) summed over one copy of every node per member, plus, for every suppressed row,
-//! its weight `max(|QI of its table|, 1)`: a removed row costs as much as a fully generalized
-//! one, and a row of a table without QIs still costs one cell, so dropping structure is never
-//! free. The normalized distance divides by the total weight of both inputs, so it lies in
-//! [0, 1] like the paper's threshold `th`.
+//! its weight `max(|QI of its table|, 1)` times the owner's price (`suppression_price`, 1 by
+//! default: a removed row costs as much as a fully generalized one). A row of a table without
+//! QIs still weighs one cell, so dropping structure is never free. The normalized distance
+//! divides by the total weight of both inputs, unpriced: at price 1 it lies in [0, 1] like the
+//! paper's threshold `th`, and at any price a pair that only generalizes is as far as before,
+//! so the price changes which clusters entities join only where rows would be suppressed.
 
 use crate::algo::kernel::tree::Rep;
 use crate::forest::Forest;
@@ -17,6 +19,9 @@ use crate::forest::Forest;
 pub enum Siblings {
     BySubtree,
     ByNode,
+    /// MiRaCleX with `order = 'shape'`: the node's loss plus the suppression its children's
+    /// counts force ([`Pairwise::forced`]), so siblings whose children can be matched pair up.
+    ByNodeAndShape,
 }
 
 /// What pairwise anonymization needs to know about the forest.
@@ -24,9 +29,13 @@ pub struct Pairwise<'a> {
     forest: &'a Forest,
     /// Weight of one row per table: `max(|QI|, 1)`.
     weights: Vec<f64>,
+    /// What a suppressed row costs per unit of weight (`suppression_price`).
+    price: f64,
     /// MiRaCle ranks sibling candidates by their whole subtree (001 Alg. 4), MiRaCleX by the
     /// node alone (Alg. 5).
     subtree: bool,
+    /// Rank MiRaCleX's candidates with the suppression their child counts force.
+    shape: bool,
 }
 
 /// A matching of two sibling sets: pairs of indices plus the unmatched on each side.
@@ -37,7 +46,8 @@ struct Matching {
 }
 
 impl<'a> Pairwise<'a> {
-    pub fn new(forest: &'a Forest, siblings: Siblings) -> Self {
+    /// Pairwise anonymization where a suppressed row costs `price` times its weight.
+    pub fn new(forest: &'a Forest, siblings: Siblings, price: f64) -> Self {
         let weights = forest
             .tables
             .iter()
@@ -46,11 +56,14 @@ impl<'a> Pairwise<'a> {
         Pairwise {
             forest,
             weights,
+            price,
             subtree: siblings == Siblings::BySubtree,
+            shape: siblings == Siblings::ByNodeAndShape,
         }
     }
 
-    /// Weight of one copy of a subtree (what suppressing it for one member costs).
+    /// Weight of one copy of a subtree (suppressing it for one member costs this times the
+    /// price).
     pub fn weight(&self, rep: &Rep) -> f64 {
         self.weights[rep.table as usize] + rep.children.iter().map(|c| self.weight(c)).sum::<f64>()
     }
@@ -108,6 +121,19 @@ impl<'a> Pairwise<'a> {
             .map(|c| c.table as u16)
     }
 
+    /// A lower bound on the suppression that pairing `a` (of `ma` members) with `b` (of `mb`)
+    /// forces one level down: per child table, the side with more children loses at least the
+    /// surplus, each child at least its own row's price, for every member of that side.
+    fn forced(&self, a: &Rep, ma: usize, b: &Rep, mb: usize) -> f64 {
+        self.child_tables(a.table)
+            .map(|ct| {
+                let (na, nb) = (a.children_of(ct).len(), b.children_of(ct).len());
+                let members = if na > nb { ma } else { mb };
+                (na.abs_diff(nb) * members) as f64 * self.weights[ct as usize] * self.price
+            })
+            .sum()
+    }
+
     /// AnonymizeSets (001 Alg. 4 for MiRaCle, Alg. 5 for MiRaCleX): greedy one-by-one matching
     /// of the smaller set into the larger (the paper requires |C1| <= |C2|); ties go to the
     /// earliest candidate; the larger set's leftovers are suppressed (Alg. 4 line 9).
@@ -133,6 +159,11 @@ impl<'a> Pairwise<'a> {
                 let (rank, full) = if self.subtree {
                     let full = self.loss(s, l);
                     (full, full)
+                } else if self.shape {
+                    (
+                        m * self.node_loss(s, l) + self.forced(s, ms, l, ml),
+                        f64::NAN,
+                    )
                 } else {
                     (m * self.node_loss(s, l), f64::NAN)
                 };
@@ -150,12 +181,12 @@ impl<'a> Pairwise<'a> {
                     };
                     pairs.push(if swapped { (j, i) } else { (i, j) });
                 }
-                None => loss += ms as f64 * self.weight(s),
+                None => loss += ms as f64 * self.price * self.weight(s),
             }
         }
         for (j, l) in large.iter().enumerate() {
             if free[j] {
-                loss += ml as f64 * self.weight(l);
+                loss += ml as f64 * self.price * self.weight(l);
             }
         }
         Matching { pairs, loss }
@@ -183,5 +214,52 @@ impl<'a> Pairwise<'a> {
             members,
             children,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forest::shaped;
+
+    /// Entity 0 has one child, entity 1 two: pairing them suppresses one child row (weight 1,
+    /// a table without QIs) for one member.
+    #[test]
+    fn a_suppressed_row_costs_its_weight_times_the_price_and_distance_stays_unpriced() {
+        let forest = shaped(&[vec![0], vec![0, 0]]);
+        let (a, b) = (
+            Rep::from_forest(&forest, 0, 0),
+            Rep::from_forest(&forest, 0, 1),
+        );
+        for siblings in [
+            Siblings::BySubtree,
+            Siblings::ByNode,
+            Siblings::ByNodeAndShape,
+        ] {
+            for price in [0.5, 1.0, 3.0] {
+                let pw = Pairwise::new(&forest, siblings, price);
+                assert_eq!(pw.loss(&a, &b), price);
+                // Weights 2 and 3: the distance divides by the unpriced total.
+                assert_eq!(pw.distance(&a, &b), price / 5.0);
+                assert_eq!(pw.merge(&a, &b).nodes(), 2);
+            }
+        }
+    }
+
+    /// MiRaCleX pairs siblings by their node alone; with shapes it pairs the child whose own
+    /// children can be matched. Entity 0's children hold 2 and 0 rows, entity 1's 0 and 2, in
+    /// that order: by node alone the first pairs with the first and both pairs lose two rows.
+    #[test]
+    fn shape_ranking_pairs_siblings_whose_children_match() {
+        let forest = shaped(&[vec![2, 0], vec![0, 2]]);
+        let (a, b) = (
+            Rep::from_forest(&forest, 0, 0),
+            Rep::from_forest(&forest, 0, 1),
+        );
+        let by_node = Pairwise::new(&forest, Siblings::ByNode, 1.0);
+        let by_shape = Pairwise::new(&forest, Siblings::ByNodeAndShape, 1.0);
+        assert_eq!(by_node.loss(&a, &b), 4.0);
+        assert_eq!(by_shape.loss(&a, &b), 0.0);
+        assert_eq!(by_shape.merge(&a, &b).nodes(), 5);
     }
 }
