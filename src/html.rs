@@ -15,6 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::experiment::frontier::{kept_cell, table_names, FrontierRow};
 use crate::experiment::{KRow, Row};
 use crate::report::Report;
 
@@ -1012,6 +1013,206 @@ pub fn miracle_page(rows: &[KRow], sweep_k: usize) -> Result<String, HtmlError> 
     Ok(page(title, &b))
 }
 
+/// Colour and marker of a reference drawn beside a plot's series: in no series' colour.
+const REFERENCE_COLOUR: [u8; 3] = [0x00, 0x00, 0x00];
+
+/// A plot of `series` as lines through their points in the order given (a sweep's order,
+/// which need not be x order), each point marked, and `reference` (if any) as points of a
+/// marker of its own; both axes numeric with plotters' ticks (the x values are measured, not
+/// settings), the y axis from 0 unless the data go below it.
+pub fn path_plot(
+    plot: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    reference: Option<&Series>,
+) -> Result<String, HtmlError> {
+    let points = || {
+        series
+            .iter()
+            .chain(reference)
+            .flat_map(|s| s.points.iter().copied())
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+    };
+    let x_min = points().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_max = points().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let (x_lo, x_hi) = padded(x_min, x_max, 0.06);
+    let y_min = points().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let y_max = points().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    let (y_lo, y_hi) = if y_min.is_finite() {
+        let (lo, hi) = padded(y_min.min(0.0), y_max, 0.08);
+        (if y_min >= 0.0 { 0.0 } else { lo }, hi)
+    } else {
+        (0.0, 1.0)
+    };
+    svg(plot, (PLOT_WIDTH, 420), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(16)
+            .margin_right(LEGEND_WIDTH)
+            .x_label_area_size(56)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", AXIS_FONT))
+            .x_label_formatter(&|v| trim_number(*v))
+            .y_label_formatter(&|v| trim_number(*v))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (i, s) in series.iter().enumerate() {
+            let colour = rgb(SERIES_COLOURS[i % SERIES_COLOURS.len()]);
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    colour.stroke_width(3),
+                ))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 5, colour.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        let marker = rgb(REFERENCE_COLOUR).filled();
+        if let Some(r) = reference {
+            chart
+                .draw_series(r.points.iter().map(|&p| TriangleMarker::new(p, 9, marker)))
+                .map_err(|e| e.to_string())?;
+        }
+        legend(root, series).map_err(|e| e.to_string())?;
+        if let Some(r) = reference {
+            let x = (PLOT_WIDTH - LEGEND_WIDTH) as i32 + 14;
+            let y = 30 + 26 * series.len() as i32;
+            let font = TextStyle::from(("sans-serif", TICK_FONT).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            root.draw(&TriangleMarker::new((x + 14, y), 9, marker))
+                .map_err(|e| e.to_string())?;
+            root.draw(&Text::new(cut(&r.name, MAX_LEGEND), (x + 38, y), &font))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })
+}
+
+/// The page of the frontier experiment: for every family table, the share of its rows kept
+/// against QI loss (LM) and against query accuracy, one line per (algorithm, order) through
+/// its prices in rising order and the shape-only reference as a marker of its own; then the
+/// whole table.
+pub fn frontier_page(title: &str, rows: &[FrontierRow]) -> Result<String, HtmlError> {
+    let tables = table_names(rows);
+    let (reference, swept): (Vec<&FrontierRow>, Vec<&FrontierRow>) =
+        rows.iter().partition(|r| r.is_reference());
+    let mut b = format!("<h1>{}</h1>\n", escape(title));
+    b += "<p class=\"note\">Each line is one algorithm in one visiting order, its points the \
+          suppression prices from cheapest to dearest: a higher price keeps more rows and \
+          generalizes more. The black triangle is the shape-only grouping, which keeps about as \
+          many rows as whole-record k-anonymity allows whatever the QIs cost. LM is 001 Def. 8 \
+          over the released QI cells; query accuracy is over seeded random count queries \
+          (100% is perfect).</p>\n";
+    for table in &tables {
+        // Each line's points in rising price, the path the price walks along the trade.
+        let by_price = |y: fn(&FrontierRow) -> Option<f64>| -> Vec<Series> {
+            let mut out: Vec<Series> = Vec::new();
+            for r in &swept {
+                if !out.iter().any(|s| s.name == r.line) {
+                    out.push(Series {
+                        name: r.line.clone(),
+                        points: Vec::new(),
+                    });
+                }
+            }
+            for s in &mut out {
+                let mut runs: Vec<&FrontierRow> =
+                    swept.iter().copied().filter(|r| r.line == s.name).collect();
+                runs.sort_by(|a, b| a.price.unwrap_or(0.0).total_cmp(&b.price.unwrap_or(0.0)));
+                s.points = runs
+                    .iter()
+                    .filter_map(|r| {
+                        let v = y(r).filter(|v| v.is_finite())?;
+                        Some((100.0 * r.kept(table)?.share(), v))
+                    })
+                    .collect();
+            }
+            out
+        };
+        let reference_of = |y: fn(&FrontierRow) -> Option<f64>| -> Option<Series> {
+            let points: Vec<(f64, f64)> = reference
+                .iter()
+                .filter_map(|r| Some((100.0 * r.kept(table)?.share(), y(r)?)))
+                .filter(|p| p.1.is_finite())
+                .collect();
+            (!reference.is_empty()).then(|| Series {
+                name: reference.first().map_or(String::new(), |r| r.line.clone()),
+                points,
+            })
+        };
+        let lm: fn(&FrontierRow) -> Option<f64> = |r| Some(r.lm);
+        let accuracy: fn(&FrontierRow) -> Option<f64> = |r| r.query_accuracy.map(|a| 100.0 * a);
+        let x_label = format!("rows of {table} kept (%)");
+        b += &format!("<h2>{}</h2>\n", escape(table));
+        for (caption, y_label, y) in [
+            (format!("QI loss against rows of {table} kept"), "LM", lm),
+            (
+                format!("Query accuracy against rows of {table} kept"),
+                "query accuracy (%)",
+                accuracy,
+            ),
+        ] {
+            let svg = path_plot(
+                &caption,
+                &x_label,
+                y_label,
+                &by_price(y),
+                reference_of(y).as_ref(),
+            )?;
+            b += &figure(&caption, &svg);
+        }
+    }
+    b += "<h2>Table</h2>\n";
+    let mut headers: Vec<String> = vec!["line".to_string(), "price".to_string()];
+    headers.extend(tables.iter().map(|t| format!("{t} kept")));
+    headers.extend(
+        [
+            "least kept",
+            "LM",
+            "LM with suppression",
+            "query accuracy",
+            "verified",
+            "total (s)",
+        ]
+        .map(String::from),
+    );
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.line.clone(),
+                r.price.map_or("-".to_string(), |p| p.to_string()),
+            ];
+            row.extend(
+                tables
+                    .iter()
+                    .map(|t| r.kept(t).map_or("-".to_string(), kept_cell)),
+            );
+            row.extend([
+                percent(Some(r.least_kept)),
+                fixed(r.lm, 4),
+                fixed(r.lm_with_suppression, 4),
+                percent(r.query_accuracy),
+                if r.verified { "yes" } else { "NO" }.to_string(),
+                fixed(r.total_s, 2),
+            ]);
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    b += &table(&headers, &cells);
+    Ok(page(title, &b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1267,6 +1468,97 @@ mod tests {
             rows.len(),
             "one table row each"
         );
+    }
+
+    fn frontier_row(
+        line: &str,
+        price: Option<f64>,
+        kept: &[(&str, usize)],
+        lm: f64,
+    ) -> FrontierRow {
+        use crate::experiment::frontier::Kept;
+        let tables: Vec<Kept> = kept
+            .iter()
+            .map(|&(t, released)| Kept {
+                table: t.to_string(),
+                rows_in: 100,
+                released,
+            })
+            .collect();
+        FrontierRow {
+            line: line.to_string(),
+            algorithm: "miraclex".to_string(),
+            order: price.map(|_| "shape".to_string()),
+            price,
+            k: 5,
+            least_kept: tables.iter().map(Kept::share).fold(1.0, f64::min),
+            tables,
+            lm,
+            lm_with_suppression: lm + 0.1,
+            query_accuracy: Some(0.7),
+            verified: true,
+            total_s: 0.5,
+        }
+    }
+
+    #[test]
+    fn frontier_page_plots_each_table_with_a_line_per_sweep_and_the_reference() {
+        let hostile = "<b>rental</b>";
+        let mut rows = Vec::new();
+        for (i, line) in ["MiRaCleX (key)", "CToff (shape)"].iter().enumerate() {
+            // Prices out of order: each line still walks them cheapest first.
+            for (price, kept) in [(8.0, 95), (1.0, 70), (4.0, 90)] {
+                let lm = 0.3 + price / 100.0 + 0.01 * i as f64;
+                rows.push(frontier_row(
+                    line,
+                    Some(price),
+                    &[("customer", 100), (hostile, kept)],
+                    lm,
+                ));
+            }
+        }
+        rows.push(frontier_row(
+            "shape-only (reference)",
+            None,
+            &[("customer", 100), (hostile, 97)],
+            0.8,
+        ));
+        let page = frontier_page("frontier <k = 5>", &rows).expect("renders");
+        assert!(!page.contains("<b>"), "a raw table name reached the page");
+        assert!(page.contains("<h2>&lt;b&gt;rental&lt;/b&gt;</h2>"));
+        let plots = svgs(&page);
+        assert_eq!(plots.len(), 4, "LM and query accuracy per family table");
+        for svg in &plots {
+            for name in ["MiRaCleX (key)", "CToff (shape)", "shape-only (reference)"] {
+                let legend = format!(">\n{}\n</text>", escape(name));
+                assert_eq!(
+                    svg.matches(&legend).count(),
+                    1,
+                    "{name} in every legend once"
+                );
+            }
+            // The reference is a marker of its own colour: one on the plot, one in the legend.
+            let black = tags(svg, "polygon")
+                .into_iter()
+                .filter(|t| attr(t, "fill") == Some(hex(REFERENCE_COLOUR).as_str()))
+                .count();
+            assert_eq!(black, 2, "{svg}");
+        }
+        // The rental LM plot: a line's points at 70, 90, 95% kept in rising price.
+        let first = tags(plots[2], "polyline")
+            .into_iter()
+            .find(|t| attr(t, "stroke") == Some(hex(PLOT_COLOUR).as_str()))
+            .and_then(|t| attr(t, "points"))
+            .expect("the first line is drawn");
+        let xs: Vec<i32> = first
+            .split_whitespace()
+            .filter_map(|p| p.split(',').next()?.parse().ok())
+            .collect();
+        assert_eq!(xs.len(), 3);
+        assert!(xs[0] < xs[1] && xs[1] < xs[2], "{xs:?}");
+        // One table row per run, the reference without a price.
+        assert_eq!(page.matches("<tr>").count() - 1, rows.len());
+        assert!(page.contains("<td>shape-only (reference)</td><td class=\"num\">-</td>"));
     }
 
     #[test]

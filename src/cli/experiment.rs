@@ -16,6 +16,12 @@ use super::write_page;
 const SYNTHETIC_S: &str = include_str!("../../sql/synthetic_s.sql");
 const SYNTHETIC_T: &str = include_str!("../../sql/synthetic_t.sql");
 
+/// `experiment miracle`'s k sweep when --k is not given (001 Sec. V's settings).
+const MIRACLE_KS: [usize; 6] = [2, 5, 10, 25, 50, 100];
+
+/// `experiment frontier`'s k when --k is not given.
+const FRONTIER_K: usize = 5;
+
 /// `relanon experiment`'s arguments.
 #[derive(Args)]
 pub struct ExperimentArgs {
@@ -34,12 +40,14 @@ pub struct ExperimentArgs {
     /// anatomy: the partition counts of the sweep (Figs. 3.15-3.16), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6,7,8,9,10")]
     partitions: Vec<usize>,
-    /// thesis-s / thesis-t: only these algorithms (names as printed, e.g. CToff-LSAP),
-    /// comma-separated.
+    /// thesis-s / thesis-t: only these algorithms (names as printed, e.g. CToff-LSAP);
+    /// frontier: only these lines (e.g. 'MiRaCleX (shape)') or algorithms (e.g. MiRaCleX,
+    /// both orders); comma-separated.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// miracle: the k values swept at threshold 0.3, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,5,10,25,50,100")]
+    /// miracle: the k values swept at threshold 0.3, comma-separated (default
+    /// 2,5,10,25,50,100); frontier: the one k (default 5).
+    #[arg(long, value_delimiter = ',')]
     k: Vec<usize>,
     /// miracle: the k at which the thresholds are swept.
     #[arg(long, default_value_t = 50)]
@@ -51,6 +59,13 @@ pub struct ExperimentArgs {
         default_value = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1"
     )]
     thresholds: Vec<f64>,
+    /// frontier: the suppression prices swept, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.25,0.5,1,2,4,8,16,32")]
+    prices: Vec<f64>,
+    /// frontier: the declarations file of the warehouse to sweep (default: the university
+    /// warehouse written under --out, as `experiment miracle` writes it).
+    #[arg(long, value_name = "PATH")]
+    decl: Option<PathBuf>,
     /// negotiation: the directory holding UCI Adult as ARX distributes it (adult.csv and
     /// adult_hierarchy_*.csv).
     #[arg(long, value_name = "DIR")]
@@ -79,6 +94,10 @@ pub enum Experiment {
     /// 002 Ch. 3-4: the annotated lattice of UCI Adult for |QI| = 3..6 (ARX's hierarchies),
     /// its build time, and the thesis's request grid answered over it beside its answers.
     Negotiation,
+    /// Rows kept per family table against QI loss (LM) and query accuracy as the suppression
+    /// price rises, for MiRaCle, MiRaCleX, ClusTree and CToff in key and shape order, beside
+    /// the shape-only grouping.
+    Frontier,
 }
 
 /// `relanon experiment`: writes the dataset, its declarations and hierarchies under `out`
@@ -119,6 +138,9 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
         }
         Experiment::Negotiation => {
             return negotiation_experiment(args, quiet).await;
+        }
+        Experiment::Frontier => {
+            return frontier_experiment(args, quiet).await;
         }
     };
     let hierarchies = out.join("hierarchies");
@@ -259,7 +281,12 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
     let work = experiment::work_dir(out);
     std::fs::create_dir_all(&work)
         .with_context(|| format!("cannot create '{}'", work.display()))?;
-    let mut settings: Vec<(usize, f64)> = args.k.iter().map(|&k| (k, 0.3)).collect();
+    let ks = if args.k.is_empty() {
+        &MIRACLE_KS[..]
+    } else {
+        &args.k
+    };
+    let mut settings: Vec<(usize, f64)> = ks.iter().map(|&k| (k, 0.3)).collect();
     // The sweep k at the default threshold may already be in the k sweep: run it once.
     for &th in &args.thresholds {
         if !settings.contains(&(args.sweep_k, th)) {
@@ -293,6 +320,71 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
         )?;
     }
     outln!("{}", experiment::k_markdown(&table.rows));
+    Ok(failures(&table.failed))
+}
+
+/// `relanon experiment frontier`: every line at every price of `--prices` at one k, and the
+/// shape-only reference, over `--decl` (or the university warehouse under `out`).
+async fn frontier_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
+    use relanon::experiment::{self, frontier};
+    let k = match args.k.as_slice() {
+        [] => FRONTIER_K,
+        [k] => *k,
+        _ => anyhow::bail!("experiment frontier runs at one k; give --k once with one value"),
+    };
+    if let Some(p) = args.prices.iter().find(|p| !(p.is_finite() && **p > 0.0)) {
+        anyhow::bail!("--prices: {p} is not a price; give positive numbers such as 0.5,1,4");
+    }
+    let lines = frontier::select(&args.only);
+    if lines.is_empty() {
+        anyhow::bail!(
+            "--only matches no frontier line; choose from {} (or an algorithm's name for both orders)",
+            frontier::lines()
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let out = args.out.as_path();
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create '{}'", out.display()))?;
+    let decl = match &args.decl {
+        Some(decl) => decl.clone(),
+        None => write_university(out, false, args.students, args.seed)?.0,
+    };
+    let work = experiment::work_dir(out);
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
+        if !quiet {
+            errln!("{line}");
+        }
+    };
+    let table = frontier::frontier(
+        &decl,
+        &work,
+        k,
+        &args.prices,
+        &lines,
+        &say,
+        watch.progress(),
+    )
+    .await?;
+    drop(watch);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        let title = format!("Frontier at k = {k}: {}", decl.display());
+        write_page(
+            path,
+            &relanon::html::frontier_page(&title, &table.rows)?,
+            &[],
+        )?;
+    }
+    outln!("{}", frontier::markdown(&table.rows));
     Ok(failures(&table.failed))
 }
 

@@ -153,3 +153,67 @@ fn anatomy_experiment_on_a_small_synthetic_s() {
     assert_eq!(at("t-t"), at("v-v"));
     assert!(at("t-t").is_some());
 }
+
+/// The frontier on the real-shaped rental warehouse at k = 5, two prices: every release
+/// verified, the shape-only reference beside the lines, and at price 8 some line keeping at
+/// least 90% of every family table (measured: 95.6% or more for every line there).
+#[test]
+fn frontier_experiment_on_the_rental_fixture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "rental", "rental", &[]);
+    let o = relanon(
+        dir.path(),
+        &[
+            "experiment",
+            "frontier",
+            "--decl",
+            decl.to_str().expect("utf-8 path"),
+            "--out",
+            "exp",
+            "--k",
+            "5",
+            "--prices",
+            "1,8",
+            "--only",
+            "MiRaCleX,CToff",
+            "--json",
+            "rows.json",
+            "--html",
+            "page.html",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("| MiRaCleX (shape) | 8 |"), "{out}");
+    let rows = json_rows(&dir.path().join("rows.json"));
+    // Two algorithms in two orders at two prices, and the reference.
+    assert_eq!(rows.len(), 2 * 2 * 2 + 1, "{out}");
+    assert!(rows.iter().all(|r| r["verified"] == true), "{out}");
+    let reference: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["algorithm"] == "shape-only")
+        .collect();
+    assert_eq!(reference.len(), 1, "{out}");
+    assert!(reference[0]["price"].is_null());
+    let keeps_90 = |r: &serde_json::Value| {
+        let tables = r["tables"].as_array().expect("tables");
+        tables.len() == 3
+            && tables.iter().all(|t| {
+                let (rows_in, released) = (
+                    t["rows_in"].as_f64().expect("rows_in"),
+                    t["released"].as_f64().expect("released"),
+                );
+                released >= 0.9 * rows_in
+            })
+    };
+    assert!(
+        rows.iter().any(|r| r["price"] == 8.0 && keeps_90(r)),
+        "{out}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("page.html")).expect("page");
+    assert_eq!(page.matches("<svg").count(), 6, "LM and accuracy per table");
+    for table in ["customer", "rental", "payment"] {
+        assert!(page.contains(&format!("<h2>{table}</h2>")), "{table}");
+    }
+    assert!(page.contains("shape-only (reference)"));
+}
