@@ -121,15 +121,38 @@ impl<'a> Pairwise<'a> {
             .map(|c| c.table as u16)
     }
 
-    /// A lower bound on the suppression that pairing `a` (of `ma` members) with `b` (of `mb`)
-    /// forces one level down: per child table, the side with more children loses at least the
-    /// surplus, each child at least its own row's price, for every member of that side.
-    fn forced(&self, a: &Rep, ma: usize, b: &Rep, mb: usize) -> f64 {
-        self.child_tables(a.table)
-            .map(|ct| {
-                let (na, nb) = (a.children_of(ct).len(), b.children_of(ct).len());
+    /// Rows per child table under each of `reps` (all nodes of one table), `n` per node in
+    /// the table's child order: what [`Self::forced`] compares, counted once per matching
+    /// rather than once per candidate pair.
+    fn child_counts(&self, reps: &[Rep]) -> (usize, Vec<u32>) {
+        let Some(first) = reps.first() else {
+            return (0, Vec::new());
+        };
+        let children = &self.forest.tables[first.table as usize].children;
+        let n = children.len();
+        let mut counts = vec![0u32; reps.len() * n];
+        for (r, rep) in reps.iter().enumerate() {
+            for c in &rep.children {
+                if let Some(i) = children.iter().position(|g| g.table == c.table as usize) {
+                    counts[r * n + i] += 1;
+                }
+            }
+        }
+        (n, counts)
+    }
+
+    /// A lower bound on the suppression that pairing a node with child counts `a` (of `ma`
+    /// members) with one with counts `b` (of `mb`) forces one level down: per child table, the
+    /// side with more children loses at least the surplus, each child at least its own row's
+    /// price, for every member of that side.
+    fn forced(&self, table: u16, a: &[u32], ma: usize, b: &[u32], mb: usize) -> f64 {
+        let children = &self.forest.tables[table as usize].children;
+        a.iter()
+            .zip(b)
+            .zip(children)
+            .map(|((&na, &nb), g)| {
                 let members = if na > nb { ma } else { mb };
-                (na.abs_diff(nb) * members) as f64 * self.weights[ct as usize] * self.price
+                (na.abs_diff(nb) as usize * members) as f64 * self.weights[g.table] * self.price
             })
             .sum()
     }
@@ -148,6 +171,12 @@ impl<'a> Pairwise<'a> {
         let mut pairs = Vec::with_capacity(small.len());
         let mut loss = 0.0;
         let m = (ms + ml) as f64;
+        let (n, small_counts, large_counts) = if self.shape {
+            let (n, small_counts) = self.child_counts(small);
+            (n, small_counts, self.child_counts(large).1)
+        } else {
+            (0, Vec::new(), Vec::new())
+        };
         for (i, s) in small.iter().enumerate() {
             let mut best: Option<(usize, f64, f64)> = None;
             for (j, l) in large.iter().enumerate() {
@@ -160,10 +189,14 @@ impl<'a> Pairwise<'a> {
                     let full = self.loss(s, l);
                     (full, full)
                 } else if self.shape {
-                    (
-                        m * self.node_loss(s, l) + self.forced(s, ms, l, ml),
-                        f64::NAN,
-                    )
+                    let forced = self.forced(
+                        s.table,
+                        &small_counts[i * n..][..n],
+                        ms,
+                        &large_counts[j * n..][..n],
+                        ml,
+                    );
+                    (m * self.node_loss(s, l) + forced, f64::NAN)
                 } else {
                     (m * self.node_loss(s, l), f64::NAN)
                 };
