@@ -1108,8 +1108,8 @@ pub fn frontier_page(title: &str, rows: &[FrontierRow]) -> Result<String, HtmlEr
     let mut b = format!("<h1>{}</h1>\n", escape(title));
     b += "<p class=\"note\">Each line is one algorithm in one visiting order, its points the \
           suppression prices from cheapest to dearest: a higher price keeps more rows and \
-          generalizes more. The black triangle is the shape-only grouping, which keeps about as \
-          many rows as whole-record k-anonymity allows whatever the QIs cost. LM is 001 Def. 8 \
+          generalizes more. The black triangle is the shape-only grouping: what grouping by \
+          tree shape alone keeps, whatever the QIs cost. LM is 001 Def. 8 \
           over the released QI cells; query accuracy is over seeded random count queries \
           (100% is perfect).</p>\n";
     for table in &tables {

@@ -12,15 +12,19 @@
 //! - `kernel/` holds what several algorithms share and knows no algorithm: `tree` (a cluster
 //!   representative `Rep` and a `Clustering`), `cdgh` (001 Alg. 2, the clustering skeleton of
 //!   MiRaCle, MiRaCleX, dMiRaCle and the baselines, and its options), `pairwise` (001 Alg.
-//!   3-5), `diversify` (000 Alg. 1-3 with lower bounds), `lca_loss`, `ahead` (items computed
-//!   on several threads ahead of an in-order consumer).
+//!   3-5), `diversify` (000 Alg. 1-3 with lower bounds), `shape` (tree shapes, the visit
+//!   order, the suppression price), `lca_loss`, `ahead` (items computed on several threads
+//!   ahead of an in-order consumer).
 //! - The algorithms, one module each: `miracle` (MiRaCle, MiRaCleX), `clustree` (ClusTree,
-//!   CToff; 000 Alg. 4-5), `dmiracle`, `topdown` (one table, local recoding), `baseline/` (001
-//!   Sec. III: universal, per-table, bitmap).
+//!   CToff; 000 Alg. 4-5), `dmiracle`, `topdown` (one table, local recoding), `lattice`,
+//!   `anatomy/`, `shape_only` (the reference grouping by tree shape), `baseline/` (001 Sec.
+//!   III: universal, per-table, bitmap).
+//! - `keep`: the `KEEP` floors, met around any algorithm by rerunning it at higher prices.
 //!
 //! Adding an algorithm is one module with its `Spec` and one line in [`ALGORITHMS`]. Every
-//! algorithm visits entities in key order and counts its stages' work into the `Progress`
-//! handed in (entities visited or placed, ClusTree's seeds tried).
+//! algorithm visits entities in key order (or, where it reads `order = 'shape'`, by tree
+//! shape) and counts its stages' work into the `Progress` handed in (entities visited or
+//! placed, ClusTree's seeds tried).
 
 pub mod anatomy;
 pub mod baseline;

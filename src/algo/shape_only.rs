@@ -1,9 +1,10 @@
 //! The shape-only grouping: entities sorted by their tree's shape, largest first, cut into
 //! consecutive classes of k (the last fewer than k join the class before them), each class
 //! merged by MiRaCleX's node matching ranked with the suppression child counts force. It
-//! ignores QI precision except as the tie-break inside a shape, so it keeps about as many child
-//! rows as whole-record k-anonymity allows: the reference the frontier experiment draws the
-//! clustering algorithms against. Every class holds at least k entities and the release
+//! ignores QI precision except as the tie-break inside a shape: what grouping by shape alone
+//! keeps, the reference the frontier experiment draws the clustering algorithms against (not
+//! a bound: a priced algorithm may keep more, since it matches subtrees the shape order only
+//! brings near). Every class holds at least k entities and the release
 //! passes `verify` like any other.
 
 use crate::algo::kernel::pairwise::{Pairwise, Siblings};

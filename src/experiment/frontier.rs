@@ -3,8 +3,8 @@
 //! algorithm trades rows kept against QI loss; `suppression_price` moves it along that
 //! trade and `order = 'shape'` changes which trees meet. The experiment sweeps the price for
 //! MiRaCle, MiRaCleX, ClusTree and CToff in both orders over one warehouse at one k, and
-//! runs the shape-only grouping once as the reference: about as many rows as whole-record
-//! k-anonymity lets a release keep, whatever the QIs cost. Every run goes through the whole
+//! runs the shape-only grouping once as the reference: what grouping by tree shape alone
+//! keeps, whatever the QIs cost. Every run goes through the whole
 //! pipeline, so every row belongs to a verified release.
 
 use std::path::Path;
