@@ -71,6 +71,17 @@ pub struct ReportParams {
     pub queries: usize,
     pub keys: KeyPolicy,
     pub orphans: OrphanPolicy,
+    /// `KEEP n PERCENT OF t`: the floors the release was held to (the price that met them is
+    /// the `suppression_price` above).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<KeepFloor>,
+}
+
+/// One `KEEP n PERCENT OF table`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeepFloor {
+    pub table: String,
+    pub percent: f64,
 }
 
 impl ReportParams {
@@ -100,6 +111,14 @@ impl ReportParams {
             queries: p.queries,
             keys: p.keys,
             orphans: p.orphans,
+            keep: p
+                .keep
+                .iter()
+                .map(|k| KeepFloor {
+                    table: k.name.clone(),
+                    percent: k.percent,
+                })
+                .collect(),
         }
     }
 }

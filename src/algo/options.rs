@@ -292,7 +292,16 @@ mod tests {
         let names: Vec<&str> = o.iter().map(|(n, _)| n).collect();
         assert_eq!(
             names,
-            ["threshold", "climit", "mapping", "m", "s", "candidates"]
+            [
+                "threshold",
+                "climit",
+                "mapping",
+                "m",
+                "s",
+                "candidates",
+                "suppression_price",
+                "order"
+            ]
         );
         assert_eq!(o.count("climit"), 150);
     }

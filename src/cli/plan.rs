@@ -53,7 +53,16 @@ fn describe(d: &DryRun) -> String {
                 t.parent.as_deref().unwrap_or("")
             )
         });
-        out.push_str(&format!("{indent}{} ({} rows{fan})\n", t.name, t.rows));
+        let keep = t.keep.map_or(String::new(), |p| {
+            format!(
+                "; KEEP {p}%: at least {} rows",
+                (p * t.rows as f64 / 100.0).ceil()
+            )
+        });
+        out.push_str(&format!(
+            "{indent}{} ({} rows{fan}{keep})\n",
+            t.name, t.rows
+        ));
         for c in &t.columns {
             out.push_str(&format!("{indent}  - {}: {}\n", c.name, c.fate));
         }

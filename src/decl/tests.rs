@@ -519,7 +519,7 @@ fn statement_errors() {
     assert_err(
         "DROP TABLE x;",
         (1, 1),
-        "expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'",
+        "expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL, KEEP or ANONYMIZE, found 'DROP'",
     );
     assert_err("-- c\n\n   drop table x;", (3, 4), "found 'drop'");
     assert_err(
@@ -916,7 +916,7 @@ fn error_display_is_position_then_message() {
     let e = err("\n  DROP x;");
     assert_eq!(
         e.to_string(),
-        "2:3: expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL or ANONYMIZE, found 'DROP'"
+        "2:3: expected SET, CREATE HIERARCHY, CREATE ENTITY, CREATE VIEW, CREATE RULE, ALTER TABLE, LABEL, KEEP or ANONYMIZE, found 'DROP'"
     );
 }
 

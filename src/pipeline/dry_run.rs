@@ -36,6 +36,9 @@ pub struct TableView {
     pub rows: usize,
     /// Rows per parent row: mean and most.
     pub fan_out: Option<(f64, usize)>,
+    /// `KEEP n PERCENT OF` this table: the percentage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep: Option<f64>,
     pub columns: Vec<ColumnView>,
 }
 
@@ -83,11 +86,18 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
         if let Some((_, variant)) = plan.params.model.anatomy() {
             anatomy_fates(ft, variant, &mut columns);
         }
+        let keep = plan
+            .params
+            .keep
+            .iter()
+            .find(|k| k.name == ft.name)
+            .map(|k| k.percent);
         tables.push(TableView {
             name: ft.name.clone(),
             parent,
             rows,
             fan_out,
+            keep,
             columns,
         });
     }
@@ -99,6 +109,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             parent: None,
             rows: row_count(&wh, &d.name),
             fan_out: None,
+            keep: None,
             columns: columns(
                 &wh,
                 &d.name,

@@ -114,6 +114,21 @@ fn keep_is_met_by_raising_the_suppression_price() {
         warnings.contains("KEEP: suppression_price raised from 1 to"),
         "{warnings}"
     );
+    assert_eq!(
+        floored["params"]["keep"],
+        serde_json::json!([
+            { "table": "rental", "percent": 90.0 },
+            { "table": "payment", "percent": 90.0 }
+        ])
+    );
+    // The dry run says what each floor means in rows.
+    let plan = relanon(dir.path(), &["plan", decl.to_str().expect("UTF-8")]);
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    assert!(
+        stdout(&plan).contains("KEEP 90%: at least 324 rows"),
+        "{}",
+        stdout(&plan)
+    );
     // Written back, the price releases the same rows without the search.
     let again = anonymize(
         dir.path(),
