@@ -206,6 +206,36 @@ fn entity(text: &str, origin: &str) -> Result<String> {
         })
 }
 
+/// `text` without its `KEEP` statements (each from where the parser says it starts to its
+/// `;`), and how many there were.
+fn without_keeps(text: &str) -> Result<(String, usize)> {
+    let policy = crate::decl::parse(text).context("cannot read the declarations")?;
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    for k in &policy.keeps {
+        let line_start: usize = text
+            .split_inclusive('\n')
+            .take(k.pos.line.saturating_sub(1) as usize)
+            .map(str::len)
+            .sum();
+        let start = line_start
+            + text[line_start..]
+                .chars()
+                .take(k.pos.column.saturating_sub(1) as usize)
+                .map(char::len_utf8)
+                .sum::<usize>();
+        let end = text[start..]
+            .find(';')
+            .map(|i| start + i + 1)
+            .context("a KEEP statement has no closing ';'")?;
+        cuts.push((start, end));
+    }
+    let mut out = text.to_string();
+    for &(start, end) in cuts.iter().rev() {
+        out.replace_range(start..end, "");
+    }
+    Ok((out, cuts.len()))
+}
+
 /// Runs every line of `lines` at every price of `prices` at k = `k`, then the shape-only
 /// reference, over the declarations in `decl` (their `ANONYMIZE` options replaced, the rest
 /// as written), releases written under `work` (one file per run, overwritten). `say` hears
@@ -226,6 +256,14 @@ pub async fn frontier(
         "\"{}\"",
         entity(&base.text, &base.origin)?.replace('"', "\"\"")
     );
+    // A KEEP floor would move each run's price off the one swept: the frontier is there to
+    // show what every price keeps, floors aside.
+    let (text, floors) = without_keeps(&base.text)?;
+    if floors > 0 {
+        say(&format!(
+            "{floors} KEEP floor(s) set aside: the frontier sweeps the price itself"
+        ));
+    }
     let (mut rows, mut failed) = (Vec::new(), Vec::new());
     // Each line's runs, then the reference's: (line, algorithm, order, price).
     let mut runs: Vec<(String, &str, Option<&str>, Option<f64>)> = Vec::new();
@@ -249,7 +287,7 @@ pub async fn frontier(
         };
         let at = price.map_or(String::new(), |p| format!(" at price {p}"));
         let req = Request {
-            text: with_policy(&base.text, &entity, &options)?,
+            text: with_policy(&text, &entity, &options)?,
             target: Some(work.join(file)),
             overwrite: true,
             ..base.clone()
@@ -309,6 +347,21 @@ pub fn markdown(rows: &[FrontierRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_floors_are_set_aside_and_the_rest_stays_as_written() {
+        let text = "CREATE ENTITY c ON \"Cüst\" (id);\nKEEP 90 PERCENT OF \"Cüst\"; -- floor\n  keep 50\n percent of o;\nANONYMIZE c WITH (k = 5);\n";
+        let (out, n) = without_keeps(text).expect("parses");
+        assert_eq!(n, 2);
+        assert_eq!(
+            out,
+            "CREATE ENTITY c ON \"Cüst\" (id);\n -- floor\n  \nANONYMIZE c WITH (k = 5);\n"
+        );
+        assert!(crate::decl::parse(&out)
+            .expect("still parses")
+            .keeps
+            .is_empty());
+    }
 
     /// A report as report.json carries it: `tables` as (name, rows in, released).
     fn report(tables: &[(&str, usize, usize)], lm: f64) -> Report {
