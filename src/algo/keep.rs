@@ -65,7 +65,12 @@ pub fn run(
         return Err(best.refusal(keep, Some(ceiling)));
     };
     for _ in 0..BISECTIONS {
-        let mid = (short * met).sqrt();
+        // Tried at a price as the report prints it, so that writing the reported price back
+        // releases this very output.
+        let mid = round((short * met).sqrt());
+        if mid <= short || mid >= met {
+            break;
+        }
         let out = (spec.run)(
             forest,
             model,
@@ -79,14 +84,13 @@ pub fn run(
         }
     }
     progress.warn(format!(
-        "KEEP: suppression_price raised from {start} to {} so that {}",
-        round(met),
+        "KEEP: suppression_price raised from {start} to {met} so that {}",
         keep.iter()
             .map(|k| format!("{} keeps at least {}% of its rows", k.name, k.percent))
             .collect::<Vec<_>>()
             .join(" and ")
     ));
-    Ok((output, options.with_number(shape::PRICE.name, round(met))))
+    Ok((output, options.with_number(shape::PRICE.name, met)))
 }
 
 /// The largest price tried from `start`: [`MAX_DOUBLINGS`] doublings, within the option's range.
@@ -98,8 +102,7 @@ fn max_price(start: f64) -> f64 {
     (start * 2f64.powi(MAX_DOUBLINGS as i32)).min(max)
 }
 
-/// A price to four significant digits, as the report shows it (and as it can be written back
-/// into `suppression_price` to release the same thing again).
+/// A price rounded up to four significant digits: short to read and to write back.
 fn round(p: f64) -> f64 {
     let digits = 4 - p.abs().log10().ceil() as i32;
     let scale = 10f64.powi(digits.max(0));
