@@ -86,8 +86,8 @@ fn run_ctoff(
     run(forest, model, options, true, progress)
 }
 
-/// Alg. 5 over the whole forest, seeds in the order `order` asks for, groups of l (or k), the diversity rule
-/// of an l-diversity model on every matched vertex.
+/// Alg. 5 over the whole forest, seeds in the order `order` asks for, groups of l (or k), the
+/// diversity rule of an l-diversity model on every matched vertex.
 fn run(
     forest: &Forest,
     model: &Model,
