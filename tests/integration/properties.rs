@@ -7,7 +7,8 @@
 //! with a random suppression budget, the shape-only reference, or a bitmap baseline for a
 //! random k, the first two by key or by shape at a random suppression price; ClusTree or
 //! CToff with either mapping, order and price, or dMiRaCle, for a random l), passes the
-//! independent verifier — both the self-check inside `anonymize` and a standalone `verify`.
+//! independent verifier — both the self-check inside `anonymize` and a standalone `verify` —
+//! and, held to a `KEEP` floor, keeps it or is refused.
 //! QI values hold spaces (leading, trailing, inner) and some ages are NULL.
 //!
 //! CI runs 64 cases; `scripts/soak.sh` runs 10,000 (`RELANON_WAREHOUSE_CASES`).
@@ -351,7 +352,13 @@ proptest! {
     #[test]
     fn random_snowflakes_always_pass_verify(w in warehouse()) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let text = build(&w, dir.path());
+        let mut text = build(&w, dir.path());
+        // A third of the warehouses with a child table hold it to a floor of 60% of its rows:
+        // a release then keeps it, or the run is refused.
+        let floor = !w.parents.is_empty() && (w.seed / 6) % 3 == 0;
+        if floor {
+            text += &format!("KEEP 60 PERCENT OF {};\n", q(NAMES[1]));
+        }
         let req = Request {
             text,
             base: dir.path().to_path_buf(),
@@ -368,8 +375,14 @@ proptest! {
             // The trees' shapes alone leave more than the budget below k: refusing is right
             // (the kernel's floor is checked against a brute force in its unit tests).
             Err(e) if w.algorithm.starts_with("lattice") && format!("{e:#}").contains("even generalizing every column to '*' suppresses") => return Ok(()),
+            // No price (or no algorithm's run) keeps the floor: refusing is right.
+            Err(e) if floor && format!("{e:#}").contains("the rows kept fall short of KEEP") => return Ok(()),
             Err(e) => return Err(TestCaseError::fail(format!("{e:#}\n{}", req.text))),
         };
+        if floor {
+            let t = outcome.report.tables.iter().find(|t| t.name == NAMES[1]).expect("the floored table");
+            prop_assert!(t.released * 100 >= 60 * t.rows_in, "{} of {} kept under KEEP 60", t.released, t.rows_in);
+        }
         prop_assert!(outcome.report.smallest_ec.unwrap_or(w.k) >= w.k);
         prop_assert_eq!(outcome.report.entities_released + outcome.report.suppressed_entities, w.entities);
         let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")), &Progress::new())).expect("verify runs");
