@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -257,17 +258,31 @@ fn category_ticks(n: usize, max: usize) -> Vec<f64> {
 
 /// A linear axis over `[lo, hi]` ticked exactly at `ticks`: a category axis (ticks at the
 /// categories) or a swept parameter (ticks at the settings run), where plotters' own "nice"
-/// ticks would fall between the values that mean something.
+/// ticks would fall between the values that mean something; or, for measured values
+/// ([`TickedAxis::nice`]), at plotters' own ticks.
 #[derive(Clone)]
 struct TickedAxis {
     lo: f64,
     hi: f64,
-    ticks: Vec<f64>,
+    /// `None`: plotters' ticks for `[lo, hi]`.
+    ticks: Option<Vec<f64>>,
 }
 
 impl TickedAxis {
     fn new((lo, hi): (f64, f64), ticks: Vec<f64>) -> Self {
-        TickedAxis { lo, hi, ticks }
+        TickedAxis {
+            lo,
+            hi,
+            ticks: Some(ticks),
+        }
+    }
+
+    fn nice((lo, hi): (f64, f64)) -> Self {
+        TickedAxis {
+            lo,
+            hi,
+            ticks: None,
+        }
     }
 }
 
@@ -286,11 +301,11 @@ impl Ranged for TickedAxis {
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
-        // Only bold ticks: the thin grid between categories would mean nothing.
-        if hint.weight().allow_light_points() {
-            Vec::new()
-        } else {
-            self.ticks.clone()
+        match &self.ticks {
+            None => RangedCoordf64::from(self.lo..self.hi).key_points(hint),
+            // Only bold ticks: the thin grid between categories would mean nothing.
+            Some(_) if hint.weight().allow_light_points() => Vec::new(),
+            Some(ticks) => ticks.clone(),
         }
     }
 
@@ -450,17 +465,47 @@ pub fn line_plot(
     y_label: &str,
     series: &[Series],
 ) -> Result<String, HtmlError> {
-    let points = || series.iter().flat_map(|s| s.points.iter().copied());
-    let mut xs: Vec<f64> = points().map(|p| p.0).filter(|x| x.is_finite()).collect();
+    let mut xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite())
+        .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    let (x_lo, x_hi) = padded(
-        xs.first().copied().unwrap_or(0.0),
-        xs.last().copied().unwrap_or(1.0),
-        0.06,
-    );
-    let y_min = points().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let y_max = points().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    lines(plot, (x_label, y_label), series, None, Some(xs))
+}
+
+/// A plot of `series` as lines through their points in the order given, each point marked,
+/// `reference` (if any) as points of a black triangle of its own, a legend naming each; x
+/// ticked at `x_ticks` (or plotters' ticks), the y axis from 0 unless the data go below it.
+fn lines(
+    plot: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[Series],
+    reference: Option<&Series>,
+    x_ticks: Option<Vec<f64>>,
+) -> Result<String, HtmlError> {
+    let points = || {
+        series
+            .iter()
+            .chain(reference)
+            .flat_map(|s| s.points.iter().copied())
+    };
+    let xs = || points().map(|p| p.0).filter(|x| x.is_finite());
+    let x_min = xs().fold(f64::INFINITY, f64::min);
+    let x_max = xs().fold(f64::NEG_INFINITY, f64::max);
+    let (x_lo, x_hi) = if x_min.is_finite() {
+        padded(x_min, x_max, 0.06)
+    } else {
+        padded(0.0, 1.0, 0.06)
+    };
+    let x_axis = match x_ticks {
+        Some(ticks) => TickedAxis::new((x_lo, x_hi), ticks),
+        None => TickedAxis::nice((x_lo, x_hi)),
+    };
+    let ys = || points().map(|p| p.1).filter(|y| y.is_finite());
+    let y_min = ys().fold(f64::INFINITY, f64::min);
+    let y_max = ys().fold(f64::NEG_INFINITY, f64::max);
     let (y_lo, y_hi) = if y_min.is_finite() {
         // Anchored at 0 unless the data go below it (query accuracy can).
         let (lo, hi) = padded(y_min.min(0.0), y_max, 0.08);
@@ -474,7 +519,7 @@ pub fn line_plot(
             .margin_right(LEGEND_WIDTH)
             .x_label_area_size(56)
             .y_label_area_size(80)
-            .build_cartesian_2d(TickedAxis::new((x_lo, x_hi), xs.clone()), y_lo..y_hi)
+            .build_cartesian_2d(x_axis, y_lo..y_hi)
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
@@ -499,7 +544,24 @@ pub fn line_plot(
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 5, colour.filled())))
                 .map_err(|e| e.to_string())?;
         }
-        legend(root, series).map_err(|e| e.to_string())
+        let marker = rgb(REFERENCE_COLOUR).filled();
+        if let Some(r) = reference {
+            chart
+                .draw_series(r.points.iter().map(|&p| TriangleMarker::new(p, 9, marker)))
+                .map_err(|e| e.to_string())?;
+        }
+        legend(root, series).map_err(|e| e.to_string())?;
+        if let Some(r) = reference {
+            let x = (PLOT_WIDTH - LEGEND_WIDTH) as i32 + 14;
+            let y = 30 + 26 * series.len() as i32;
+            let font = TextStyle::from(("sans-serif", TICK_FONT).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            root.draw(&TriangleMarker::new((x + 14, y), 9, marker))
+                .map_err(|e| e.to_string())?;
+            root.draw(&Text::new(cut(&r.name, MAX_LEGEND), (x + 38, y), &font))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     })
 }
 
@@ -1027,74 +1089,7 @@ pub fn path_plot(
     series: &[Series],
     reference: Option<&Series>,
 ) -> Result<String, HtmlError> {
-    let points = || {
-        series
-            .iter()
-            .chain(reference)
-            .flat_map(|s| s.points.iter().copied())
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-    };
-    let x_min = points().map(|p| p.0).fold(f64::INFINITY, f64::min);
-    let x_max = points().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
-    let (x_lo, x_hi) = padded(x_min, x_max, 0.06);
-    let y_min = points().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let y_max = points().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    let (y_lo, y_hi) = if y_min.is_finite() {
-        let (lo, hi) = padded(y_min.min(0.0), y_max, 0.08);
-        (if y_min >= 0.0 { 0.0 } else { lo }, hi)
-    } else {
-        (0.0, 1.0)
-    };
-    svg(plot, (PLOT_WIDTH, 420), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(16)
-            .margin_right(LEGEND_WIDTH)
-            .x_label_area_size(56)
-            .y_label_area_size(80)
-            .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .x_desc(x_label)
-            .y_desc(y_label)
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", AXIS_FONT))
-            .x_label_formatter(&|v| trim_number(*v))
-            .y_label_formatter(&|v| trim_number(*v))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (i, s) in series.iter().enumerate() {
-            let colour = rgb(SERIES_COLOURS[i % SERIES_COLOURS.len()]);
-            chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    colour.stroke_width(3),
-                ))
-                .map_err(|e| e.to_string())?;
-            chart
-                .draw_series(s.points.iter().map(|&p| Circle::new(p, 5, colour.filled())))
-                .map_err(|e| e.to_string())?;
-        }
-        let marker = rgb(REFERENCE_COLOUR).filled();
-        if let Some(r) = reference {
-            chart
-                .draw_series(r.points.iter().map(|&p| TriangleMarker::new(p, 9, marker)))
-                .map_err(|e| e.to_string())?;
-        }
-        legend(root, series).map_err(|e| e.to_string())?;
-        if let Some(r) = reference {
-            let x = (PLOT_WIDTH - LEGEND_WIDTH) as i32 + 14;
-            let y = 30 + 26 * series.len() as i32;
-            let font = TextStyle::from(("sans-serif", TICK_FONT).into_font())
-                .pos(Pos::new(HPos::Left, VPos::Center));
-            root.draw(&TriangleMarker::new((x + 14, y), 9, marker))
-                .map_err(|e| e.to_string())?;
-            root.draw(&Text::new(cut(&r.name, MAX_LEGEND), (x + 38, y), &font))
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    })
+    lines(plot, (x_label, y_label), series, reference, None)
 }
 
 /// The page of the frontier experiment: for every family table, the share of its rows kept

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::algo::kernel::ahead;
 use crate::algo::kernel::diversify::{self, Diversifier, Mapping, Profile};
-use crate::algo::kernel::shape::{self, Shape};
+use crate::algo::kernel::shape;
 use crate::algo::kernel::tree::Clustering;
 use crate::algo::kernel::tree::Rep;
 use crate::algo::options::{Default, Kind, OptionSpec, Options};
@@ -144,8 +144,8 @@ pub struct ClustreeParams {
     /// Threads running CreateClusters (the caller's among them); the clusters are the same
     /// for any number.
     pub threads: usize,
-    /// Blocking ranks records by tree shape first, then root QIs (`order = 'shape'`), rather
-    /// than by root QIs first.
+    /// Blocking ranks records as `order = 'shape'` visits them ([`shape::by_shape`]: tree
+    /// shape first, then root QIs), rather than by root QIs first.
     pub by_shape: bool,
 }
 
@@ -878,13 +878,14 @@ impl Blocking {
     fn new(forest: &Forest, order: &[u32], by_shape: bool) -> Self {
         let t = &forest.tables[0];
         let by_rank: Vec<u32> = if by_shape {
-            let mut keyed: Vec<_> = order
-                .iter()
-                .enumerate()
-                .map(|(pos, &e)| (Shape::of(forest, e), t.codes(e), pos, e))
-                .collect();
-            keyed.sort_unstable();
-            keyed.into_iter().map(|(_, _, _, e)| e).collect()
+            let mut in_order = vec![false; forest.entities()];
+            for &e in order {
+                in_order[e as usize] = true;
+            }
+            shape::by_shape(forest)
+                .into_iter()
+                .filter(|&e| in_order[e as usize])
+                .collect()
         } else {
             let key = |e: u32| {
                 let shape: Vec<usize> = t.children.iter().map(|c| c.of(e).len()).collect();

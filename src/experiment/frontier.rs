@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 
 use super::{with_policy, Table};
 use crate::pipeline::{self, Request};
+use crate::policy::Policy;
 use crate::progress::Progress;
 use crate::report::Report;
 
@@ -189,15 +190,14 @@ pub fn kept_cell(k: &Kept) -> String {
     format!("{}/{} ({:.1}%)", k.released, k.rows_in, 100.0 * k.share())
 }
 
-/// The entity `ANONYMIZE` must name in `text`: the declared entity's, else the one the
-/// `ANONYMIZE` statement already names.
-fn entity(text: &str, origin: &str) -> Result<String> {
-    let policy = crate::decl::parse(text)
-        .with_context(|| format!("cannot read the declarations '{origin}'"))?;
+/// The entity `ANONYMIZE` must name: the declared entity's, else the one the `ANONYMIZE`
+/// statement already names.
+fn entity(policy: &Policy, origin: &str) -> Result<String> {
     policy
         .entity
-        .map(|e| e.name)
-        .or(policy.anonymize.map(|a| a.entity))
+        .as_ref()
+        .map(|e| e.name.clone())
+        .or(policy.anonymize.as_ref().map(|a| a.entity.clone()))
         .with_context(|| {
             format!(
                 "'{origin}' declares no entity: add `CREATE ENTITY name ON table (key);` and an \
@@ -206,10 +206,9 @@ fn entity(text: &str, origin: &str) -> Result<String> {
         })
 }
 
-/// `text` without its `KEEP` statements (each from where the parser says it starts to its
-/// `;`), and how many there were.
-fn without_keeps(text: &str) -> Result<(String, usize)> {
-    let policy = crate::decl::parse(text).context("cannot read the declarations")?;
+/// `text` without the `KEEP` statements `policy` read from it (each from where the parser
+/// says it starts to its `;`).
+fn without_keeps(text: &str, policy: &Policy) -> Result<String> {
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     for k in &policy.keeps {
         let line_start: usize = text
@@ -233,7 +232,7 @@ fn without_keeps(text: &str) -> Result<(String, usize)> {
     for &(start, end) in cuts.iter().rev() {
         out.replace_range(start..end, "");
     }
-    Ok((out, cuts.len()))
+    Ok(out)
 }
 
 /// Runs every line of `lines` at every price of `prices` at k = `k`, then the shape-only
@@ -251,14 +250,17 @@ pub async fn frontier(
     progress: &Progress,
 ) -> Result<Table<FrontierRow>> {
     let base = Request::from_file(decl)?;
+    let policy = crate::decl::parse(&base.text)
+        .with_context(|| format!("cannot read the declarations '{}'", base.origin))?;
     // Quoted: an entity named with a space or a keyword must survive being written back.
     let entity = format!(
         "\"{}\"",
-        entity(&base.text, &base.origin)?.replace('"', "\"\"")
+        entity(&policy, &base.origin)?.replace('"', "\"\"")
     );
     // A KEEP floor would move each run's price off the one swept: the frontier is there to
     // show what every price keeps, floors aside.
-    let (text, floors) = without_keeps(&base.text)?;
+    let text = without_keeps(&base.text, &policy)?;
+    let floors = policy.keeps.len();
     if floors > 0 {
         say(&format!(
             "{floors} KEEP floor(s) set aside: the frontier sweeps the price itself"
@@ -351,8 +353,9 @@ mod tests {
     #[test]
     fn keep_floors_are_set_aside_and_the_rest_stays_as_written() {
         let text = "CREATE ENTITY c ON \"Cüst\" (id);\nKEEP 90 PERCENT OF \"Cüst\"; -- floor\n  keep 50\n percent of o;\nANONYMIZE c WITH (k = 5);\n";
-        let (out, n) = without_keeps(text).expect("parses");
-        assert_eq!(n, 2);
+        let policy = crate::decl::parse(text).expect("parses");
+        assert_eq!(policy.keeps.len(), 2);
+        let out = without_keeps(text, &policy).expect("each KEEP ends");
         assert_eq!(
             out,
             "CREATE ENTITY c ON \"Cüst\" (id);\n -- floor\n  \nANONYMIZE c WITH (k = 5);\n"
