@@ -126,7 +126,10 @@ pub async fn init(args: InitArgs, quiet: bool) -> Result<ExitCode> {
             role(&|r| matches!(r, Role::Qi(_))),
             role(&|r| matches!(r, Role::Sensitive)),
             role(&|r| matches!(r, Role::Insensitive)),
-            decisions.iter().filter(|d| d.review).count(),
+            made.text
+                .lines()
+                .filter(|l| l.contains(&format!("{}:", relanon::init::REVIEW)))
+                .count(),
             if made.files.is_empty() {
                 String::new()
             } else {

@@ -59,8 +59,14 @@ fn describe(d: &DryRun) -> String {
                 (p * t.rows as f64 / 100.0).ceil()
             )
         });
+        let at_most = t.at_most.map_or(String::new(), |n| {
+            format!(
+                "; at most {n} ({:.0}%) can be released",
+                100.0 * n as f64 / t.rows.max(1) as f64
+            )
+        });
         out.push_str(&format!(
-            "{indent}{} ({} rows{fan}{keep})\n",
+            "{indent}{} ({} rows{fan}{keep}{at_most})\n",
             t.name, t.rows
         ));
         for c in &t.columns {

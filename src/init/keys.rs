@@ -175,9 +175,9 @@ pub fn infer_primary_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
     Ok(changes)
 }
 
-/// Declares a foreign key for every column named after another table's one-column primary
-/// key (`customer_id` -> customer(customer_id), or customer(id)) whose values all occur in
-/// that key. Only for a source without foreign keys of its own: inferring beside a catalog
+/// Declares a foreign key for every column named after another table or its one-column
+/// primary key (`customer_id` -> customer(customer_id), or customer(id); `PATIENT` ->
+/// patients(Id)) whose values all occur in that key. Only for a source without foreign keys of its own: inferring beside a catalog
 /// would second-guess what its owner declared.
 pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, WarehouseError> {
     if wh.tables.iter().any(|t| !t.foreign_keys.is_empty()) {
@@ -203,13 +203,9 @@ pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
                 continue;
             }
             let s = squash(&c.name);
-            let named = parents.iter().filter(|(p, pk)| {
-                p != &t.name
-                    && (s == squash(pk) && squash(pk) != "id"
-                        || squash(pk) == "id"
-                            && (s == format!("{}id", singular(p))
-                                || s == format!("{}id", squash(p))))
-            });
+            let named = parents
+                .iter()
+                .filter(|(p, pk)| p != &t.name && names_key_of(&s, p, pk));
             for (parent, pk) in named {
                 let (vals, _) = values(&batch, &c.name);
                 let Some(known) = keys.get(parent) else {
@@ -239,6 +235,19 @@ pub fn infer_foreign_keys(wh: &mut Warehouse) -> Result<Vec<KeyChange>, Warehous
         }
     }
     Ok(changes)
+}
+
+/// Whether a column (squashed name `column`) is named after table `table` whose one-column
+/// key is `pk`: the key's own name (`customer_id`, not a bare `id`), the table's name
+/// followed by `id` when the key is `id`, or the table's name alone, singular or plural
+/// (`PATIENT` -> patients, as health-record exports name their references).
+fn names_key_of(column: &str, table: &str, pk: &str) -> bool {
+    let key = squash(pk);
+    let (one, all) = (singular(table), squash(table));
+    (column == key && key != "id")
+        || (key == "id" && (column == format!("{one}id") || column == format!("{all}id")))
+        || column == one
+        || column == all
 }
 
 /// Sets aside, one at a time, each foreign key the planner names as keeping the family of
@@ -298,5 +307,18 @@ mod tests {
         assert_eq!(singular("addresses"), "address");
         assert_eq!(singular("customers"), "customer");
         assert_eq!(singular("class"), "class");
+    }
+
+    #[test]
+    fn references_are_named_after_a_table_or_its_key() {
+        assert!(names_key_of("customerid", "customers", "customer_id"));
+        assert!(names_key_of("customerid", "customers", "id"));
+        assert!(names_key_of("patient", "patients", "Id"));
+        assert!(names_key_of("patients", "patients", "Id"));
+        assert!(names_key_of("encounter", "encounters", "Id"));
+        assert!(names_key_of("patientid", "patients", "Id"));
+        assert!(!names_key_of("id", "patients", "id"));
+        assert!(!names_key_of("payer", "patients", "Id"));
+        assert!(!names_key_of("appointmentid", "encounters", "Id"));
     }
 }

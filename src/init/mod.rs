@@ -17,15 +17,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::plan::FamilyTable;
 use crate::warehouse::{ForeignKey, Warehouse, WarehouseError};
 
+mod holders;
 mod keys;
 mod profile;
 mod render;
 mod roles;
+mod twins;
 
+pub use holders::{owners, Owners};
 pub use keys::KeyChange;
 pub use profile::{Pattern, Profile};
 pub use render::{render, Rendered, HEADER, REVIEW};
 pub use roles::{Decision, HierarchyPlan, Role};
+pub use twins::determines;
 
 /// What the data owner asks of `init`.
 #[derive(Debug, Clone, Default)]
@@ -137,6 +141,14 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
                 .collect(),
         );
     }
+    // The k the proposal will write: a k above the population cannot be met.
+    let population = rows(&profiles, &entity);
+    let k = if population >= 2 && population < options.k {
+        population
+    } else {
+        options.k
+    };
+    let owners = holders::owners(wh, &family)?;
     let mut lookups = Lookups::default();
     let mut tables = Vec::new();
     let mut seen = BTreeSet::new();
@@ -151,8 +163,13 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
                 parent: family[p].name.clone(),
             },
         };
-        let columns =
-            family_columns(wh, &entity, &entries, &dropped, &profiles, &mut lookups).await?;
+        let known = Known {
+            profiles: &profiles,
+            owners: &owners,
+            k,
+            depth: depth(&family, ft),
+        };
+        let columns = family_columns(wh, &entity, &entries, &dropped, &known, &mut lookups).await?;
         tables.push(TableProposal {
             name: ft.name.clone(),
             rows: rows(&profiles, &ft.name),
@@ -191,13 +208,6 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
         Fate::Dimension { .. } => 1,
         Fate::LeftOut { .. } => 2,
     });
-    // A k above the population cannot be met; the file says so beside the k it writes.
-    let population = rows(&profiles, &entity);
-    let k = if population >= 2 && population < options.k {
-        population
-    } else {
-        options.k
-    };
     let entity_key = wh
         .table(&entity)
         .map(|t| t.primary_key.clone())
@@ -332,16 +342,34 @@ struct Lookups {
     left_out: BTreeMap<String, String>,
 }
 
-/// Roles for one family table's columns (`entries`: its plan entries, two for a split table).
+/// How many levels below the entity a family table is (0 for the entity table).
+fn depth(family: &[FamilyTable], ft: &FamilyTable) -> usize {
+    std::iter::successors(ft.parent, |&p| family[p].parent).count()
+}
+
+/// What the proposal measured of the data, for one family table's columns.
+struct Known<'a> {
+    profiles: &'a BTreeMap<String, Vec<Profile>>,
+    owners: &'a holders::Owners,
+    /// The k the proposal writes.
+    k: usize,
+    /// The table's level below the entity.
+    depth: usize,
+}
+
+/// Roles for one family table's columns (`entries`: its plan entries, two for a split
+/// table), then twins raised to the role of the column they determine.
 async fn family_columns(
     wh: &Warehouse,
     entity: &str,
     entries: &[&FamilyTable],
     dropped: &[(String, ForeignKey)],
-    profiles: &BTreeMap<String, Vec<Profile>>,
+    known: &Known<'_>,
     lookups: &mut Lookups,
 ) -> Result<Vec<ColumnProposal>, InitError> {
+    let profiles = known.profiles;
     let name = &entries[0].name;
+    let batch = wh.table_in_source_order(name)?;
     let meta = wh.table(name).expect("a family table is a table").clone();
     let family: BTreeSet<String> = keys::family_members(wh, entity);
     let in_entity = name == entity;
@@ -379,7 +407,16 @@ async fn family_columns(
             let referrer = format!("{name}.{}", c.name);
             lookup(wh, &referrer, fk, p, profiles, &family, lookups).await?
         } else {
-            roles::classify(&c.name, in_entity, p)
+            let spread = known
+                .owners
+                .get(name)
+                .map(|owners| holders::spread(batch.column(ci).as_ref(), owners, known.k));
+            let cx = roles::Context {
+                in_entity,
+                deep: known.depth >= 2,
+                spread,
+            };
+            roles::classify(&c.name, cx, p)
         };
         out.push(ColumnProposal {
             name: c.name.clone(),
@@ -387,6 +424,7 @@ async fn family_columns(
             note: String::new(),
         });
     }
+    twins::unify(name, &batch, &mut out);
     Ok(out)
 }
 

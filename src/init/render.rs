@@ -178,7 +178,42 @@ pub fn render(
         );
     }
     let _ = writeln!(out, "ANONYMIZE {} WITH (k = {});", q(&p.entity), p.k);
+    sensitive_model(p, &mut out);
     Rendered { text: out, files }
+}
+
+/// When columns are proposed SENSITIVE, the model that protects them, proposed for review
+/// beside the k-anonymity statement: k-anonymity hides who a record is, not what a class
+/// has in common, and the model that makes classes diverse cannot be chosen silently,
+/// because its l takes the place of k.
+fn sensitive_model(p: &Proposal, out: &mut String) {
+    let sensitive: Vec<String> = p
+        .tables
+        .iter()
+        .filter(|t| matches!(t.fate, Fate::Entity | Fate::Family { .. }))
+        .flat_map(|t| {
+            t.columns.iter().filter_map(move |c| {
+                let d = c.decision.as_ref()?;
+                (d.role == Role::Sensitive).then(|| format!("{}.{}", t.name, c.name))
+            })
+        })
+        .collect();
+    if sensitive.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{REVIEW}: {} column(s) are proposed SENSITIVE ({}). k-anonymity publishes them unchanged: it hides who a record is, but a class whose {} people share a value tells that value of each of them. To protect them, replace the statement above with the one below: model = 'l-diversity' makes every class hold at least l people and l distinct values of each SENSITIVE column (l takes the place of k; a smaller l keeps more rows but hides each person among fewer). Where the quasi-identifiers are worth publishing exactly, model = 'anatomy' publishes the sensitive values apart instead (docs/anatomy.md).",
+        sensitive.len(),
+        sensitive.join(", "),
+        p.k
+    );
+    let _ = writeln!(
+        out,
+        "-- ANONYMIZE {} WITH (model = 'l-diversity', l = {});",
+        q(&p.entity),
+        p.k
+    );
 }
 
 fn key_statement(change: &KeyChange) -> String {

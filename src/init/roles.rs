@@ -94,7 +94,6 @@ const IDENTIFYING: &[&str] = &[
     "remark",
     "remarks",
     "memo",
-    "description",
     "bio",
     "photo",
     "picture",
@@ -240,15 +239,31 @@ pub fn person_columns(columns: &[String]) -> (u8, Vec<String>) {
     (strength, hits)
 }
 
+/// What `classify` knows of a column beyond its name and values.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context {
+    /// The column is in the entity table.
+    pub in_entity: bool,
+    /// The column is in a table two or more levels below the entity (a family that deep
+    /// multiplies the quasi-identifiers every class must match).
+    pub deep: bool,
+    /// How its values spread over the entities (`None` when it was not measured).
+    pub spread: Option<super::holders::Spread>,
+}
+
+/// More distinct values than this in a column published unchanged is more than a handful:
+/// the proposal marks it for review.
+pub const HANDFUL: usize = 5;
+
 /// The role of an ordinary column (not a key, not a reference to another table).
-pub fn classify(name: &str, in_entity: bool, p: &Profile) -> Decision {
+pub fn classify(name: &str, cx: Context, p: &Profile) -> Decision {
     if p.present() == 0 {
         return Decision::new(
             Role::Identifier,
             "every value is NULL in the source: left out; give it a role if it will hold data",
         );
     }
-    if let Some(word) = identifying_name(name, in_entity) {
+    if let Some(word) = identifying_name(name, cx.in_entity) {
         return Decision::new(
             Role::Identifier,
             format!("its name ('{word}') says it may identify or describe a person"),
@@ -271,36 +286,30 @@ pub fn classify(name: &str, in_entity: bool, p: &Profile) -> Decision {
         );
     }
     if p.dates || p.date_typed() {
-        return Decision::new(
-            Role::Qi(date_parts(p)),
-            "a date: generalized to its month, then coarser",
-        );
+        return date(p, cx.deep);
     }
     let w = words(name);
-    // A phone is an identifier, caught above; the other traits are demographics.
-    let demographic =
-        |x: &String| DEMOGRAPHIC.contains(&x.as_str()) || PERSONAL_TRAITS.contains(&x.as_str());
-    if let Some(word) = w.iter().find(|x| demographic(x)) {
-        if p.numeric {
-            return Decision::new(
-                Role::Qi(bands(p)),
-                format!("a demographic number ('{word}'): generalized to bands"),
-            );
-        }
-        return match grouping(p) {
-            Some(rows) => Decision::new(
-                Role::Qi(HierarchyPlan::Rows(rows)),
-                format!("a demographic or a place ('{word}', {} value(s)): generalized through groups of its values; edit the groups", p.distinct_count),
-            ),
-            None => unlistable(p),
-        };
+    if let Some(d) = demographic(&w, p) {
+        return d;
     }
-    if let Some(word) = w.iter().find(|x| SENSITIVE.contains(&x.as_str())) {
+    if let Some(d) = coded(name, &w, p) {
+        return d;
+    }
+    if let Some(word) = w.iter().find(|x| SENSITIVE.contains(&stem(x))) {
         return Decision {
             role: Role::Sensitive,
             reason: format!("its name ('{word}') suggests health or money: published unchanged and counted for l-diversity; make it INSENSITIVE if it is not sensitive, or QUASI IDENTIFIER if an adversary could know it"),
             review: true,
         };
+    }
+    // A measure (an amount, a count) is as varied as a name, but no adversary looks a
+    // person up by it; text and ids are what name people.
+    let names = !p.numeric || super::keys::id_like(name);
+    if let Some(s) = cx.spread.filter(|s| s.names_people() && names) {
+        return Decision::new(
+            Role::Identifier,
+            format!("{} of its {} values are each held by fewer than k people: it names the few who hold them, as a name or an id would", s.rare, s.values),
+        );
     }
     let text_or_whole = !p.numeric || p.integral;
     if p.nearly_unique() && text_or_whole {
@@ -310,10 +319,11 @@ pub fn classify(name: &str, in_entity: bool, p: &Profile) -> Decision {
         );
     }
     if p.numeric && !(p.integral && p.distinct_count <= 12) {
-        return Decision::new(
-            Role::Insensitive,
-            "a measure whose name names no demographic: published unchanged",
-        );
+        return Decision {
+            role: Role::Insensitive,
+            reason: "a measure whose name names no demographic: published unchanged; make it SENSITIVE if it tells something about a person's health or money".into(),
+            review: p.distinct_count > HANDFUL,
+        };
     }
     if p.categorical() {
         return match grouping(p) {
@@ -332,6 +342,85 @@ pub fn classify(name: &str, in_entity: bool, p: &Profile) -> Decision {
             p.present()
         ),
     )
+}
+
+/// A word without the digits a numbered column adds (`DIAGNOSIS1` -> diagnosis).
+fn stem(word: &str) -> &str {
+    word.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
+/// A date: generalized to its month, or (deep in the family) its year, then coarser.
+fn date(p: &Profile, deep: bool) -> Decision {
+    if deep {
+        return Decision::new(
+            Role::Qi(HierarchyPlan::DateParts(vec!["year", "decade"])),
+            "a date deep in the family: generalized to its year, then its decade (a class must match the dates of every row below its people, and months would cost most of those rows); add month to the parts to keep finer dates",
+        );
+    }
+    Decision::new(
+        Role::Qi(date_parts(p)),
+        "a date: generalized to its month, then coarser",
+    )
+}
+
+/// A demographic or a place, by a word of its name: bands for a number, groups of its
+/// values otherwise.
+fn demographic(w: &[String], p: &Profile) -> Option<Decision> {
+    // A phone is an identifier, caught before; the other traits are demographics.
+    let word = w
+        .iter()
+        .find(|x| DEMOGRAPHIC.contains(&stem(x)) || PERSONAL_TRAITS.contains(&stem(x)))?;
+    if p.numeric {
+        return Some(Decision::new(
+            Role::Qi(bands(p)),
+            format!("a demographic number ('{word}'): generalized to bands"),
+        ));
+    }
+    Some(match grouping(p) {
+        Some(rows) => Decision::new(
+            Role::Qi(HierarchyPlan::Rows(rows)),
+            format!("a demographic or a place ('{word}', {} value(s)): generalized through groups of its values; edit the groups", p.distinct_count),
+        ),
+        None => unlistable(p),
+    })
+}
+
+/// Whether a name says the column holds codes (`CODE`, `ReasonCode`, `icd_code`) or their
+/// readable text (`DESCRIPTION`, `REASONDESCRIPTION`, `desc`).
+pub fn coded_name(name: &str, w: &[String]) -> Option<&'static str> {
+    let squashed = super::keys::squash(name);
+    let squashed = stem(&squashed);
+    if squashed.ends_with("code") || w.iter().any(|x| stem(x) == "codes") {
+        Some("code")
+    } else if squashed.ends_with("description")
+        || w.iter().any(|x| ["desc", "descr"].contains(&stem(x)))
+    {
+        Some("description")
+    } else {
+        None
+    }
+}
+
+/// A code, or a code's readable text, of many categories: what a record says happened to a
+/// person (a diagnosis, a drug, a procedure), never a measure, proposed SENSITIVE for review.
+/// A code of nearly one value per row is an identifier; one of a handful of values, a
+/// category like any other.
+fn coded(name: &str, w: &[String], p: &Profile) -> Option<Decision> {
+    let kind = coded_name(name, w)?;
+    if p.nearly_unique() {
+        return Some(Decision::new(
+            Role::Identifier,
+            format!("a {kind} of nearly one value per row ({} distinct in {} rows): it singles out its row", p.distinct_count, p.present()),
+        ));
+    }
+    if p.distinct_count <= HANDFUL {
+        return None;
+    }
+    Some(Decision {
+        role: Role::Sensitive,
+        reason: format!("a {kind} with {} categories: what the record says about a person (a diagnosis, a drug, a procedure); codes and their descriptions share one role. Published unchanged and counted for l-diversity; make it QUASI IDENTIFIER if an adversary could know it, INSENSITIVE if it says nothing about anyone", p.distinct_count),
+        review: true,
+    })
 }
 
 /// A quasi-identifier whose values cannot be the leaves of a hierarchy of rows.
@@ -386,8 +475,10 @@ pub fn bands(p: &Profile) -> HierarchyPlan {
 }
 
 /// The values in sorted order grouped in runs of about the square root of their number
-/// (ARX's ordered grouping), each run labelled by its first and last value; up to three
-/// values are leaves directly under `*`. `None` when a value cannot be a leaf.
+/// (ARX's ordered grouping), a last single value joining the run before it; up to three
+/// values are leaves directly under `*`. A run is labelled by its position and size (`group
+/// 2 of 7, 6 values`), never by its members: a label published in place of a rare value must
+/// not carry that value or its neighbour. `None` when a value cannot be a leaf.
 pub fn grouping(p: &Profile) -> Option<Vec<Vec<String>>> {
     let values = p.distinct.as_ref()?;
     if values
@@ -400,13 +491,16 @@ pub fn grouping(p: &Profile) -> Option<Vec<Vec<String>>> {
         return Some(values.iter().map(|v| vec![v.clone()]).collect());
     }
     let size = (values.len() as f64).sqrt().ceil() as usize;
+    let mut runs: Vec<&[String]> = values.chunks(size).collect();
+    if runs.len() > 1 && runs.last().is_some_and(|r| r.len() == 1) {
+        let last = runs.len() - 1;
+        let start = values.len() - runs[last - 1].len() - 1;
+        runs.truncate(last - 1);
+        runs.push(&values[start..]);
+    }
     let mut rows = Vec::with_capacity(values.len());
-    for run in values.chunks(size) {
-        let label = match run {
-            [only] => format!("[{only}]"),
-            [first, .., last] => format!("[{first} .. {last}]"),
-            [] => continue,
-        };
+    for (i, run) in runs.iter().enumerate() {
+        let label = format!("group {} of {}, {} values", i + 1, runs.len(), run.len());
         // A label that is also a value would give the value two places in the tree.
         let label = if values.binary_search(&label).is_ok() {
             format!("{label} (group)")
@@ -456,29 +550,109 @@ mod tests {
     #[test]
     fn roles_follow_names_then_values() {
         let p = text(&["a@x.org", "b@y.org"]);
-        assert_eq!(classify("contact", false, &p).role, Role::Identifier);
+        let entity = Context {
+            in_entity: true,
+            ..Context::default()
+        };
+        let child = Context::default();
+        assert_eq!(classify("contact", child, &p).role, Role::Identifier);
         let p = text(&["2005-05-24", "2005-06-01", "2006-01-02"]);
         assert!(matches!(
-            classify("rented", false, &p).role,
+            classify("rented", child, &p).role,
             Role::Qi(HierarchyPlan::DateParts(_))
         ));
         let ages = Profile::of(&Int64Array::from(vec![23, 35, 47, 52, 61]));
         assert_eq!(
-            classify("age", true, &ages).role,
+            classify("age", entity, &ages).role,
             Role::Qi(HierarchyPlan::Bands(vec![5.0, 10.0, 20.0]))
         );
         let amounts = Profile::of(&Float64Array::from(vec![2.99, 4.99, 0.99]));
-        let d = classify("amount", false, &amounts);
+        let d = classify("amount", child, &amounts);
         assert!(d.role == Role::Sensitive && d.review);
         let codes: Vec<String> = (0..50).map(|i| format!("K{i:03}")).collect();
         let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
         assert_eq!(
-            classify("badge", true, &text(&codes)).role,
+            classify("badge", entity, &text(&codes)).role,
             Role::Identifier
         );
         let nulls = Profile::of(&StringArray::from(vec![None::<&str>, None]));
-        let d = classify("anything", false, &nulls);
+        let d = classify("anything", child, &nulls);
         assert!(d.role == Role::Identifier && d.reason.contains("NULL"));
+    }
+
+    #[test]
+    fn codes_and_their_descriptions_are_sensitive_for_review() {
+        let mut codes = Vec::new();
+        let mut texts = Vec::new();
+        for i in 0..20 {
+            codes.extend(std::iter::repeat_n(format!("{}", 44054006 + i), 3));
+            texts.extend(std::iter::repeat_n(format!("Disorder {i}"), 3));
+        }
+        let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let cx = Context::default();
+        for (name, values) in [
+            ("CODE", &codes),
+            ("REASONCODE", &codes),
+            ("icd_code", &codes),
+            ("DESCRIPTION", &texts),
+            ("REASONDESCRIPTION", &texts),
+        ] {
+            let d = classify(name, cx, &text(values));
+            assert!(d.role == Role::Sensitive && d.review, "{name}: {d:?}");
+        }
+        // A numbered diagnosis column is a diagnosis.
+        let d = classify("DIAGNOSIS1", cx, &text(&codes));
+        assert!(d.role == Role::Sensitive && d.review, "{d:?}");
+        // Free text is still an identifier, whatever its name.
+        let notes = vec!["Patient reports a mild headache after the second dose, no fever"; 3];
+        assert_eq!(
+            classify("DESCRIPTION", cx, &text(&notes)).role,
+            Role::Identifier
+        );
+    }
+
+    #[test]
+    fn values_each_held_by_few_people_identify() {
+        let names: Vec<String> = (0..40).map(|i| format!("Crist{}", i / 2)).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let cx = Context {
+            spread: Some(super::super::holders::Spread {
+                values: 20,
+                rare: 20,
+            }),
+            ..Context::default()
+        };
+        let d = classify("LAST", cx, &text(&names));
+        assert_eq!(d.role, Role::Identifier, "{d:?}");
+        assert!(d.reason.contains("20 of its 20 values"), "{}", d.reason);
+        let shared = Context {
+            spread: Some(super::super::holders::Spread {
+                values: 20,
+                rare: 2,
+            }),
+            ..Context::default()
+        };
+        assert!(matches!(
+            classify("LAST", shared, &text(&names)).role,
+            Role::Qi(HierarchyPlan::Rows(_))
+        ));
+    }
+
+    #[test]
+    fn measures_of_many_values_are_marked_and_deep_dates_are_coarse() {
+        let many = Profile::of(&Float64Array::from(vec![1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]));
+        let d = classify("outstanding", Context::default(), &many);
+        assert!(d.role == Role::Insensitive && d.review, "{d:?}");
+        let days = text(&["2005-05-24", "2005-06-01", "2006-01-02"]);
+        let deep = Context {
+            deep: true,
+            ..Context::default()
+        };
+        assert_eq!(
+            classify("START", deep, &days).role,
+            Role::Qi(HierarchyPlan::DateParts(vec!["year", "decade"]))
+        );
     }
 
     #[test]
@@ -487,13 +661,28 @@ mod tests {
         for v in ["G", "PG", "PG-13", "R", "NC-17"] {
             values.extend([v; 4]);
         }
-        let d = classify("rating", false, &text(&values));
+        let d = classify("rating", Context::default(), &text(&values));
         let Role::Qi(HierarchyPlan::Rows(rows)) = d.role else {
             panic!("a category is a QI: {d:?}");
         };
         assert_eq!(rows.len(), 5);
-        assert_eq!(rows[0], ["G", "[G .. PG]"]);
-        assert_eq!(rows[4], ["R", "[PG-13 .. R]"]);
+        assert_eq!(rows[0], ["G", "group 1 of 2, 3 values"]);
+        assert_eq!(rows[4], ["R", "group 2 of 2, 2 values"]);
+        // No label carries a value: a label stands in for rare values too.
+        for row in &rows {
+            assert!(!row[1].contains(&row[0]), "{row:?}");
+        }
+        // A last single value joins the run before it: a group of one is no group.
+        let mut values: Vec<&str> = Vec::new();
+        for v in "abcdefghijklm".split("").filter(|v| !v.is_empty()) {
+            values.extend([v; 3]);
+        }
+        let Some(rows) = grouping(&text(&values)) else {
+            panic!("thirteen values group");
+        };
+        assert_eq!(rows.len(), 13);
+        assert_eq!(rows[12], ["m", "group 3 of 3, 5 values"]);
+        assert_eq!(rows[0], ["a", "group 1 of 3, 4 values"]);
         let blank = text(&["", "a", "b", "a", "b", "a"]);
         assert_eq!(grouping(&blank), None);
     }

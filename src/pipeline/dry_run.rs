@@ -39,6 +39,9 @@ pub struct TableView {
     /// `KEEP n PERCENT OF` this table: the percentage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep: Option<f64>,
+    /// The most rows of this family table any release can keep (see [`most_kept`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<usize>,
     pub columns: Vec<ColumnView>,
 }
 
@@ -98,9 +101,14 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             rows,
             fan_out,
             keep,
+            at_most: None,
             columns,
         });
     }
+    if plan.params.model.anatomy().is_none() {
+        bound_rows(&wh, &plan, &mut tables, &mut warnings)?;
+    }
+    twins(&wh, &plan, &mut warnings);
     let dimensions = plan
         .dimensions
         .iter()
@@ -110,6 +118,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             rows: row_count(&wh, &d.name),
             fan_out: None,
             keep: None,
+            at_most: None,
             columns: columns(
                 &wh,
                 &d.name,
@@ -325,4 +334,150 @@ fn estimate(algorithm: &str, blocked: bool, entities: usize, vertices: usize) ->
         "an hour or more (consider candidates = 50, or algorithm = 'miraclex')"
     };
     format!("{class} (rough: {algorithm} on {entities} entities and {vertices} rows, from the rates in docs/performance.md)")
+}
+
+/// Fills each family table's `at_most` and warns where it is under half the rows, or where
+/// the tables below the entity hold many quasi-identifiers. QI-isomorphic trees hold equally
+/// many rows of every table, so whatever the algorithm and the hierarchies, a class keeps
+/// of a table at most its size times the fewest rows any of its people has there.
+fn bound_rows(
+    wh: &Warehouse,
+    plan: &crate::plan::Plan,
+    tables: &mut [TableView],
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let group = plan.params.model.min_group();
+    let owners = crate::init::owners(wh, &plan.tables)?;
+    let entities = tables.first().map_or(0, |t| t.rows);
+    for view in tables.iter_mut().skip(1) {
+        let Some(rows) = owners.get(&view.name) else {
+            continue;
+        };
+        let mut per_entity = vec![0usize; entities];
+        for e in rows.iter().flatten() {
+            if let Some(n) = per_entity.get_mut(*e as usize) {
+                *n += 1;
+            }
+        }
+        let most = most_kept(per_entity, group);
+        view.at_most = Some(most);
+        if view.rows > 0 && 2 * most < view.rows {
+            warnings.push(format!(
+                "{}: at most {most} of its {} rows ({:.0}%) can be released: the people of a class of {group} must hold equally many of its rows, and they hold very different numbers; expect the rest suppressed (choose a smaller k, or leave the table out of the family, to keep more)",
+                view.name,
+                view.rows,
+                100.0 * most as f64 / view.rows as f64
+            ));
+        }
+    }
+    let mut below: Vec<String> = Vec::new();
+    for t in plan.tables.iter().skip(1) {
+        let qis = t
+            .columns
+            .iter()
+            .filter(|c| matches!(c.role, ColumnRole::QuasiIdentifier { .. }));
+        for c in qis {
+            // A table split over two plan entries lists its columns twice.
+            let name = format!("{}.{}", t.name, c.name);
+            if !below.contains(&name) {
+                below.push(name);
+            }
+        }
+    }
+    if below.len() > HEAVY_QIS {
+        warnings.push(format!(
+            "{} quasi-identifiers below the entity ({}): a class must agree on every one of them in every row its people share, so heavy generalization or suppression is likely; keep as QUASI IDENTIFIER only what an adversary could know, and prefer coarse date parts (year) below the entity",
+            below.len(),
+            below.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// More quasi-identifiers than this below the entity makes `plan` warn.
+const HEAVY_QIS: usize = 10;
+
+/// The most rows of a table a release in classes of at least `group` entities can keep,
+/// given each entity's number of rows (`counts`): entities sorted by count, cut into runs
+/// of `group` to `2 * group - 1` (a larger run splits without loss), each run keeping its
+/// size times its smallest count, and any entity may be suppressed; exact, by dynamic
+/// programming over the sorted counts.
+fn most_kept(mut counts: Vec<usize>, group: usize) -> usize {
+    let group = group.max(1);
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    let n = counts.len();
+    let mut best: Vec<Option<usize>> = vec![None; n + 1];
+    best[0] = Some(0);
+    for i in 1..=n {
+        let mut here = best[i - 1];
+        for size in group..=(2 * group - 1).min(i) {
+            if let Some(before) = best[i - size] {
+                let kept = before + size * counts[i - 1];
+                here = Some(here.map_or(kept, |h| h.max(kept)));
+            }
+        }
+        best[i] = here;
+    }
+    best[n].unwrap_or(0)
+}
+
+/// Warns of every column published unchanged that determines a quasi-identifier of its
+/// table (a code beside its description): it undoes that column's generalization.
+fn twins(wh: &Warehouse, plan: &crate::plan::Plan, warnings: &mut Vec<String>) {
+    if plan.params.model.anatomy().is_some() {
+        return;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for ft in &plan.tables {
+        if !seen.insert(ft.name.clone()) {
+            continue;
+        }
+        let Ok(batch) = wh.table_in_source_order(&ft.name) else {
+            continue;
+        };
+        let array = |name: &str| batch.schema().index_of(name).ok().map(|i| batch.column(i));
+        let qis = ft
+            .columns
+            .iter()
+            .filter(|c| matches!(c.role, ColumnRole::QuasiIdentifier { .. }));
+        for q_col in qis {
+            let unchanged = ft.columns.iter().filter(|c| {
+                matches!(
+                    c.role,
+                    ColumnRole::Sensitive { .. } | ColumnRole::Insensitive
+                )
+            });
+            for c_col in unchanged {
+                let (Some(c), Some(qa)) = (array(&c_col.name), array(&q_col.name)) else {
+                    continue;
+                };
+                if crate::init::determines(c.as_ref(), qa.as_ref()) {
+                    warnings.push(format!(
+                        "{t}.{c} is published unchanged but determines {t}.{q}, a quasi-identifier (each value of {c} comes with one value of {q}): it undoes {q}'s generalization; give {c} the role of {q} (QUASI IDENTIFIER with a hierarchy whose groups follow {q}'s) or leave it out (IDENTIFIER)",
+                        t = ft.name,
+                        c = c_col.name,
+                        q = q_col.name
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_kept;
+
+    #[test]
+    fn the_rows_a_class_can_keep() {
+        // Classes of 2: {5, 5} keep 10, {1, 1} keep 2.
+        assert_eq!(most_kept(vec![5, 1, 5, 1], 2), 12);
+        // {9, 3} keeps 6, or suppressing 9 and keeping {3, 3} keeps 6 too; {9, 3, 3} keeps 9.
+        assert_eq!(most_kept(vec![9, 3, 3], 2), 9);
+        // Fewer entities than a class: nothing can be released.
+        assert_eq!(most_kept(vec![4], 2), 0);
+        assert_eq!(most_kept(vec![], 5), 0);
+        // Equal counts keep everything.
+        assert_eq!(most_kept(vec![3; 10], 5), 30);
+    }
 }

@@ -163,13 +163,18 @@ fn plan_lists_fates_review_lines_and_personal_values_published_unchanged() {
         "{out}"
     );
     assert!(out.contains("warning: customer.email is published unchanged but its values look like e-mail addresses"), "{out}");
-    assert!(out.contains("still marked for review (1):"), "{out}");
+    // The SENSITIVE amount, and the model proposed to protect it.
+    assert!(out.contains("still marked for review (2):"), "{out}");
+    assert!(
+        out.contains("-- review: 1 column(s) are proposed SENSITIVE (payment.amount)"),
+        "{out}"
+    );
     assert!(
         out.contains("\"payment\".\"amount\" AS SENSITIVE; -- review:"),
         "{out}"
     );
     assert!(
-        out.contains("rental (360 rows, 3.0 per customer row on average, at most 5)"),
+        out.contains("rental (360 rows, 3.0 per customer row on average, at most 5; at most 360 (100%) can be released)"),
         "{out}"
     );
     assert!(

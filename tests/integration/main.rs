@@ -23,6 +23,9 @@
 //!   unchanged to a verified release; `relanon plan`'s fates, review lines and warnings;
 //!   init's bad inputs (no foreign keys, a key-less entity, empty, unreadable, existing
 //!   output) one line each with nothing written.
+//! - `health`: a health record's unedited `init` proposal, from SQLite and from its CSV
+//!   export, releases no identifier, id or twin; verify fails labels that carry member
+//!   values and codes published beside their generalized descriptions.
 //! - `anatomy`: `model = 'anatomy'` (000 Ch. 3) on Table 3.1 and the hospital example, both
 //!   variants, verified standalone, tampering caught, the attack's rule risks, bad inputs.
 //! - `keep_rows`: shape-aware clustering keeping more rows of a skewed warehouse, `KEEP`
@@ -45,6 +48,7 @@ mod dimensions;
 mod experiments;
 mod faults;
 mod fuzz_decl;
+mod health;
 mod html;
 mod init;
 mod keep_rows;

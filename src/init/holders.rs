@@ -1,0 +1,161 @@
+//! Who holds a value: for every family table, the entity each source row belongs to, and for
+//! a column, how many distinct entities hold each of its values. A column whose values are
+//! each held by fewer than k people names those people, whatever share of its table's rows
+//! its distinct values are (a claim's reference to its patient repeats in every claim, yet
+//! each value is one patient's).
+
+use std::collections::{BTreeMap, HashMap};
+
+use arrow::array::{Array, RecordBatch};
+
+use crate::plan::FamilyTable;
+use crate::warehouse::{render_value, Warehouse, WarehouseError};
+
+/// Per family table, the entity (a row of the entity table, in source order) of each source
+/// row; `None` for a row that hangs under no entity (an orphan, a NULL reference).
+pub type Owners = BTreeMap<String, Vec<Option<u32>>>;
+
+/// How a column's values spread over the entities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spread {
+    /// Distinct non-NULL values on rows that belong to an entity.
+    pub values: usize,
+    /// Of those, the values held by fewer than k entities.
+    pub rare: usize,
+}
+
+impl Spread {
+    /// Whether most values single out fewer than k people: at least 4 values (a two-valued
+    /// column over a handful of people is a category, not a name) and more than half rare.
+    pub fn names_people(&self) -> bool {
+        self.values >= 4 && 2 * self.rare > self.values
+    }
+}
+
+/// The owners of every row of every family table, walking the family from the entity down
+/// (a parent always precedes its children). A table split over two plan entries is filled by
+/// both: each entry owns the rows its reference resolves.
+pub fn owners(wh: &Warehouse, family: &[FamilyTable]) -> Result<Owners, WarehouseError> {
+    let mut out: Owners = BTreeMap::new();
+    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
+    for ft in family {
+        if !batches.contains_key(&ft.name) {
+            batches.insert(ft.name.clone(), wh.table_in_source_order(&ft.name)?);
+        }
+    }
+    for ft in family {
+        let batch = &batches[&ft.name];
+        let Some(parent) = ft.parent else {
+            let n = u32::try_from(batch.num_rows()).unwrap_or(u32::MAX);
+            out.insert(ft.name.clone(), (0..n).map(Some).collect());
+            continue;
+        };
+        let parent_name = &family[parent].name;
+        let by_key = key_index(&batches[parent_name], &ft.parent_key, &out[parent_name]);
+        let found: Vec<Option<u32>> = (0..batch.num_rows())
+            .map(|r| {
+                row_key(batch, &ft.parent_fk, r)
+                    .and_then(|k| by_key.get(&k))
+                    .copied()
+            })
+            .collect();
+        let slot = out
+            .entry(ft.name.clone())
+            .or_insert_with(|| vec![None; batch.num_rows()]);
+        for (have, new) in slot.iter_mut().zip(found) {
+            if have.is_none() {
+                *have = new;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The rendered values of `columns` in row `r`; `None` if one is NULL or missing.
+fn row_key(batch: &RecordBatch, columns: &[String], r: usize) -> Option<Vec<String>> {
+    columns
+        .iter()
+        .map(|c| {
+            let i = batch.schema().index_of(c).ok()?;
+            render_value(batch.column(i).as_ref(), r)
+        })
+        .collect()
+}
+
+/// A parent's key values -> the entity of the row that holds them.
+fn key_index(
+    batch: &RecordBatch,
+    key: &[String],
+    owners: &[Option<u32>],
+) -> HashMap<Vec<String>, u32> {
+    (0..batch.num_rows())
+        .filter_map(|r| Some((row_key(batch, key, r)?, owners.get(r).copied().flatten()?)))
+        .collect()
+}
+
+/// How column `array`'s values spread over the entities `owners` gives its rows.
+pub fn spread(array: &dyn Array, owners: &[Option<u32>], k: usize) -> Spread {
+    let mut pairs: Vec<(String, u32)> = (0..array.len())
+        .filter_map(|r| Some((render_value(array, r)?, owners.get(r).copied().flatten()?)))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut spread = Spread::default();
+    let mut i = 0;
+    while i < pairs.len() {
+        let j = i + pairs[i..]
+            .iter()
+            .take_while(|(v, _)| *v == pairs[i].0)
+            .count();
+        spread.values += 1;
+        if j - i < k {
+            spread.rare += 1;
+        }
+        i = j;
+    }
+    spread
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::StringArray;
+
+    #[test]
+    fn a_reference_repeated_per_row_is_still_one_person_each() {
+        // Ten people with three claims each: 10 values in 30 rows (a third of the rows), yet
+        // every value is held by one person.
+        let values: Vec<String> = (0..30).map(|r| format!("p{}", r / 3)).collect();
+        let owners: Vec<Option<u32>> = (0..30).map(|r| Some(r / 3)).collect();
+        let s = spread(&StringArray::from(values), &owners, 5);
+        assert_eq!(
+            s,
+            Spread {
+                values: 10,
+                rare: 10
+            }
+        );
+        assert!(s.names_people());
+    }
+
+    #[test]
+    fn a_category_shared_by_many_people_does_not() {
+        let values: Vec<&str> = (0..40).map(|r| ["A", "B", "C", "D"][r % 4]).collect();
+        let owners: Vec<Option<u32>> = (0..40).map(Some).collect();
+        let s = spread(&StringArray::from(values), &owners, 5);
+        assert_eq!(s, Spread { values: 4, rare: 0 });
+        assert!(!s.names_people());
+        // Rows of one person count once: a value seen 8 times in one person's rows is rare.
+        let values = vec!["x"; 8];
+        let owners = vec![Some(7); 8];
+        let s = spread(&StringArray::from(values), &owners, 5);
+        assert_eq!(s, Spread { values: 1, rare: 1 });
+    }
+
+    #[test]
+    fn rows_without_an_owner_are_not_counted() {
+        let values = StringArray::from(vec![Some("a"), Some("b"), None]);
+        let s = spread(&values, &[Some(0), None, Some(1)], 2);
+        assert_eq!(s, Spread { values: 1, rare: 1 });
+    }
+}
