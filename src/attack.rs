@@ -65,6 +65,10 @@ use fact::Fact;
 /// At most this many candidates are listed by released key; more are only counted.
 const KEYS_LISTED: usize = 10;
 
+/// At most this many values of a posterior are printed, most likely first; the rest are
+/// folded into one line (a high-cardinality column would fill the screen).
+const SHARES_LISTED: usize = 8;
+
 /// Why an attack could not be run. One line each, saying what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum AttackError {
@@ -119,6 +123,12 @@ pub struct Findings {
     pub posteriors: Vec<Posterior>,
     /// Under anatomy: the candidates' groups and each (p,m)-privacy rule's risk.
     pub anatomy: Option<AnatomyFindings>,
+    /// Columns the facts name that are published unchanged (SENSITIVE, INSENSITIVE): an
+    /// adversary who knows them is outside the declared model, which covers QI knowledge.
+    pub outside_model: Vec<String>,
+    /// Columns published unchanged through which a fact's QI was read exactly, each as
+    /// `twin determines qi`: the release's twins undo that QI's generalization.
+    pub twins: Vec<String>,
 }
 
 /// What an anatomy gives away beyond the QI side (see `attack::anatomy`).
@@ -213,6 +223,7 @@ pub async fn run(
     let family = link(plan, &released)?;
     let (released, family) = join_parts(plan, released, family)?;
     let domains = column_domains(plan, source, &parsed).await?;
+    let twins = twins_of(plan, source, &released, &parsed).await?;
 
     let mut evidence = Vec::with_capacity(parsed.len());
     let mut findings = Vec::with_capacity(parsed.len());
@@ -230,8 +241,19 @@ pub async fn run(
                 text: f.text.clone(),
                 problem,
             })?;
-        let consistent =
-            consistent_rows(table, &released[f.table], &f.columns, &columns, &evaluated)?;
+        let through: Vec<Option<&Twin>> = f
+            .columns
+            .iter()
+            .map(|c| twins.get(&(f.table, c.clone())))
+            .collect();
+        let consistent = consistent_rows(
+            table,
+            &released[f.table],
+            &f.columns,
+            &columns,
+            &through,
+            &evaluated,
+        )?;
         let components: Vec<ComponentFinding> = f
             .components
             .iter()
@@ -337,6 +359,16 @@ pub async fn run(
         singled_out: candidates.len() == 1,
         candidate_keys,
         posteriors,
+        outside_model: outside_model(plan, &parsed),
+        twins: twins
+            .iter()
+            .map(|((t, q), twin)| {
+                format!(
+                    "{}.{} determines {}.{q}",
+                    plan.tables[*t].name, twin.column, plan.tables[*t].name
+                )
+            })
+            .collect(),
         anatomy: anatomy.map(|(side, place)| {
             let mut sizes: HashMap<i64, usize> = HashMap::new();
             for &g in &place.group {
@@ -524,11 +556,16 @@ async fn column_domains(
                 continue;
             }
             let qualified = format!("{}.{c}", t.name);
-            let hierarchy = t
-                .qi_columns()
-                .find(|(name, _)| name == c)
-                .map(|(_, h)| h)
-                .expect("a parsed fact names only QI columns of its table");
+            let values = domain::distinct_values(source, &t.name, c).await?;
+            let Some(hierarchy) = t.qi_columns().find(|(name, _)| name == c).map(|(_, h)| h) else {
+                // Published unchanged: every value is its own leaf, released as itself.
+                let def = flat(&values);
+                out.insert(
+                    key,
+                    ColumnDomain::new(&qualified, values, &qualified, &def)?,
+                );
+                continue;
+            };
             let def =
                 plan.hierarchies
                     .get(hierarchy)
@@ -536,7 +573,6 @@ async fn column_domains(
                         column: qualified.clone(),
                         hierarchy: hierarchy.to_string(),
                     })?;
-            let values = domain::distinct_values(source, &t.name, c).await?;
             out.insert(key, ColumnDomain::new(&qualified, values, hierarchy, def)?);
         }
     }
@@ -550,18 +586,34 @@ fn consistent_rows(
     batch: &RecordBatch,
     names: &[String],
     columns: &[&ColumnDomain],
+    twins: &[Option<&Twin>],
     evaluated: &FactDomain<'_>,
 ) -> Result<Vec<bool>, AttackError> {
     let at: Vec<usize> = names
         .iter()
         .map(|n| column_index(batch, table, n))
         .collect::<Result<_, _>>()?;
+    let twin_at: Vec<Option<(usize, &Twin)>> = twins
+        .iter()
+        .map(|t| {
+            t.map(|t| column_index(batch, table, &t.column).map(|i| (i, t)))
+                .transpose()
+        })
+        .collect::<Result<_, _>>()?;
     let mut tester = evaluated.tester();
     let mut out = Vec::with_capacity(batch.num_rows());
     for r in 0..batch.num_rows() {
         let mut nodes = Vec::with_capacity(at.len());
-        for ((&c, d), name) in at.iter().zip(columns).zip(names) {
-            let label = render_value(batch.column(c).as_ref(), r);
+        for (((&c, d), name), twin) in at.iter().zip(columns).zip(names).zip(&twin_at) {
+            // A twin published beside the QI tells its exact value: read it there.
+            let exact = twin.and_then(|(i, t)| {
+                let seen = render_value(batch.column(i).as_ref(), r)?;
+                t.values.get(&seen).cloned()
+            });
+            let label = match exact {
+                Some(value) => value,
+                None => render_value(batch.column(c).as_ref(), r),
+            };
             let node = d
                 .node(label.as_deref())
                 .ok_or_else(|| AttackError::UnknownLabel {
@@ -572,6 +624,98 @@ fn consistent_rows(
             nodes.push(node);
         }
         out.push(tester.consistent(&nodes));
+    }
+    Ok(out)
+}
+
+/// A hierarchy of one level for a column published unchanged: each distinct value a leaf
+/// directly under `*`.
+fn flat(values: &arrow::array::ArrayRef) -> crate::plan::HierarchyDef {
+    crate::plan::HierarchyDef::Rows {
+        rows: (0..values.len())
+            .filter_map(|r| render_value(values.as_ref(), r))
+            .map(|v| vec![v])
+            .collect(),
+        pos: crate::policy::Pos { line: 0, column: 0 },
+    }
+}
+
+/// The columns the facts name that are not quasi-identifiers, as `table.column`.
+fn outside_model(plan: &Plan, facts: &[Fact]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in facts {
+        let t = &plan.tables[f.table];
+        for c in &f.columns {
+            let qi = t.qi_columns().any(|(name, _)| name == c);
+            let name = format!("{}.{c}", t.name);
+            if !qi && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// A column published unchanged that determines a QI of its table in the source, and the QI
+/// value each of its values comes with (`None`: NULL).
+struct Twin {
+    column: String,
+    values: HashMap<String, Option<String>>,
+}
+
+/// For every QI a fact names, the first column of its table published unchanged in the
+/// release that determines it in the source (see `init::twin_map`): a fact about the QI is
+/// then evaluated on the value the twin tells, not on the generalized label.
+async fn twins_of(
+    plan: &Plan,
+    source: &Warehouse,
+    released: &[RecordBatch],
+    facts: &[Fact],
+) -> Result<BTreeMap<(usize, String), Twin>, AttackError> {
+    let mut out = BTreeMap::new();
+    for f in facts {
+        let t = &plan.tables[f.table];
+        let qis: Vec<&String> = f
+            .columns
+            .iter()
+            .filter(|c| t.qi_columns().any(|(name, _)| name == *c))
+            .collect();
+        let qis: Vec<&String> = qis
+            .into_iter()
+            .filter(|q| !out.contains_key(&(f.table, (*q).clone())))
+            .collect();
+        if qis.is_empty() {
+            continue;
+        }
+        let batch = source.table_in_source_order(&t.name)?;
+        let array = |name: &str| {
+            batch
+                .schema()
+                .index_of(name)
+                .ok()
+                .map(|i| batch.column(i).clone())
+        };
+        let unchanged = t.columns.iter().filter(|c| {
+            matches!(
+                c.role,
+                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive
+            ) && released[f.table].schema().index_of(&c.name).is_ok()
+        });
+        let unchanged: Vec<&str> = unchanged.map(|c| c.name.as_str()).collect();
+        for q in qis {
+            let Some(qa) = array(q) else { continue };
+            let found = unchanged.iter().find_map(|c| {
+                let ca = array(c)?;
+                let values = crate::init::twin_map(ca.as_ref(), qa.as_ref())?;
+                Some(Twin {
+                    column: (*c).to_string(),
+                    values,
+                })
+            });
+            if let Some(twin) = found {
+                out.insert((f.table, q.clone()), twin);
+            }
+        }
     }
     Ok(out)
 }
@@ -702,6 +846,30 @@ impl Findings {
     pub fn summary(&self) -> String {
         let mut out = String::new();
         let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let verdict = match self.candidates {
+            0 => "none fits".to_string(),
+            1 => "SINGLED OUT".to_string(),
+            n => format!("hidden among {n}"),
+        };
+        let _ = writeln!(
+            out,
+            "summary: {} of {} released {} entities fit every fact: {verdict}",
+            self.candidates, self.released_entities, self.entity
+        );
+        if !self.outside_model.is_empty() {
+            let _ = writeln!(
+                out,
+                "note: the facts name {}, published unchanged: this adversary is outside the declared model, which covers knowledge of quasi-identifiers only, so the release promises nothing against them",
+                self.outside_model.join(", ")
+            );
+        }
+        if !self.twins.is_empty() {
+            let _ = writeln!(
+                out,
+                "note: read through columns the release publishes unchanged beside a generalized quasi-identifier ({}): each of their values tells the quasi-identifier's exact value",
+                self.twins.join("; ")
+            );
+        }
         let _ = writeln!(out, "facts the adversary knows about one {}:", self.entity);
         for (i, f) in self.facts.iter().enumerate() {
             let _ = writeln!(
@@ -817,10 +985,11 @@ impl Findings {
             let width = p
                 .distribution
                 .iter()
+                .take(SHARES_LISTED)
                 .map(|s| s.value.as_deref().unwrap_or("NULL").len())
                 .max()
                 .unwrap_or(0);
-            for s in &p.distribution {
+            for s in p.distribution.iter().take(SHARES_LISTED) {
                 let disclosed = if s.probability >= 1.0 - 1e-12 {
                     "  (disclosed)"
                 } else {
@@ -831,6 +1000,17 @@ impl Findings {
                     "    {:<width$}  {:5.1}%{disclosed}",
                     s.value.as_deref().unwrap_or("NULL"),
                     100.0 * s.probability
+                );
+            }
+            let rest = &p.distribution[p.distribution.len().min(SHARES_LISTED)..];
+            if !rest.is_empty() {
+                let mass: f64 = rest.iter().map(|s| s.probability).sum();
+                let _ = writeln!(
+                    out,
+                    "    ... and {} more value{} ({:.1}% together; --json lists them all)",
+                    rest.len(),
+                    plural(rest.len()),
+                    100.0 * mass
                 );
             }
         }
@@ -1003,12 +1183,61 @@ mod tests {
                 }],
             }],
             anatomy: None,
+            outside_model: Vec::new(),
+            twins: Vec::new(),
         };
         let text = findings.summary();
         assert!(
-            text.contains("candidates: 1 of 4 released student entities fits every fact (released students key 3)")
-                && text.contains("SINGLED OUT")
+            text.starts_with("summary: 1 of 4 released student entities fit every fact: SINGLED OUT")
+                && text.contains("candidates: 1 of 4 released student entities fits every fact (released students key 3)")
                 && text.contains("3.72  100.0%  (disclosed)"),
+            "{text}"
+        );
+        assert!(!text.contains("note:"), "{text}");
+    }
+
+    #[test]
+    fn many_values_are_folded_and_notes_come_first() {
+        let distribution: Vec<Share> = (0..20)
+            .map(|i| Share {
+                value: Some(format!("v{i}")),
+                probability: 0.05,
+            })
+            .collect();
+        let findings = Findings {
+            entity: "patient".into(),
+            entity_table: "patients".into(),
+            released_entities: 40,
+            facts: Vec::new(),
+            candidates: 20,
+            singled_out: false,
+            candidate_keys: None,
+            posteriors: vec![Posterior {
+                column: "visits.cost".into(),
+                subject: Subject::AnyRow,
+                fact: None,
+                entities: 20,
+                distribution,
+            }],
+            anatomy: None,
+            outside_model: vec!["visits.code".into()],
+            twins: vec!["visits.code determines visits.reason".into()],
+        };
+        let text = findings.summary();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("hidden among 20"), "{text}");
+        assert!(
+            lines[1].starts_with("note: the facts name visits.code"),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains("visits.code determines visits.reason"),
+            "{text}"
+        );
+        assert!(text.contains("v7 "), "{text}");
+        assert!(!text.contains("v8 "), "{text}");
+        assert!(
+            text.contains("... and 12 more values (60.0% together"),
             "{text}"
         );
     }

@@ -32,6 +32,16 @@ pub struct KeyMap {
     pub tables: BTreeMap<String, TableKeys>,
 }
 
+impl KeyMap {
+    /// A fingerprint of the map as written (xxHash64 of its JSON, in hex): report.json
+    /// carries it, so a key map from another run is recognized as such before its keys are
+    /// traced. It says nothing of the keys themselves.
+    pub fn digest(&self) -> String {
+        let json = serde_json::to_string(self).expect("a key map serializes: plain data");
+        format!("{:016x}", twox_hash::XxHash64::oneshot(0, json.as_bytes()))
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TableKeys {
     /// The source's primary-key columns (the order of `KeyPair::source`).

@@ -208,6 +208,10 @@ pub struct Report {
     /// the model does not protect. (Absent from other reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anatomy: Option<AnatomyReport>,
+    /// The fingerprint of the run's key map (`KeyMap::digest`), whether or not it was
+    /// written: verify tells a key map from another run by it. (Absent from earlier reports.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_map_digest: Option<String>,
     /// Milliseconds per phase.
     pub timings_ms: BTreeMap<String, f64>,
 }
@@ -440,6 +444,7 @@ pub fn build(
         dm,
         utility,
         anatomy,
+        key_map_digest: (!m.keys.tables.is_empty()).then(|| m.keys.digest()),
         timings_ms,
     }
 }

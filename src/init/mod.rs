@@ -29,7 +29,7 @@ pub use keys::KeyChange;
 pub use profile::{Pattern, Profile};
 pub use render::{render, Rendered, HEADER, REVIEW};
 pub use roles::{Decision, HierarchyPlan, Role};
-pub use twins::determines;
+pub use twins::{determines, twin_map};
 
 /// What the data owner asks of `init`.
 #[derive(Debug, Clone, Default)]

@@ -78,6 +78,20 @@ pub fn determines(c: &dyn Array, q: &dyn Array) -> bool {
     determined(&intern(c), &intern(q)).is_some()
 }
 
+/// When column `c` determines column `q` (see [`determines`]), each value of `c` with the
+/// value of `q` it comes with (`None`: NULL): what an adversary reads through the twin.
+pub fn twin_map(c: &dyn Array, q: &dyn Array) -> Option<HashMap<String, Option<String>>> {
+    let (ci, qi) = (intern(c), intern(q));
+    let map = determined(&ci, &qi)?;
+    Some(
+        ci.values
+            .iter()
+            .zip(map)
+            .map(|(v, to)| (v.clone(), to.map(|t| qi.values[t as usize].clone())))
+            .collect(),
+    )
+}
+
 /// Raises every column published unchanged that determines a column with a more
 /// protective role to that role (a grouping hierarchy mirrored onto its values where the
 /// other column is grouped by rows), repeating until nothing changes, so a twin of a twin is

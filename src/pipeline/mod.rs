@@ -708,6 +708,20 @@ pub async fn verify_release(
         ),
         Err(_) => None,
     };
+    let made_with = report
+        .as_ref()
+        .and_then(|r| r.get("key_map_digest"))
+        .and_then(serde_json::Value::as_str);
+    if let (Some(m), Some(expected), Some(path)) = (&map, made_with, key_map) {
+        let found = m.digest();
+        if found != expected {
+            bail!(
+                "the key map '{}' was written by another anonymize run than the one that made this release (its fingerprint is {found}, {} names {expected}): its keys would trace every row to the wrong source row; pass the key map written with this release",
+                path.display(),
+                report_file.display()
+            );
+        }
+    }
     progress.phase("verify", "checking the release independently");
     Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)
 }

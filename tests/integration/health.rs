@@ -269,3 +269,166 @@ fn verify_fails_labels_that_carry_member_values_and_published_twins() {
     assert!(out.contains("FAIL twins"), "{out}");
     assert!(out.contains("encounters.CODE"), "{out}");
 }
+
+/// The distinct values of a SQL query's one column.
+fn strings(db: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut stmt = db.prepare(sql).expect("prepare");
+    let rows = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .expect("query");
+    rows.map(|r| r.expect("a row")).collect()
+}
+
+#[test]
+fn attack_reads_through_twins_and_tests_an_adversary_beyond_the_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    sqlite_source(dir.path());
+    let o = relanon(dir.path(), &["init", "health.sqlite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("health.decl.sql")).expect("written");
+    // The encounter type's code published unchanged beside its generalized class: written
+    // only for study, since verify refuses it.
+    let twin = edited(
+        &text,
+        "LABEL COLUMN \"encounters\".\"CODE\"",
+        "LABEL COLUMN \"encounters\".\"CODE\" AS INSENSITIVE;",
+    );
+    std::fs::write(dir.path().join("twin.decl.sql"), &twin).expect("write");
+    let a = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            "twin.decl.sql",
+            "--target",
+            "twin.sqlite",
+            "--allow-unverified",
+        ],
+    );
+    assert!(
+        dir.path().join("twin.sqlite").exists(),
+        "{}{}",
+        stdout(&a),
+        stderr(&a)
+    );
+    let facts = [
+        "--fact",
+        "patients.GENDER = 'M'",
+        "--fact",
+        "encounters.ENCOUNTERCLASS = 'emergency'",
+    ];
+    let mut args = vec!["attack", "twin.decl.sql", "--release", "twin.sqlite"];
+    args.extend(facts);
+    let o = relanon(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("summary: "), "{out}");
+    assert!(
+        out.contains("encounters.CODE determines encounters.ENCOUNTERCLASS"),
+        "{out}"
+    );
+    // The true count: filtering the release on the codes of emergency encounters.
+    let source = rusqlite::Connection::open(dir.path().join("health.sqlite")).expect("open");
+    let codes = strings(
+        &source,
+        "SELECT DISTINCT \"CODE\" FROM encounters WHERE \"ENCOUNTERCLASS\" = 'emergency'",
+    );
+    let quoted: Vec<String> = codes.iter().map(|c| format!("'{c}'")).collect();
+    let release = rusqlite::Connection::open(dir.path().join("twin.sqlite")).expect("open");
+    let expected: i64 = release
+        .query_row(
+            &format!("SELECT COUNT(DISTINCT p.\"Id\") FROM patients p JOIN encounters e ON e.\"PATIENT\" = p.\"Id\" WHERE p.\"GENDER\" IN ('M', '*') AND e.\"CODE\" IN ({})", quoted.join(", ")),
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert!(
+        out.contains(&format!("candidates: {expected} of ")),
+        "{expected} expected: {out}"
+    );
+
+    // The adversary who knows one diagnosis: evaluated, and said to be outside the model;
+    // a posterior of many values is folded.
+    let o = relanon(
+        dir.path(),
+        &[
+            "attack",
+            "twin.decl.sql",
+            "--release",
+            "twin.sqlite",
+            "--fact",
+            "encounters.REASONCODE = '195662009'",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("note: the facts name encounters.REASONCODE, published unchanged"),
+        "{out}"
+    );
+    assert!(out.contains("more values ("), "{out}");
+    // A key or an identifier is still refused: it is not published as the source holds it.
+    let o = relanon(
+        dir.path(),
+        &[
+            "attack",
+            "twin.decl.sql",
+            "--release",
+            "twin.sqlite",
+            "--fact",
+            "patients.LAST = 'Crist804'",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("an IDENTIFIER"), "{}", stderr(&o));
+}
+
+#[test]
+fn verify_says_when_the_key_map_is_from_another_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    sqlite_source(dir.path());
+    let o = relanon(dir.path(), &["init", "health.sqlite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (target, map) in [("one.sqlite", "one.json"), ("two.sqlite", "two.json")] {
+        let a = relanon(
+            dir.path(),
+            &[
+                "anonymize",
+                "health.decl.sql",
+                "--target",
+                target,
+                "--key-map",
+                map,
+            ],
+        );
+        assert!(a.status.success(), "{}", stderr(&a));
+    }
+    let v = relanon(
+        dir.path(),
+        &[
+            "verify",
+            "health.decl.sql",
+            "--release",
+            "one.sqlite",
+            "--key-map",
+            "two.json",
+        ],
+    );
+    assert_eq!(v.status.code(), Some(2), "{}", stdout(&v));
+    let err = stderr(&v);
+    assert!(
+        err.contains("was written by another anonymize run than the one that made this release"),
+        "{err}"
+    );
+    let v = relanon(
+        dir.path(),
+        &[
+            "verify",
+            "health.decl.sql",
+            "--release",
+            "one.sqlite",
+            "--key-map",
+            "one.json",
+        ],
+    );
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+}
