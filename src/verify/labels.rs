@@ -31,6 +31,8 @@ pub(super) struct Generalized {
     pub table: usize,
     /// Index into the table's `content`.
     pub content: usize,
+    /// How many released rows show a generalized cell in this column.
+    pub rows: usize,
     /// The distinct labels shown, sorted.
     pub labels: BTreeSet<String>,
 }
@@ -48,29 +50,35 @@ pub(super) fn generalized(tables: &[TableData]) -> Vec<Generalized> {
                 continue;
             }
             let rows = t.rel.rows();
-            let labels = (0..rows.div_ceil(ROWS_PER_TASK))
+            let (count, labels) = (0..rows.div_ceil(ROWS_PER_TASK))
                 .into_par_iter()
                 .map(|b| {
-                    let mut found = BTreeSet::new();
+                    let mut found = (0, BTreeSet::new());
                     for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
                         let Some(s) = t.rel_to_src[r] else { continue };
                         let Some(label) = t.rel.cell(c.rel, r) else {
                             continue;
                         };
                         if t.src.cell(c.src, s).as_deref() != Some(label.as_str()) {
-                            found.insert(label);
+                            found.0 += 1;
+                            found.1.insert(label);
                         }
                     }
                     found
                 })
-                .reduce(BTreeSet::new, |mut a, mut b| {
-                    a.append(&mut b);
-                    a
-                });
-            if !labels.is_empty() {
+                .reduce(
+                    || (0, BTreeSet::new()),
+                    |mut a, mut b| {
+                        a.0 += b.0;
+                        a.1.append(&mut b.1);
+                        a
+                    },
+                );
+            if count > 0 {
                 out.push(Generalized {
                     table: ti,
                     content: ci,
+                    rows: count,
                     labels,
                 });
             }

@@ -1,5 +1,6 @@
-//! Check "labels" on a one-table family of patients: releases that pass truthfulness and
-//! k-anonymity, yet whose labels name patients.
+//! Checks "labels" and "twins" on a one-table family of patients: releases that pass
+//! truthfulness and k-anonymity, yet whose labels name patients or whose published codes
+//! undo a generalized description.
 
 use super::*;
 
@@ -228,4 +229,190 @@ async fn a_value_inside_a_longer_word_is_not_contained() {
     let rel = patients(&[("ward", "TEXT")], vec![vec![t("Medicine")]; 5]);
     let v = verdict(&plan, &src, &rel).await;
     assert!(v.passed(), "{}", v.summary());
+}
+
+/// Diagnoses of six patients: code, description, a per-row amount. Codes C1 x3, C2 x2, C3 x1
+/// map to one description each, all under "Respiratory".
+fn diagnoses() -> Vec<(&'static str, &'static str, f64)> {
+    vec![
+        ("C1", "Flu", 10.5),
+        ("C1", "Flu", 11.0),
+        ("C1", "Flu", 12.0),
+        ("C2", "Cold", 13.5),
+        ("C2", "Cold", 9.0),
+        ("C3", "Asthma", 8.0),
+    ]
+}
+
+fn description_h() -> (&'static str, HierarchyDef) {
+    ("desc_h", under("Respiratory", &["Flu", "Cold", "Asthma"]))
+}
+
+/// The diagnoses with every description released as "Respiratory"; `code` is the code's
+/// role (None: the code column is left out of both sides).
+async fn descriptions_generalized(code: Option<ColumnRole>) -> Verdict {
+    let mut columns = vec![
+        col("description", qi("desc_h")),
+        col("amount", ColumnRole::Insensitive),
+    ];
+    let mut hierarchies = vec![description_h()];
+    let with_code = code.is_some();
+    let code_qi = matches!(code, Some(ColumnRole::QuasiIdentifier { .. }));
+    if code_qi {
+        hierarchies.push(("code_h", under("Respiratory", &["C1", "C2", "C3"])));
+    }
+    if let Some(role) = code {
+        columns.insert(0, col("code", role));
+    }
+    let plan = patients_plan(2, columns, hierarchies);
+    let (mut src_cols, mut rel_cols) = (
+        vec![("description", "TEXT"), ("amount", "REAL")],
+        vec![("description", "TEXT"), ("amount", "REAL")],
+    );
+    if with_code {
+        src_cols.insert(0, ("code", "TEXT"));
+        rel_cols.insert(0, ("code", "TEXT"));
+    }
+    let (mut src_rows, mut rel_rows) = (Vec::new(), Vec::new());
+    for (code, desc, amount) in diagnoses() {
+        let mut s = vec![t(desc), f(amount)];
+        let mut r = vec![t("Respiratory"), f(amount)];
+        if with_code {
+            s.insert(0, t(code));
+            r.insert(0, t(if code_qi { "Respiratory" } else { code }));
+        }
+        src_rows.push(s);
+        rel_rows.push(r);
+    }
+    verdict(
+        &plan,
+        &patients(&src_cols, src_rows),
+        &patients(&rel_cols, rel_rows),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_code_published_beside_its_generalized_description_is_a_twin() {
+    let v = descriptions_generalized(Some(ColumnRole::Insensitive)).await;
+    assert_eq!(failing(&v), vec!["twins"], "{}", v.summary());
+    assert_caught(
+        &v,
+        "twins",
+        &[
+            "patients.code determines patients.description (generalized in 6 released rows) and is published unchanged",
+            "1 released entity falls in a class smaller than k = 2",
+            "(smallest: 1)",
+            "give patients.code the role of patients.description",
+        ],
+    );
+    // The amount, unique per row, determines the description by chance only.
+    assert_eq!(
+        v.check("twins").map(|c| c.violation_count),
+        Some(1),
+        "{}",
+        v.summary()
+    );
+}
+
+#[tokio::test]
+async fn a_code_generalized_like_its_description_passes() {
+    let v = descriptions_generalized(Some(qi("code_h"))).await;
+    assert!(v.passed(), "{}", v.summary());
+}
+
+#[tokio::test]
+async fn a_nearly_unique_column_is_not_a_twin() {
+    // Every amount occurs once, so each "determines" its description; no adversary holds
+    // that mapping.
+    let v = descriptions_generalized(None).await;
+    assert!(v.passed(), "{}", v.summary());
+}
+
+#[tokio::test]
+async fn twins_that_only_split_classes_of_k_pass() {
+    // Twice the diagnoses: counted as known, the code leaves classes of 6, 4 and 2.
+    let plan = patients_plan(
+        2,
+        vec![
+            col("code", ColumnRole::Sensitive { buckets: None }),
+            col("description", qi("desc_h")),
+        ],
+        vec![description_h()],
+    );
+    let twice: Vec<(&str, &str, f64)> = diagnoses().into_iter().chain(diagnoses()).collect();
+    let src = patients(
+        &[("code", "TEXT"), ("description", "TEXT")],
+        twice.iter().map(|(c, d, _)| vec![t(c), t(d)]).collect(),
+    );
+    let rel = patients(
+        &[("code", "TEXT"), ("description", "TEXT")],
+        twice
+            .iter()
+            .map(|(c, _, _)| vec![t(c), t("Respiratory")])
+            .collect(),
+    );
+    let v = verdict(&plan, &src, &rel).await;
+    assert!(v.passed(), "{}", v.summary());
+}
+
+#[tokio::test]
+async fn twins_harmless_alone_can_be_reported_together() {
+    // Ward and shift are each generalized to one label, and each has a code published
+    // beside it: either code alone splits the four patients in pairs, both single them out.
+    let plan = patients_plan(
+        2,
+        vec![
+            col("ward_code", ColumnRole::Insensitive),
+            col("ward", qi("ward_h")),
+            col("shift_code", ColumnRole::Insensitive),
+            col("shift", qi("shift_h")),
+        ],
+        vec![
+            ("ward_h", under("Any ward", &["North", "South"])),
+            ("shift_h", under("Any shift", &["Day", "Night"])),
+        ],
+    );
+    let cells = [
+        ("W1", "North", "S1", "Day"),
+        ("W1", "North", "S2", "Night"),
+        ("W2", "South", "S1", "Day"),
+        ("W2", "South", "S2", "Night"),
+    ];
+    let columns = [
+        ("ward_code", "TEXT"),
+        ("ward", "TEXT"),
+        ("shift_code", "TEXT"),
+        ("shift", "TEXT"),
+    ];
+    let src = patients(
+        &columns,
+        cells
+            .iter()
+            .map(|(wc, w, sc, s)| vec![t(wc), t(w), t(sc), t(s)])
+            .collect(),
+    );
+    let rel = patients(
+        &columns,
+        cells
+            .iter()
+            .map(|(wc, _, sc, _)| vec![t(wc), t("Any ward"), t(sc), t("Any shift")])
+            .collect(),
+    );
+    let v = verdict(&plan, &src, &rel).await;
+    assert_eq!(failing(&v), vec!["twins"], "{}", v.summary());
+    assert_caught(
+        &v,
+        "twins",
+        &[
+            "patients.ward_code (of patients.ward), patients.shift_code (of patients.shift) together",
+            "4 released entities fall in classes smaller than k = 2 when they are counted as known (smallest: 1)",
+        ],
+    );
+    assert_eq!(
+        v.check("twins").map(|c| c.violation_count),
+        Some(1),
+        "{}",
+        v.summary()
+    );
 }
