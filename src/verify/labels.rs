@@ -13,8 +13,10 @@
 //! the labels' length, not with the number of rare values. Values without any alphanumeric
 //! character (`-`, `?`) name no one and are not searched for.
 
-use std::collections::{BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
+use arrow::datatypes::DataType;
 use rayon::prelude::*;
 
 use super::data::{Rule, TableData};
@@ -56,12 +58,14 @@ pub(super) fn generalized(tables: &[TableData]) -> Vec<Generalized> {
                     let mut found = (0, BTreeSet::new());
                     for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
                         let Some(s) = t.rel_to_src[r] else { continue };
-                        let Some(label) = t.rel.cell(c.rel, r) else {
+                        let Some(label) = t.rel.text(c.rel, r) else {
                             continue;
                         };
-                        if t.src.cell(c.src, s).as_deref() != Some(label.as_str()) {
+                        if t.src.text(c.src, s).as_deref() != Some(label.as_ref()) {
                             found.0 += 1;
-                            found.1.insert(label);
+                            if !found.1.contains(label.as_ref()) {
+                                found.1.insert(label.into_owned());
+                            }
                         }
                     }
                     found
@@ -135,19 +139,55 @@ fn first_run(s: &str) -> Option<(usize, usize)> {
 
 impl Rare {
     /// The values of source column `col` of table `t` that fewer than `k` distinct entities
-    /// hold (`entity`: each source row's entity); empty values and NULL are left out.
-    fn build(t: &TableData, col: usize, name: String, entity: &[Option<usize>], k: usize) -> Rare {
-        let mut ids: HashMap<String, usize> = HashMap::new();
+    /// hold (`entity`: each source row's entity), among those whose first alphanumeric run is
+    /// one of `runs` (no other can be found in the labels those runs come from); empty
+    /// values and NULL are left out.
+    fn build(
+        t: &TableData,
+        col: usize,
+        name: String,
+        entity: &[Option<usize>],
+        k: usize,
+        runs: &HashSet<&str>,
+    ) -> Rare {
+        let mut ids: HashMap<Cow<'_, str>, usize> = HashMap::new();
         let mut pairs: Vec<(usize, usize)> = Vec::new();
+        // A number, date or timestamp renders with digits up to its first separator: with no
+        // run of digits in the labels, none of its values can be in them.
+        let dt = t.src.data_type(col);
+        let digits_first = dt.is_integer()
+            || matches!(
+                dt,
+                DataType::Decimal32(..)
+                    | DataType::Decimal64(..)
+                    | DataType::Decimal128(..)
+                    | DataType::Decimal256(..)
+                    | DataType::Date32
+                    | DataType::Date64
+                    | DataType::Timestamp(..)
+            );
+        if digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit())) {
+            return Rare {
+                name,
+                by_run: HashMap::new(),
+            };
+        }
         for (s, e) in entity.iter().enumerate() {
-            let (Some(e), Some(v)) = (e, t.src.cell(col, s)) else {
+            let (Some(e), Some(v)) = (e, t.src.text(col, s)) else {
                 continue;
             };
-            if v.is_empty() {
+            let searched = first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end]));
+            if !searched {
                 continue;
             }
-            let next = ids.len();
-            let id = *ids.entry(v).or_insert(next);
+            let id = match ids.get(v.as_ref()) {
+                Some(&id) => id,
+                None => {
+                    let id = ids.len();
+                    ids.insert(v, id);
+                    id
+                }
+            };
             pairs.push((id, *e));
         }
         pairs.sort_unstable();
@@ -158,18 +198,17 @@ impl Rare {
         }
         let mut by_run: HashMap<String, Vec<RareValue>> = HashMap::new();
         for (value, id) in ids {
-            if holders[id] >= k {
-                continue;
-            }
-            let Some((start, end)) = first_run(&value) else {
+            let Some((start, end)) = first_run(&value).filter(|_| holders[id] < k) else {
                 continue;
             };
-            let run = value[start..end].to_string();
-            by_run.entry(run).or_default().push(RareValue {
-                value,
-                lead: start,
-                holders: holders[id],
-            });
+            by_run
+                .entry(value[start..end].to_string())
+                .or_default()
+                .push(RareValue {
+                    value: value.into_owned(),
+                    lead: start,
+                    holders: holders[id],
+                });
         }
         // HashMap order is random: sort so the value a violation shows is always the same.
         for list in by_run.values_mut() {
@@ -227,6 +266,14 @@ impl Rare {
         }
         distinct
     }
+}
+
+/// The maximal alphanumeric runs of `label`: where a value found in it must start its own
+/// first run.
+fn runs(label: &str) -> impl Iterator<Item = &str> {
+    label
+        .split(|ch: char| !ch.is_alphanumeric())
+        .filter(|run| !run.is_empty())
 }
 
 /// At most this many characters of a contained value are shown.
@@ -299,20 +346,38 @@ pub(super) fn check(
     }
     let k = plan.params.model.min_group();
     let entity = entities(tables);
-    let identifiers: Vec<Rare> = identifier_columns(plan, tables)
-        .into_iter()
-        .map(|(ti, col, name)| Rare::build(&tables[ti], col, name, &entity[ti], k))
+    let own_runs: Vec<HashSet<&str>> = searched
+        .iter()
+        .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
         .collect();
-    for (g, labels) in searched {
-        let t = &tables[g.table];
-        let c = &t.content[g.content];
-        let qi = format!("{}.{}", t.name, c.name);
-        let own = Rare::build(t, c.src, qi.clone(), &entity[g.table], k);
+    let all_runs: HashSet<&str> = own_runs.iter().flatten().copied().collect();
+    // (table, source column, name, runs) of every column searched: each QI's own, then the
+    // identifiers, each read once, on every thread.
+    let mut columns: Vec<(usize, usize, String, &HashSet<&str>)> = searched
+        .iter()
+        .zip(&own_runs)
+        .map(|((g, _), runs)| {
+            let t = &tables[g.table];
+            let c = &t.content[g.content];
+            (g.table, c.src, format!("{}.{}", t.name, c.name), runs)
+        })
+        .collect();
+    columns.extend(
+        identifier_columns(plan, tables)
+            .into_iter()
+            .map(|(ti, col, name)| (ti, col, name, &all_runs)),
+    );
+    let rare: Vec<Rare> = columns
+        .into_par_iter()
+        .map(|(ti, col, name, runs)| Rare::build(&tables[ti], col, name, &entity[ti], k, runs))
+        .collect();
+    let (own, identifiers) = rare.split_at(searched.len());
+    for ((_, labels), own) in searched.iter().zip(own) {
         for label in labels {
-            for rare in std::iter::once(&own).chain(&identifiers) {
+            for rare in std::iter::once(own).chain(identifiers) {
                 let hits = rare.hits(label);
                 if let Some(first) = hits.first() {
-                    out.record(violation(&qi, label, rare, first, hits.len() - 1, k));
+                    out.record(violation(&own.name, label, rare, first, hits.len() - 1, k));
                 }
             }
         }

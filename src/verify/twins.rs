@@ -14,7 +14,10 @@
 //! knows every QI learns); only if that finds anything, each (twin, QI) pair alone, to name
 //! the pair; entities no single pair explains are reported for the twins together.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+use rayon::prelude::*;
 
 use super::data::{Rule, TableData};
 use super::kanon::{self, Classes};
@@ -22,56 +25,72 @@ use super::labels::Generalized;
 use super::Check;
 use crate::plan::Plan;
 
-/// The code of a NULL cell in [`Codes`].
+/// The code of a NULL cell in a QI column's codes.
 const NULL: usize = usize::MAX;
 
-/// One source column as interned codes, one per row.
-struct Codes {
-    codes: Vec<usize>,
-    distinct: usize,
+/// A QI column's source cells as interned codes, one per row (NULL is [`NULL`], a value of
+/// its own).
+fn codes(t: &TableData, col: usize) -> Vec<usize> {
+    let mut ids: HashMap<Cow<'_, str>, usize> = HashMap::new();
+    (0..t.src.rows())
+        .map(|s| match t.src.text(col, s) {
+            None => NULL,
+            Some(v) => match ids.get(v.as_ref()) {
+                Some(&id) => id,
+                None => {
+                    let id = ids.len();
+                    ids.insert(v, id);
+                    id
+                }
+            },
+        })
+        .collect()
 }
 
-impl Codes {
-    fn new(t: &TableData, col: usize) -> Codes {
-        let mut ids: HashMap<String, usize> = HashMap::new();
-        let codes = (0..t.src.rows())
-            .map(|s| match t.src.cell(col, s) {
-                None => NULL,
-                Some(v) => {
-                    let next = ids.len();
-                    *ids.entry(v).or_insert(next)
+/// Which of the QI columns coded `qis` source column `col` of `t` determines (see the module
+/// comment), in one pass over the column. Stops once every QI has a value of the column seen
+/// with two of its values, or once more than half the table's rows are distinct values, so
+/// most columns cost a fraction of a pass.
+fn determines(t: &TableData, col: usize, qis: &[Vec<usize>]) -> Vec<bool> {
+    let rows = t.src.rows();
+    let none = vec![false; qis.len()];
+    // Each value of the column: the first row holding it.
+    let mut seen: HashMap<Cow<'_, str>, usize> = HashMap::new();
+    let mut alive = vec![true; qis.len()];
+    let mut several = vec![false; qis.len()];
+    let mut first: Option<usize> = None;
+    let mut held = 0;
+    for s in 0..rows {
+        let Some(c) = t.src.text(col, s) else {
+            continue;
+        };
+        held += 1;
+        let origin = *first.get_or_insert(s);
+        match seen.get(c.as_ref()) {
+            Some(&before) => {
+                for (q, codes) in qis.iter().enumerate() {
+                    alive[q] &= codes[s] == codes[before];
                 }
-            })
-            .collect();
-        Codes {
-            codes,
-            distinct: ids.len(),
+                if !alive.contains(&true) {
+                    return none;
+                }
+            }
+            None => {
+                seen.insert(c, s);
+                // Rows holding a value are at most all rows: nearly unique whatever follows.
+                if seen.len() * 2 > rows {
+                    return none;
+                }
+            }
+        }
+        for (q, codes) in qis.iter().enumerate() {
+            several[q] |= codes[s] != codes[origin];
         }
     }
-
-    /// Whether this column determines `qi` (see the module comment).
-    fn determines(&self, qi: &Codes) -> bool {
-        let held = self.codes.iter().filter(|&&c| c != NULL).count();
-        if held == 0 || self.distinct * 2 > held {
-            return false;
-        }
-        let mut seen: Vec<Option<usize>> = vec![None; self.distinct];
-        let mut first: Option<usize> = None;
-        let mut several = false;
-        for (&c, &q) in self.codes.iter().zip(&qi.codes) {
-            if c == NULL {
-                continue;
-            }
-            match seen[c] {
-                None => seen[c] = Some(q),
-                Some(known) if known != q => return false,
-                Some(_) => {}
-            }
-            several |= first.is_some_and(|f| f != q);
-            first.get_or_insert(q);
-        }
-        several
+    if held == 0 || seen.len() * 2 > held {
+        return none;
     }
+    alive.iter().zip(&several).map(|(a, s)| *a && *s).collect()
 }
 
 /// A column published unchanged that determines a generalized QI column of its table.
@@ -96,56 +115,53 @@ impl Twin {
     }
 }
 
-/// Every twin of a generalized QI column, with the interned source columns by (table,
-/// content index) for [`Relabel`].
-fn find(
-    tables: &[TableData],
-    generalized: &[Generalized],
-) -> (Vec<Twin>, HashMap<(usize, usize), Codes>) {
-    let mut codes: HashMap<(usize, usize), Codes> = HashMap::new();
+/// Every twin of a generalized QI column, by QI in plan order, then by twin. Each table's
+/// generalized QIs are coded, then each column published unchanged is read once for all of
+/// them, on every thread.
+fn find(tables: &[TableData], generalized: &[Generalized]) -> Vec<Twin> {
     let mut twins = Vec::new();
-    for g in generalized {
-        let t = &tables[g.table];
-        // Taken out while the table's other columns are interned beside it.
-        let qi = codes
-            .remove(&(g.table, g.content))
-            .unwrap_or_else(|| Codes::new(t, t.content[g.content].src));
-        for (ci, c) in t.content.iter().enumerate() {
-            if !matches!(c.rule, Rule::Exact { .. }) {
-                continue;
-            }
-            let twin = codes
-                .entry((g.table, ci))
-                .or_insert_with(|| Codes::new(t, c.src));
-            if twin.determines(&qi) {
-                twins.push(Twin {
-                    table: g.table,
-                    twin: ci,
-                    qi: g.content,
-                    generalized: g.rows,
-                });
+    for (ti, t) in tables.iter().enumerate() {
+        let mine: Vec<&Generalized> = generalized.iter().filter(|g| g.table == ti).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let qis: Vec<Vec<usize>> = mine
+            .par_iter()
+            .map(|g| codes(t, t.content[g.content].src))
+            .collect();
+        let candidates: Vec<usize> = (0..t.content.len())
+            .filter(|&ci| matches!(t.content[ci].rule, Rule::Exact { .. }))
+            .collect();
+        let found: Vec<Vec<bool>> = candidates
+            .par_iter()
+            .map(|&ci| determines(t, t.content[ci].src, &qis))
+            .collect();
+        for (q, g) in mine.iter().enumerate() {
+            for (&ci, of) in candidates.iter().zip(&found) {
+                if of[q] {
+                    twins.push(Twin {
+                        table: ti,
+                        twin: ci,
+                        qi: g.content,
+                        generalized: g.rows,
+                    });
+                }
             }
         }
-        codes.insert((g.table, g.content), qi);
     }
-    (twins, codes)
+    twins
 }
 
 /// The labels a class sees when `twins` are counted as known: a QI cell is the source value
 /// its twin reveals where a twin is non-NULL on the row's source row, else the released label.
 struct Relabel<'a> {
     tables: &'a [TableData],
-    codes: &'a HashMap<(usize, usize), Codes>,
     /// Per table, per QI content column in order: (content index, its twins' content indices).
     columns: Vec<Vec<(usize, Vec<usize>)>>,
 }
 
 impl<'a> Relabel<'a> {
-    fn new(
-        tables: &'a [TableData],
-        codes: &'a HashMap<(usize, usize), Codes>,
-        twins: &[&Twin],
-    ) -> Relabel<'a> {
+    fn new(tables: &'a [TableData], twins: &[&Twin]) -> Relabel<'a> {
         let columns = tables
             .iter()
             .enumerate()
@@ -165,11 +181,7 @@ impl<'a> Relabel<'a> {
                     .collect()
             })
             .collect();
-        Relabel {
-            tables,
-            codes,
-            columns,
-        }
+        Relabel { tables, columns }
     }
 
     fn labels(&self, ti: usize, r: usize) -> Vec<Option<String>> {
@@ -179,13 +191,8 @@ impl<'a> Relabel<'a> {
             .iter()
             .map(|(ci, twins)| {
                 let c = &t.content[*ci];
-                let revealed = s.filter(|&s| {
-                    twins.iter().any(|tw| {
-                        self.codes
-                            .get(&(ti, *tw))
-                            .is_some_and(|codes| codes.codes[s] != NULL)
-                    })
-                });
+                let revealed =
+                    s.filter(|&s| twins.iter().any(|&tw| !t.src.is_null(t.content[tw].src, s)));
                 match revealed {
                     Some(s) => t.src.cell(c.src, s),
                     None => t.rel.cell(c.rel, r),
@@ -247,14 +254,14 @@ pub(super) fn check(
     if generalized.is_empty() {
         return;
     }
-    let (twins, codes) = find(tables, generalized);
+    let twins = find(tables, generalized);
     if twins.is_empty() {
         return;
     }
     let k = plan.params.model.min_group();
     let base = class_sizes(base);
     let all: Vec<&Twin> = twins.iter().collect();
-    let joint = newly_small(&Relabel::new(tables, &codes, &all), &base, k);
+    let joint = newly_small(&Relabel::new(tables, &all), &base, k);
     if joint.is_empty() {
         return;
     }
@@ -264,7 +271,7 @@ pub(super) fn check(
         let alone = if twins.len() == 1 {
             joint.clone()
         } else {
-            newly_small(&Relabel::new(tables, &codes, &[twin]), &base, k)
+            newly_small(&Relabel::new(tables, &[twin]), &base, k)
         };
         let Some(smallest) = alone.iter().map(|&(_, size)| size).min() else {
             continue;
