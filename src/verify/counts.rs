@@ -1,4 +1,4 @@
-//! Check 5, "counts": no table grows, and report.json (when given) accounts for every
+//! Check 7, "counts": no table grows, and report.json (when given) accounts for every
 //! source row: released + suppressed + orphans dropped + rows without a parent = rows in.
 
 use serde_json::Value;

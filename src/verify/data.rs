@@ -1,5 +1,8 @@
 //! Both sides of every family table, read once, with their parent links resolved.
 
+use std::borrow::Cow;
+
+use arrow::array::{Array, AsArray};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 
@@ -58,6 +61,28 @@ impl Side {
 
     pub(super) fn cell(&self, col: usize, row: usize) -> Option<String> {
         render_value(self.batch.column(col).as_ref(), row)
+    }
+
+    /// [`Side::cell`] borrowed from the table where the column holds text, so a scan of
+    /// millions of cells allocates only for the few it keeps; rendered otherwise.
+    pub(super) fn text(&self, col: usize, row: usize) -> Option<Cow<'_, str>> {
+        if self.is_null(col, row) {
+            return None;
+        }
+        let array = self.batch.column(col);
+        match array.data_type() {
+            DataType::Utf8 => Some(Cow::Borrowed(array.as_string::<i32>().value(row))),
+            DataType::LargeUtf8 => Some(Cow::Borrowed(array.as_string::<i64>().value(row))),
+            DataType::Utf8View => Some(Cow::Borrowed(array.as_string_view().value(row))),
+            _ => self.cell(col, row).map(Cow::Owned),
+        }
+    }
+
+    /// Whether a cell is NULL (or out of range), without rendering it. A column of type Null
+    /// keeps no validity bits, so its type says it.
+    pub(super) fn is_null(&self, col: usize, row: usize) -> bool {
+        let array = self.batch.column(col);
+        row >= array.len() || array.data_type() == &DataType::Null || array.is_null(row)
     }
 
     /// The rendered key of a row; None when any part is NULL (a NULL key identifies nothing).
@@ -383,4 +408,45 @@ fn link(
         }
     });
     (parents, issues)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Float64Array, Int64Array, NullArray, StringArray};
+    use arrow::datatypes::{Field, Schema};
+
+    use super::*;
+
+    #[test]
+    fn text_is_the_rendered_cell_borrowed_where_it_can_be() {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![Some("Ann"), None, Some("")])),
+            Arc::new(Int64Array::from(vec![Some(-7), Some(12), None])),
+            Arc::new(Float64Array::from(vec![Some(2.5), None, Some(3.0)])),
+            Arc::new(NullArray::new(3)),
+        ];
+        let fields: Vec<Field> = ["s", "i", "f", "n"]
+            .iter()
+            .zip(&columns)
+            .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+            .expect("columns of one length");
+        let side = Side::new(batch);
+        for col in 0..4 {
+            for row in 0..4 {
+                let text = side.text(col, row).map(Cow::into_owned);
+                assert_eq!(text, side.cell(col, row), "column {col}, row {row}");
+                assert_eq!(
+                    side.is_null(col, row),
+                    text.is_none(),
+                    "column {col}, row {row}"
+                );
+            }
+        }
+        assert!(matches!(side.text(0, 0), Some(Cow::Borrowed("Ann"))));
+        assert!(side.is_null(3, 0), "a Null column holds no validity bits");
+    }
 }

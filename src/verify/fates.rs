@@ -25,7 +25,11 @@ use crate::warehouse::{quote_ident, TableMeta, Warehouse};
 
 /// The role the declarations give one column: its `LABEL COLUMN`, else its table's
 /// `LABEL TABLE ... DEFAULT`.
-fn declared_role<'a>(labels: &'a [LabelDecl], table: &str, column: &str) -> Option<&'a Role> {
+pub(super) fn declared_role<'a>(
+    labels: &'a [LabelDecl],
+    table: &str,
+    column: &str,
+) -> Option<&'a Role> {
     let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
     labels
         .iter()

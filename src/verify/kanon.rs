@@ -80,8 +80,29 @@ pub(super) const NAMED: usize = 3;
 
 type Form = (usize, Vec<Option<String>>, Vec<usize>);
 
-pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Classes {
-    let k = plan.params.model.min_group();
+/// The labels released row `r` of table `t` shows an adversary, in a fixed column order:
+/// what canonical forms compare. [`qi_labels`] is the release's own QI cells; the twins check
+/// swaps in what a column published beside a QI reveals.
+pub(super) type Labels<'a> = dyn Fn(usize, usize) -> Vec<Option<String>> + 'a;
+
+/// The released QI cells of every row: the labels k-anonymity is decided on.
+pub(super) fn qi_labels(tables: &[TableData]) -> impl Fn(usize, usize) -> Vec<Option<String>> + '_ {
+    let qi: Vec<Vec<usize>> = tables
+        .iter()
+        .map(|t| {
+            t.content
+                .iter()
+                .filter(|c| matches!(c.rule, Rule::Qi(_)))
+                .map(|c| c.rel)
+                .collect()
+        })
+        .collect();
+    move |t, r| qi[t].iter().map(|&c| tables[t].rel.cell(c, r)).collect()
+}
+
+/// The canonical form of every released row's subtree under `labels`, and every row's
+/// children.
+pub(super) fn forms(tables: &[TableData], labels: &Labels<'_>) -> Trees {
     let mut interned: HashMap<Form, usize> = HashMap::new();
     let mut kids: Vec<Vec<Vec<usize>>> = tables
         .iter()
@@ -97,19 +118,14 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
     // table before its parent needs the children's ids.
     for ti in (0..tables.len()).rev() {
         let t = &tables[ti];
-        let qi: Vec<usize> = t
-            .content
-            .iter()
-            .filter(|c| matches!(c.rule, Rule::Qi(_)))
-            .map(|c| c.rel)
-            .collect();
         let mine = std::mem::take(&mut kids[ti]);
         let mut forms = Vec::with_capacity(t.rel.rows());
         for (r, mut children) in mine.into_iter().enumerate() {
             children.sort_unstable();
-            let labels = qi.iter().map(|&c| t.rel.cell(c, r)).collect();
             let next = interned.len();
-            let id = *interned.entry((ti, labels, children)).or_insert(next);
+            let id = *interned
+                .entry((ti, labels(ti, r), children))
+                .or_insert(next);
             forms.push(id);
         }
         // Rows with an unresolved FK belong to no tree; key atomicity reports them.
@@ -126,9 +142,17 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
         }
         all_forms[ti] = forms;
     }
-    // Table 0 is the entity table (data::load refuses a parent after its child).
-    let root_forms: &[usize] = all_forms.first().map_or(&[], Vec::as_slice);
+    Trees {
+        form: all_forms,
+        kids: links,
+    }
+}
 
+/// The entity rows of each class of `trees` (equal root forms), in order of first
+/// appearance in the release.
+pub(super) fn classes(trees: &Trees) -> Vec<Vec<usize>> {
+    // Table 0 is the entity table (data::load refuses a parent after its child).
+    let root_forms: &[usize] = trees.form.first().map_or(&[], Vec::as_slice);
     let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
     for (r, &f) in root_forms.iter().enumerate() {
@@ -140,53 +164,59 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Class
             }
         }
     }
-    let smallest = groups.values().map(Vec::len).min();
-    if let Some(entity) = tables.first() {
-        for f in &order {
-            let Some(members) = groups.get(f) else {
-                continue;
-            };
-            if members.len() >= k {
-                continue;
-            }
-            let named: Vec<String> = members
-                .iter()
-                .take(NAMED)
-                .map(|&r| entity.describe(tables, r))
-                .collect();
-            let more = if members.len() > NAMED {
-                format!(" and {} more", members.len() - NAMED)
-            } else {
-                String::new()
-            };
-            let noun = if members.len() == 1 {
-                "entity"
-            } else {
-                "entities"
-            };
-            // Every member's tree is the class's shape: show it, so the owner sees what an
-            // adversary who knows it singles out.
-            let shape = render(tables, &links, (0, members[0]));
-            out.record(format!(
-                "equivalence class of {} {noun}, fewer than k = {k}: {}{more}; released tree {shape}",
-                members.len(),
-                named.join(", ")
-            ));
-        }
-    }
-    let (entities, classes) = (root_forms.len(), groups.len());
-    let ordered = order
+    order
         .iter()
         .filter_map(|f| groups.remove(f))
-        .collect::<Vec<_>>();
-    Classes {
-        entities,
-        classes,
-        smallest,
-        trees: Trees {
-            form: all_forms,
-            kids: links,
-        },
-        groups: ordered,
+        .collect::<Vec<_>>()
+}
+
+pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) -> Classes {
+    let k = plan.params.model.min_group();
+    let trees = forms(tables, &qi_labels(tables));
+    let groups = classes(&trees);
+    let smallest = groups.iter().map(Vec::len).min();
+    for members in groups.iter().filter(|m| m.len() < k) {
+        report_class(tables, &trees.kids, members, k, out);
     }
+    Classes {
+        entities: trees.form.first().map_or(0, Vec::len),
+        classes: groups.len(),
+        smallest,
+        trees,
+        groups,
+    }
+}
+
+/// Records one class smaller than k: a few of its entities and the tree they share.
+fn report_class(
+    tables: &[TableData],
+    links: &[Vec<Vec<Vertex>>],
+    members: &[usize],
+    k: usize,
+    out: &mut Check,
+) {
+    let Some(entity) = tables.first() else { return };
+    let named: Vec<String> = members
+        .iter()
+        .take(NAMED)
+        .map(|&r| entity.describe(tables, r))
+        .collect();
+    let more = if members.len() > NAMED {
+        format!(" and {} more", members.len() - NAMED)
+    } else {
+        String::new()
+    };
+    let noun = if members.len() == 1 {
+        "entity"
+    } else {
+        "entities"
+    };
+    // Every member's tree is the class's shape: show it, so the owner sees what an
+    // adversary who knows it singles out.
+    let shape = render(tables, links, (0, members[0]));
+    out.record(format!(
+        "equivalence class of {} {noun}, fewer than k = {k}: {}{more}; released tree {shape}",
+        members.len(),
+        named.join(", ")
+    ));
 }

@@ -1,4 +1,4 @@
-//! Check 6, "l-diversity" (only under the l-diversity model): every released equivalence
+//! Check 8, "l-diversity" (only under the l-diversity model): every released equivalence
 //! class is l-diverse in the sense of 000 Def. 14 / 16. The members' trees are already known
 //! to be QI-isomorphic (kanon.rs groups them by AHU canonical ids); what remains is to show
 //! that SOME set of isomorphisms between them matches vertices so that, at every vertex

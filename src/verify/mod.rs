@@ -16,8 +16,12 @@
 //! which holds a hash per row, compares rendered keys in full on a hit, finds duplicate
 //! released keys and resolves FKs to parent rows, built and probed on every thread; key-less
 //! rows paired with source rows by a max-flow over classes of equal rows, `matching`);
-//! k-anonymity by canonical forms of released trees; counts; and, under the l-diversity
-//! model, a budgeted search for a diverse matching of each EC, which first checks the grouping
+//! k-anonymity by canonical forms of released trees; labels (no generalized QI cell of a
+//! VALUES / CSV / SELECT hierarchy carries, as a token, a source value of its column or of
+//! an IDENTIFIER column that fewer than k entities hold); twins (a column published
+//! unchanged that determines a generalized QI in the source, counted as revealing it, must
+//! leave every class at least k strong); counts; and, under the l-diversity model, a
+//! budgeted search for a diverse matching of each EC, which first checks the grouping
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
 //!
@@ -38,10 +42,12 @@ mod fates;
 mod hier;
 mod kanon;
 mod keys;
+mod labels;
 mod ldiv;
 mod matching;
 mod schema;
 mod truth;
+mod twins;
 mod witness;
 
 #[cfg(test)]
@@ -215,7 +221,8 @@ fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> 
 }
 
 /// Re-checks `release` against `source` under `plan`: schema, key atomicity, truthfulness,
-/// k-anonymity of QI-isomorphism classes, row counts (against `report` when given) and,
+/// k-anonymity of QI-isomorphism classes, labels without rare values, twins of generalized
+/// QIs, row counts (against `report` when given) and,
 /// under the l-diversity model, l-diversity of every class; under anatomy the anatomy family
 /// in place of k-anonymity.
 pub async fn verify(
@@ -273,10 +280,18 @@ async fn verify_with_budget(
     let mut kanon = Check::new("k-anonymity");
     let classes = kanon::check(plan, &tables, &mut kanon);
 
+    // Both leak checks start from the generalized cells; a release without any costs one
+    // scan of its QI cells here.
+    let generalized = labels::generalized(&tables);
+    let mut leaks = Check::new("labels");
+    labels::check(plan, &tables, &generalized, &mut leaks);
+    let mut twins = Check::new("twins");
+    twins::check(plan, &tables, &generalized, &classes, &mut twins);
+
     let mut counts = Check::new("counts");
     counts::check(&tables, report, &mut counts);
 
-    let mut checks = vec![schema, fates, atomic, truth, kanon, counts];
+    let mut checks = vec![schema, fates, atomic, truth, kanon, leaks, twins, counts];
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");
         let hint = match &keys {

@@ -23,6 +23,7 @@ use crate::policy::{LabelDecl, Role};
 
 mod anatomy;
 mod ldiv;
+mod leaks;
 
 fn i(v: i64) -> Sql {
     Sql::Integer(v)
@@ -541,13 +542,13 @@ fn assert_passes(v: &Verdict, name: &str) {
 async fn correct_release_passes() {
     let v = run(&source_db(), &release_db(), Some(&report())).await;
     assert!(v.passed(), "{}", v.summary());
-    assert_eq!(v.checks.len(), 6);
+    assert_eq!(v.checks.len(), 8);
     assert_eq!(
         (v.entities_released, v.equivalence_classes, v.smallest_ec),
         (4, 2, Some(2))
     );
     assert!(v.summary().starts_with(
-        "PASS schema\nPASS declared roles\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS counts\n"
+        "PASS schema\nPASS declared roles\nPASS key atomicity\nPASS truthfulness\nPASS k-anonymity\nPASS labels\nPASS twins\nPASS counts\n"
     ));
 }
 

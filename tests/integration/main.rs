@@ -62,3 +62,4 @@ mod table2;
 mod tidy;
 mod tpch;
 mod university;
+mod verify_leaks;

@@ -1,4 +1,4 @@
-//! Check 6, "l-diversity", on hand-made releases: ECs of students whose courses all
+//! Check 8, "l-diversity", on hand-made releases: ECs of students whose courses all
 //! generalize to 'Science', so a student's courses are interchangeable siblings and the
 //! verifier has to find a diverse matching of them itself.
 
