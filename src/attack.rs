@@ -12,9 +12,15 @@
 //!   satisfies this". Facts on one child table describe DISTINCT rows ("took Math" and "took
 //!   Physics" are two courses), so an entity fits them only if its rows can be assigned one
 //!   per fact: a bipartite matching (`matching`), never a greedy choice. Facts on different
-//!   tables, or on the entity table, constrain their rows independently. A fact naming a
-//!   column that is not a QI (SENSITIVE, INSENSITIVE, IDENTIFIER, a key) is refused: the model
-//!   covers QI knowledge only.
+//!   tables, or on the entity table, constrain their rows independently. A fact naming an
+//!   IDENTIFIER or a key is refused (neither is published as the source holds it); one
+//!   naming a column published unchanged (SENSITIVE, INSENSITIVE) is evaluated on its values
+//!   as released, each value its own leaf, and reported as outside the declared model
+//!   (`Findings::outside_model`), which covers QI knowledge only.
+//! - Twins: where the release publishes, unchanged, a column of the fact's table that
+//!   determines a QI the fact names in the source (`init::twin_map`: a code beside its
+//!   description), each released row is tested on the QI value its twin tells, not on its
+//!   label, so the count is what an adversary filtering on the twin finds (`Findings::twins`).
 //! - A released row is consistent with a fact iff some choice of one leaf under each of its
 //!   released labels satisfies the fact (`domain`; 001 Def. 3). Leaves are the distinct
 //!   values of the source column, typed as in the source. A fact is split at its top-level

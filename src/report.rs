@@ -216,6 +216,22 @@ pub struct Report {
     pub timings_ms: BTreeMap<String, f64>,
 }
 
+impl Report {
+    /// Counts the classes as the release shows them (`sizes`: entities per distinct released
+    /// tree, from the verifier): two clusters released alike are one class, so the count,
+    /// the smallest class, the histogram and DM follow the release, not the clustering.
+    pub fn recount_classes(&mut self, sizes: &[usize]) {
+        if sizes.is_empty() || sizes.iter().sum::<usize>() != self.entities_released {
+            return;
+        }
+        self.equivalence_classes = sizes.len();
+        self.smallest_ec = sizes.iter().copied().min();
+        self.ec_size_histogram = histogram(sizes);
+        self.dm = sizes.iter().map(|&s| (s * s) as u64).sum::<u64>()
+            + (self.suppressed_entities * self.entities) as u64;
+    }
+}
+
 /// What an anatomy released (000 Ch. 3; the spec's Sec. 3.6).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AnatomyReport {
@@ -627,6 +643,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn classes_are_recounted_as_the_release_shows_them() {
+        let mut r: Report = serde_json::from_value(sample_json()).expect("a report");
+        r.entities_released = 10;
+        r.entities = 12;
+        r.suppressed_entities = 2;
+        // Three clusters, two of them released alike: two classes.
+        r.recount_classes(&[6, 4]);
+        assert_eq!((r.equivalence_classes, r.smallest_ec), (2, Some(4)));
+        assert_eq!(r.ec_size_histogram, BTreeMap::from([(4, 1), (6, 1)]));
+        assert_eq!(r.dm, 36 + 16 + 2 * 12);
+        // Sizes that do not account for the released entities change nothing.
+        r.recount_classes(&[3, 3]);
+        assert_eq!(r.equivalence_classes, 2);
+    }
+
+    #[test]
     fn histogram_counts_each_size() {
         let h = histogram(&[3, 2, 3, 7, 3]);
         assert_eq!(h, BTreeMap::from([(2, 1), (3, 3), (7, 1)]));
@@ -652,9 +684,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_written_report_reads_back_unchanged() {
-        let json = serde_json::json!({
+    fn sample_json() -> serde_json::Value {
+        serde_json::json!({
             "relanon_version": "0.1.0", "entity": "student",
             "params": {
                 "model": {"name": "l-diversity", "l": 3, "diversity": "probabilistic"},
@@ -671,7 +702,12 @@ mod tests {
             "utility": {"query_accuracy": null, "query_accuracy_by_depth": [], "queries": 0,
                         "kl_divergence": null, "kl_by_column": {}, "suppression_accuracy": 75.0},
             "timings_ms": {"total": 3.5}
-        });
+        })
+    }
+
+    #[test]
+    fn a_written_report_reads_back_unchanged() {
+        let json = sample_json();
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("r.json");
         std::fs::write(&path, json.to_string()).expect("write");

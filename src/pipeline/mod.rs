@@ -469,6 +469,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         );
     }
     report.verified = verdict.passed();
+    report.recount_classes(&verdict.class_sizes);
     clock.lap("verify");
     report.timings_ms = clock.total();
     let report_path = report_path(&target);

@@ -127,6 +127,18 @@ struct Rare {
     by_run: HashMap<String, Vec<RareValue>>,
 }
 
+/// A plain number shorter than this is not searched in labels (see `Rare::build`).
+const SHORT_NUMBER: usize = 5;
+
+/// Whether `v` is a plain decimal number: an optional sign, digits, at most one point.
+fn plain_number(v: &str) -> bool {
+    let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
+    let mut parts = digits.splitn(2, '.');
+    let whole = parts.next().unwrap_or_default();
+    let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    !whole.is_empty() && all_digits(whole) && parts.next().is_none_or(all_digits)
+}
+
 /// (start, end) in bytes of the first alphanumeric run of `s`.
 fn first_run(s: &str) -> Option<(usize, usize)> {
     let start = s.char_indices().find(|(_, ch)| ch.is_alphanumeric())?.0;
@@ -142,6 +154,12 @@ impl Rare {
     /// hold (`entity`: each source row's entity), among those whose first alphanumeric run is
     /// one of `runs` (no other can be found in the labels those runs come from); empty
     /// values and NULL are left out.
+    ///
+    /// Numbers are searched only where a label holding one says something: a plain number
+    /// of fewer than [`SHORT_NUMBER`] characters (a small key, a count, an age) is as likely
+    /// a label's own text (`PG-13`, `group 1 of 2`, `40-59`) as anybody's value, and in a
+    /// column of numbers (`own`, every value a number) a label's numbers are the bounds of
+    /// the ranges a hierarchy of numbers is written in.
     fn build(
         t: &TableData,
         col: usize,
@@ -149,6 +167,7 @@ impl Rare {
         entity: &[Option<usize>],
         k: usize,
         runs: &HashSet<&str>,
+        own: bool,
     ) -> Rare {
         let mut ids: HashMap<Cow<'_, str>, usize> = HashMap::new();
         let mut pairs: Vec<(usize, usize)> = Vec::new();
@@ -172,10 +191,17 @@ impl Rare {
                 by_run: HashMap::new(),
             };
         }
+        let numbers = own
+            && (0..t.src.rows())
+                .filter_map(|s| t.src.text(col, s))
+                .all(|v| plain_number(&v));
         for (s, e) in entity.iter().enumerate() {
             let (Some(e), Some(v)) = (e, t.src.text(col, s)) else {
                 continue;
             };
+            if plain_number(&v) && (numbers || v.chars().count() < SHORT_NUMBER) {
+                continue;
+            }
             let searched = first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end]));
             if !searched {
                 continue;
@@ -369,7 +395,11 @@ pub(super) fn check(
     );
     let rare: Vec<Rare> = columns
         .into_par_iter()
-        .map(|(ti, col, name, runs)| Rare::build(&tables[ti], col, name, &entity[ti], k, runs))
+        .enumerate()
+        .map(|(i, (ti, col, name, runs))| {
+            let own = i < searched.len();
+            Rare::build(&tables[ti], col, name, &entity[ti], k, runs, own)
+        })
         .collect();
     let (own, identifiers) = rare.split_at(searched.len());
     for ((_, labels), own) in searched.iter().zip(own) {
@@ -479,6 +509,16 @@ mod tests {
     fn the_longest_value_at_a_place_comes_first() {
         let r = rare(&[("John", 1), ("John Smith", 1)]);
         assert_eq!(found(&r, "John Smith, Ann"), ["John Smith", "John"]);
+    }
+
+    #[test]
+    fn plain_numbers_are_told_from_other_values() {
+        for n in ["13", "-5", "40.5", "1990", "+7"] {
+            assert!(plain_number(n), "{n}");
+        }
+        for v in ["PG-13", "1.2.3", "", "-", "8ab2b0e2", "12a"] {
+            assert!(!plain_number(v), "{v}");
+        }
     }
 
     #[test]

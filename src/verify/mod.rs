@@ -75,6 +75,11 @@ pub struct Verdict {
     pub entities_released: usize,
     pub equivalence_classes: usize,
     pub smallest_ec: Option<usize>,
+    /// Entities per class, the classes as the release shows them: distinct released trees
+    /// (two clusters an algorithm made apart but released alike are one class), or under
+    /// anatomy its groups. The report counts these.
+    #[serde(skip)]
+    pub class_sizes: Vec<usize>,
 }
 
 /// One named rule and what broke it.
@@ -274,6 +279,7 @@ async fn verify_with_budget(
             entities_released: groups.entities,
             equivalence_classes: groups.groups,
             smallest_ec: groups.smallest,
+            class_sizes: Vec::new(),
         });
     }
 
@@ -307,5 +313,6 @@ async fn verify_with_budget(
         entities_released: classes.entities,
         equivalence_classes: classes.classes,
         smallest_ec: classes.smallest,
+        class_sizes: classes.groups.iter().map(Vec::len).collect(),
     })
 }

@@ -284,7 +284,7 @@ fn a_release_that_is_not_k_anonymous_singles_a_student_out() {
 }
 
 #[test]
-fn facts_outside_the_model_or_unparsable_are_refused() {
+fn facts_on_keys_or_unparsable_are_refused_and_outside_the_model_said() {
     let dir = tempfile::tempdir().expect("tempdir");
     anonymize_table2_with_key_map(dir.path(), &table2_text());
     let refused = |facts: &[&str]| {
@@ -299,21 +299,41 @@ fn facts_outside_the_model_or_unparsable_are_refused() {
         assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
         err
     };
-    for (fact, role) in [
-        ("students.gpa > 3.5", "SENSITIVE"),
-        ("courses.grade = 93", "SENSITIVE"),
-        ("books.price < 30", "INSENSITIVE"),
-        ("courses.sid = 'S1'", "a join key"),
+    // A column published unchanged is outside the model: evaluated, and said to be.
+    for (fact, column) in [
+        ("students.gpa > 3.5", "students.gpa"),
+        ("courses.grade = 93", "courses.grade"),
+        ("books.price < 30", "books.price"),
     ] {
-        let err = refused(&["courses.course = 'Math'", fact]);
+        let o = relanon(
+            dir.path(),
+            &[
+                "attack",
+                "decl.sql",
+                "--fact",
+                "courses.course = 'Math'",
+                "--fact",
+                fact,
+            ],
+        );
+        assert!(o.status.success(), "{fact}: {}", stderr(&o));
+        let out = stdout(&o);
         assert!(
-            err.contains(&format!("fact 2 `{fact}`"))
-                && err.contains(&format!("which is {role}"))
-                && err.contains("quasi-identifiers only")
-                && err.contains("(courses.course, books.book)"),
-            "{err}"
+            out.contains(&format!(
+                "note: the facts name {column}, published unchanged"
+            )) && out.contains("outside the declared model"),
+            "{out}"
         );
     }
+    let fact = "courses.sid = 'S1'";
+    let err = refused(&["courses.course = 'Math'", fact]);
+    assert!(
+        err.contains(&format!("fact 2 `{fact}`"))
+            && err.contains("which is a join key")
+            && err.contains("not published as the source holds it")
+            && err.contains("(courses.course, books.book)"),
+        "{err}"
+    );
     let err = refused(&["courses.teacher = 'X'"]);
     assert!(
         err.contains("no such column") && err.contains("courses.course, books.book"),

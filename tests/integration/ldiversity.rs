@@ -57,7 +57,7 @@ fn every_thesis_algorithm_releases_a_verified_2_diverse_table2() {
         let o = anonymize_table2_with_key_map(dir.path(), &text);
         let out = stdout(&o);
         assert!(
-            out.contains("verify: passed (7 checks)"),
+            out.contains("verify: passed (9 checks)"),
             "{options}: {out}"
         );
         assert!(out.contains("query accuracy"), "{options}: {out}");
