@@ -349,16 +349,19 @@ fn stem(word: &str) -> &str {
     word.trim_end_matches(|c: char| c.is_ascii_digit())
 }
 
-/// A date: generalized to its month, or (deep in the family) its year, then coarser.
+/// A date: generalized to its month, or (deep in the family) one part coarser, then
+/// coarser still.
 fn date(p: &Profile, deep: bool) -> Decision {
+    let parts = date_parts(p);
     if deep {
+        let first = parts[1];
         return Decision::new(
-            Role::Qi(HierarchyPlan::DateParts(vec!["year", "decade"])),
-            "a date deep in the family: generalized to its year, then its decade (a class must match the dates of every row below its people, and months would cost most of those rows); add month to the parts to keep finer dates",
+            Role::Qi(HierarchyPlan::DateParts(parts[1..].to_vec())),
+            format!("a date deep in the family: generalized to its {first}, then coarser (a class must match the dates of every row below its people, and months would cost most of those rows); add month to the parts to keep finer dates"),
         );
     }
     Decision::new(
-        Role::Qi(date_parts(p)),
+        Role::Qi(HierarchyPlan::DateParts(parts)),
         "a date: generalized to its month, then coarser",
     )
 }
@@ -437,8 +440,9 @@ fn unlistable(p: &Profile) -> Decision {
     }
 }
 
-/// Month, then a coarser part for the span of the dates.
-fn date_parts(p: &Profile) -> HierarchyPlan {
+/// Month, then coarser parts for the span of the dates: year and decade over more than ten
+/// years, quarter and year within ten.
+fn date_parts(p: &Profile) -> Vec<&'static str> {
     let years = p.distinct.as_ref().map_or(100, |d| {
         let ys: Vec<i32> = d
             .iter()
@@ -450,9 +454,9 @@ fn date_parts(p: &Profile) -> HierarchyPlan {
             .map_or(0, |(a, b)| a - b)
     });
     if years > 10 {
-        HierarchyPlan::DateParts(vec!["month", "year", "decade"])
+        vec!["month", "year", "decade"]
     } else {
-        HierarchyPlan::DateParts(vec!["month", "quarter", "year"])
+        vec!["month", "quarter", "year"]
     }
 }
 
@@ -650,7 +654,12 @@ mod tests {
             ..Context::default()
         };
         assert_eq!(
-            classify("START", deep, &days).role,
+            classify("paid", deep, &days).role,
+            Role::Qi(HierarchyPlan::DateParts(vec!["quarter", "year"]))
+        );
+        let decades = text(&["1995-05-24", "2005-06-01", "2016-01-02"]);
+        assert_eq!(
+            classify("START", deep, &decades).role,
             Role::Qi(HierarchyPlan::DateParts(vec!["year", "decade"]))
         );
     }
