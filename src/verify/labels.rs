@@ -14,12 +14,13 @@
 //! character (`-`, `?`) name no one and are not searched for.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 use arrow::datatypes::DataType;
 use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::data::{Rule, TableData};
+use super::data::{Content, Rule, TableData};
 use super::fates::declared_role;
 use super::Check;
 use crate::plan::{ColumnRole, HierarchyDef, Plan};
@@ -51,44 +52,51 @@ pub(super) fn generalized(tables: &[TableData]) -> Vec<Generalized> {
             if !matches!(c.rule, Rule::Qi(_)) {
                 continue;
             }
-            let rows = t.rel.rows();
-            let (count, labels) = (0..rows.div_ceil(ROWS_PER_TASK))
-                .into_par_iter()
-                .map(|b| {
-                    let mut found = (0, BTreeSet::new());
-                    for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
-                        let Some(s) = t.rel_to_src[r] else { continue };
-                        let Some(label) = t.rel.text(c.rel, r) else {
-                            continue;
-                        };
-                        if t.src.text(c.src, s).as_deref() != Some(label.as_ref()) {
-                            found.0 += 1;
-                            if !found.1.contains(label.as_ref()) {
-                                found.1.insert(label.into_owned());
-                            }
-                        }
-                    }
-                    found
-                })
-                .reduce(
-                    || (0, BTreeSet::new()),
-                    |mut a, mut b| {
-                        a.0 += b.0;
-                        a.1.append(&mut b.1);
-                        a
-                    },
-                );
-            if count > 0 {
+            let (rows, labels) = column_labels(t, c);
+            if rows > 0 {
                 out.push(Generalized {
                     table: ti,
                     content: ci,
-                    rows: count,
+                    rows,
                     labels,
                 });
             }
         }
     }
     out
+}
+
+/// How many released rows of `t` show a generalized cell in QI column `c`, and the distinct
+/// labels they show.
+fn column_labels(t: &TableData, c: &Content) -> (usize, BTreeSet<String>) {
+    let (released, source) = (t.rel.texts(c.rel), t.src.texts(c.src));
+    let rows = t.rel.rows();
+    (0..rows.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .map(|b| {
+            let mut found = (0, BTreeSet::new());
+            for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
+                let Some(s) = t.rel_to_src[r] else { continue };
+                let Some(label) = released.get(r) else {
+                    continue;
+                };
+                if source.get(s).as_deref() != Some(label.as_ref()) {
+                    found.0 += 1;
+                    if !found.1.contains(label.as_ref()) {
+                        found.1.insert(label.into_owned());
+                    }
+                }
+            }
+            found
+        })
+        .reduce(
+            || (0, BTreeSet::new()),
+            |mut a, mut b| {
+                a.0 += b.0;
+                a.1.append(&mut b.1);
+                a
+            },
+        )
 }
 
 /// The entity (source entity-table row) each source row of each table belongs to; None for
@@ -124,7 +132,7 @@ struct RareValue {
 struct Rare {
     /// `table.column`, as violations name it.
     name: String,
-    by_run: HashMap<String, Vec<RareValue>>,
+    by_run: FxHashMap<String, Vec<RareValue>>,
 }
 
 /// (start, end) in bytes of the first alphanumeric run of `s`.
@@ -148,9 +156,9 @@ impl Rare {
         name: String,
         entity: &[Option<usize>],
         k: usize,
-        runs: &HashSet<&str>,
+        runs: &FxHashSet<&str>,
     ) -> Rare {
-        let mut ids: HashMap<Cow<'_, str>, usize> = HashMap::new();
+        let mut ids: FxHashMap<Cow<'_, str>, usize> = FxHashMap::default();
         let mut pairs: Vec<(usize, usize)> = Vec::new();
         // A number, date or timestamp renders with digits up to its first separator: with no
         // run of digits in the labels, none of its values can be in them.
@@ -169,13 +177,26 @@ impl Rare {
         if digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit())) {
             return Rare {
                 name,
-                by_run: HashMap::new(),
+                by_run: FxHashMap::default(),
             };
         }
+        // The first byte of every run: most cells start with their first run, and are
+        // turned away on that byte alone.
+        let mut starts = [false; 256];
+        for run in runs {
+            if let Some(&b) = run.as_bytes().first() {
+                starts[usize::from(b)] = true;
+            }
+        }
+        let texts = t.src.texts(col);
         for (s, e) in entity.iter().enumerate() {
-            let (Some(e), Some(v)) = (e, t.src.text(col, s)) else {
+            let (Some(e), Some(v)) = (e, texts.get(s)) else {
                 continue;
             };
+            let lead = v.as_bytes().first().copied().unwrap_or(b' ');
+            if lead.is_ascii_alphanumeric() && !starts[usize::from(lead)] {
+                continue;
+            }
             let searched = first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end]));
             if !searched {
                 continue;
@@ -196,7 +217,7 @@ impl Rare {
         for (id, _) in pairs {
             holders[id] += 1;
         }
-        let mut by_run: HashMap<String, Vec<RareValue>> = HashMap::new();
+        let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
         for (value, id) in ids {
             let Some((start, end)) = first_run(&value).filter(|_| holders[id] < k) else {
                 continue;
@@ -210,7 +231,8 @@ impl Rare {
                     holders: holders[id],
                 });
         }
-        // HashMap order is random: sort so the value a violation shows is always the same.
+        // A map's order follows the hash, not the values: sort so the value a violation shows
+        // does not depend on it.
         for list in by_run.values_mut() {
             list.sort_unstable_by(|a, b| a.value.cmp(&b.value));
         }
@@ -346,14 +368,14 @@ pub(super) fn check(
     }
     let k = plan.params.model.min_group();
     let entity = entities(tables);
-    let own_runs: Vec<HashSet<&str>> = searched
+    let own_runs: Vec<FxHashSet<&str>> = searched
         .iter()
         .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
         .collect();
-    let all_runs: HashSet<&str> = own_runs.iter().flatten().copied().collect();
+    let all_runs: FxHashSet<&str> = own_runs.iter().flatten().copied().collect();
     // (table, source column, name, runs) of every column searched: each QI's own, then the
     // identifiers, each read once, on every thread.
-    let mut columns: Vec<(usize, usize, String, &HashSet<&str>)> = searched
+    let mut columns: Vec<(usize, usize, String, &FxHashSet<&str>)> = searched
         .iter()
         .zip(&own_runs)
         .map(|((g, _), runs)| {
@@ -416,7 +438,7 @@ mod tests {
     use super::*;
 
     fn rare(values: &[(&str, usize)]) -> Rare {
-        let mut by_run: HashMap<String, Vec<RareValue>> = HashMap::new();
+        let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
         for (v, holders) in values {
             let (start, end) = first_run(v).expect("test values hold a run");
             by_run
