@@ -145,6 +145,73 @@ fn first_run(s: &str) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
+/// Whether no cell of a column of type `dt` can start with one of `runs`: a number, date or
+/// timestamp renders with digits up to its first separator, so with no run of digits in the
+/// labels, none of its values can be in them.
+fn cannot_start_any(dt: &DataType, runs: &FxHashSet<&str>) -> bool {
+    let digits_first = dt.is_integer()
+        || matches!(
+            dt,
+            DataType::Decimal32(..)
+                | DataType::Decimal64(..)
+                | DataType::Decimal128(..)
+                | DataType::Decimal256(..)
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Timestamp(..)
+        );
+    digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The values of source column `col` of `t` whose first alphanumeric run is one of `runs`,
+/// each with the number of distinct entities holding it (`entity`: each source row's).
+fn holders<'t>(
+    t: &'t TableData,
+    col: usize,
+    entity: &[Option<usize>],
+    runs: &FxHashSet<&str>,
+) -> Vec<(Cow<'t, str>, usize)> {
+    // The first byte of every run: most cells start with their first run, and are turned
+    // away on that byte alone.
+    let mut starts = [false; 256];
+    for run in runs {
+        if let Some(&b) = run.as_bytes().first() {
+            starts[usize::from(b)] = true;
+        }
+    }
+    let mut ids: FxHashMap<Cow<'t, str>, usize> = FxHashMap::default();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let texts = t.src.texts(col);
+    for (s, e) in entity.iter().enumerate() {
+        let (Some(e), Some(v)) = (e, texts.get(s)) else {
+            continue;
+        };
+        let lead = v.as_bytes().first().copied().unwrap_or(b' ');
+        if lead.is_ascii_alphanumeric() && !starts[usize::from(lead)] {
+            continue;
+        }
+        if !first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end])) {
+            continue;
+        }
+        let id = match ids.get(v.as_ref()) {
+            Some(&id) => id,
+            None => {
+                let id = ids.len();
+                ids.insert(v, id);
+                id
+            }
+        };
+        pairs.push((id, *e));
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut count = vec![0usize; ids.len()];
+    for (id, _) in pairs {
+        count[id] += 1;
+    }
+    ids.into_iter().map(|(v, id)| (v, count[id])).collect()
+}
+
 impl Rare {
     /// The values of source column `col` of table `t` that fewer than `k` distinct entities
     /// hold (`entity`: each source row's entity), among those whose first alphanumeric run is
@@ -158,68 +225,12 @@ impl Rare {
         k: usize,
         runs: &FxHashSet<&str>,
     ) -> Rare {
-        let mut ids: FxHashMap<Cow<'_, str>, usize> = FxHashMap::default();
-        let mut pairs: Vec<(usize, usize)> = Vec::new();
-        // A number, date or timestamp renders with digits up to its first separator: with no
-        // run of digits in the labels, none of its values can be in them.
-        let dt = t.src.data_type(col);
-        let digits_first = dt.is_integer()
-            || matches!(
-                dt,
-                DataType::Decimal32(..)
-                    | DataType::Decimal64(..)
-                    | DataType::Decimal128(..)
-                    | DataType::Decimal256(..)
-                    | DataType::Date32
-                    | DataType::Date64
-                    | DataType::Timestamp(..)
-            );
-        if digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit())) {
-            return Rare {
-                name,
-                by_run: FxHashMap::default(),
-            };
-        }
-        // The first byte of every run: most cells start with their first run, and are
-        // turned away on that byte alone.
-        let mut starts = [false; 256];
-        for run in runs {
-            if let Some(&b) = run.as_bytes().first() {
-                starts[usize::from(b)] = true;
-            }
-        }
-        let texts = t.src.texts(col);
-        for (s, e) in entity.iter().enumerate() {
-            let (Some(e), Some(v)) = (e, texts.get(s)) else {
-                continue;
-            };
-            let lead = v.as_bytes().first().copied().unwrap_or(b' ');
-            if lead.is_ascii_alphanumeric() && !starts[usize::from(lead)] {
-                continue;
-            }
-            let searched = first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end]));
-            if !searched {
-                continue;
-            }
-            let id = match ids.get(v.as_ref()) {
-                Some(&id) => id,
-                None => {
-                    let id = ids.len();
-                    ids.insert(v, id);
-                    id
-                }
-            };
-            pairs.push((id, *e));
-        }
-        pairs.sort_unstable();
-        pairs.dedup();
-        let mut holders = vec![0usize; ids.len()];
-        for (id, _) in pairs {
-            holders[id] += 1;
-        }
         let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
-        for (value, id) in ids {
-            let Some((start, end)) = first_run(&value).filter(|_| holders[id] < k) else {
+        if cannot_start_any(t.src.data_type(col), runs) {
+            return Rare { name, by_run };
+        }
+        for (value, holders) in holders(t, col, entity, runs) {
+            let Some((start, end)) = first_run(&value).filter(|_| holders < k) else {
                 continue;
             };
             by_run
@@ -228,7 +239,7 @@ impl Rare {
                 .push(RareValue {
                     value: value.into_owned(),
                     lead: start,
-                    holders: holders[id],
+                    holders,
                 });
         }
         // A map's order follows the hash, not the values: sort so the value a violation shows
@@ -498,9 +509,24 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_value_at_a_place_comes_first() {
+    fn the_longest_value_at_a_place_comes_first_and_each_value_once() {
         let r = rare(&[("John", 1), ("John Smith", 1)]);
         assert_eq!(found(&r, "John Smith, Ann"), ["John Smith", "John"]);
+        assert_eq!(found(&r, "John or John"), ["John"]);
+    }
+
+    #[test]
+    fn numbers_and_dates_are_read_only_for_labels_with_digits() {
+        let words: FxHashSet<&str> = ["air", "ground"].into_iter().collect();
+        let digits: FxHashSet<&str> = ["air", "17"].into_iter().collect();
+        assert!(cannot_start_any(&DataType::Int64, &words));
+        assert!(cannot_start_any(&DataType::Date32, &words));
+        assert!(!cannot_start_any(&DataType::Int64, &digits));
+        assert!(!cannot_start_any(&DataType::Utf8, &words));
+        assert!(
+            !cannot_start_any(&DataType::Float64, &words),
+            "a float may render as NaN or inf"
+        );
     }
 
     #[test]
