@@ -2,8 +2,11 @@
 
 use std::borrow::Cow;
 
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, AsArray, LargeStringArray, StringArray, StringViewArray};
+use arrow::datatypes::{
+    DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
+};
 use arrow::record_batch::RecordBatch;
 
 use super::keys::{in_row_order, key_hash, KeyIndex};
@@ -66,16 +69,49 @@ impl Side {
     /// [`Side::cell`] borrowed from the table where the column holds text, so a scan of
     /// millions of cells allocates only for the few it keeps; rendered otherwise.
     pub(super) fn text(&self, col: usize, row: usize) -> Option<Cow<'_, str>> {
+        self.texts(col).get(row)
+    }
+
+    /// Column `col` for [`Texts::get`]: its type looked at once for a whole scan.
+    pub(super) fn texts(&self, col: usize) -> Texts<'_> {
+        let array = self.batch.column(col);
+        let text = match array.data_type() {
+            DataType::Utf8 => array.as_string_opt::<i32>().map(Texts::Utf8),
+            DataType::LargeUtf8 => array.as_string_opt::<i64>().map(Texts::LargeUtf8),
+            DataType::Utf8View => array.as_string_view_opt().map(Texts::Utf8View),
+            _ => None,
+        };
+        text.unwrap_or(Texts::Rendered(self, col))
+    }
+
+    /// A cell as a value to compare and hash, equal where [`Side::cell`] renders equal text
+    /// (but NaNs of different bits): numbers and booleans by value, text borrowed, anything
+    /// else rendered. For scans that only ask which cells are equal.
+    pub(super) fn value(&self, col: usize, row: usize) -> Option<Value<'_>> {
         if self.is_null(col, row) {
             return None;
         }
         let array = self.batch.column(col);
-        match array.data_type() {
-            DataType::Utf8 => Some(Cow::Borrowed(array.as_string::<i32>().value(row))),
-            DataType::LargeUtf8 => Some(Cow::Borrowed(array.as_string::<i64>().value(row))),
-            DataType::Utf8View => Some(Cow::Borrowed(array.as_string_view().value(row))),
-            _ => self.cell(col, row).map(Cow::Owned),
-        }
+        let value = match array.data_type() {
+            DataType::Int8 => Value::Int(array.as_primitive::<Int8Type>().value(row).into()),
+            DataType::Int16 => Value::Int(array.as_primitive::<Int16Type>().value(row).into()),
+            DataType::Int32 => Value::Int(array.as_primitive::<Int32Type>().value(row).into()),
+            DataType::Int64 => Value::Int(array.as_primitive::<Int64Type>().value(row).into()),
+            DataType::UInt8 => Value::Int(array.as_primitive::<UInt8Type>().value(row).into()),
+            DataType::UInt16 => Value::Int(array.as_primitive::<UInt16Type>().value(row).into()),
+            DataType::UInt32 => Value::Int(array.as_primitive::<UInt32Type>().value(row).into()),
+            DataType::UInt64 => Value::Int(array.as_primitive::<UInt64Type>().value(row).into()),
+            // f32 renders by its own shortest form, so its bits, widened exactly, tell it apart.
+            DataType::Float32 => {
+                Value::Float(f64::from(array.as_primitive::<Float32Type>().value(row)).to_bits())
+            }
+            DataType::Float64 => {
+                Value::Float(array.as_primitive::<Float64Type>().value(row).to_bits())
+            }
+            DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
+            _ => Value::Text(self.text(col, row)?),
+        };
+        Some(value)
     }
 
     /// Whether a cell is NULL (or out of range), without rendering it. A column of type Null
@@ -89,6 +125,40 @@ impl Side {
     pub(super) fn key(&self, cols: &[usize], row: usize) -> Option<Vec<String>> {
         cols.iter().map(|&c| self.cell(c, row)).collect()
     }
+}
+
+/// One column's cells as [`Side::cell`]'s text ([`Side::texts`]).
+pub(super) enum Texts<'a> {
+    Utf8(&'a StringArray),
+    LargeUtf8(&'a LargeStringArray),
+    Utf8View(&'a StringViewArray),
+    /// Not text: each cell rendered.
+    Rendered(&'a Side, usize),
+}
+
+impl<'a> Texts<'a> {
+    /// The text of a row's cell; None for NULL or a row past the end.
+    pub(super) fn get(&self, row: usize) -> Option<Cow<'a, str>> {
+        fn held(array: &dyn Array, row: usize) -> bool {
+            row < array.len() && !array.is_null(row)
+        }
+        match self {
+            Texts::Utf8(a) => held(*a, row).then(|| Cow::Borrowed(a.value(row))),
+            Texts::LargeUtf8(a) => held(*a, row).then(|| Cow::Borrowed(a.value(row))),
+            Texts::Utf8View(a) => held(*a, row).then(|| Cow::Borrowed(a.value(row))),
+            Texts::Rendered(side, col) => side.cell(*col, row).map(Cow::Owned),
+        }
+    }
+}
+
+/// A cell to compare and hash ([`Side::value`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Value<'a> {
+    Int(i128),
+    /// The bits of the value as f64.
+    Float(u64),
+    Bool(bool),
+    Text(Cow<'a, str>),
 }
 
 /// How a non-key column's released cell must relate to its source cell.
@@ -423,8 +493,8 @@ mod tests {
     fn text_is_the_rendered_cell_borrowed_where_it_can_be() {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from(vec![Some("Ann"), None, Some("")])),
-            Arc::new(Int64Array::from(vec![Some(-7), Some(12), None])),
-            Arc::new(Float64Array::from(vec![Some(2.5), None, Some(3.0)])),
+            Arc::new(Int64Array::from(vec![Some(-7), Some(12), Some(-7)])),
+            Arc::new(Float64Array::from(vec![Some(-0.0), None, Some(0.0)])),
             Arc::new(NullArray::new(3)),
         ];
         let fields: Vec<Field> = ["s", "i", "f", "n"]
@@ -444,6 +514,18 @@ mod tests {
                     text.is_none(),
                     "column {col}, row {row}"
                 );
+            }
+        }
+        // Values are equal exactly where the rendered cells are (NULL to NULL included).
+        for col in 0..4 {
+            for a in 0..3 {
+                for b in 0..3 {
+                    assert_eq!(
+                        side.value(col, a) == side.value(col, b),
+                        side.cell(col, a) == side.cell(col, b),
+                        "column {col}, rows {a} and {b}"
+                    );
+                }
             }
         }
         assert!(matches!(side.text(0, 0), Some(Cow::Borrowed("Ann"))));

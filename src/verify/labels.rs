@@ -14,12 +14,13 @@
 //! character (`-`, `?`) name no one and are not searched for.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 use arrow::datatypes::DataType;
 use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::data::{Rule, TableData};
+use super::data::{Content, Rule, TableData};
 use super::fates::declared_role;
 use super::Check;
 use crate::plan::{ColumnRole, HierarchyDef, Plan};
@@ -51,44 +52,51 @@ pub(super) fn generalized(tables: &[TableData]) -> Vec<Generalized> {
             if !matches!(c.rule, Rule::Qi(_)) {
                 continue;
             }
-            let rows = t.rel.rows();
-            let (count, labels) = (0..rows.div_ceil(ROWS_PER_TASK))
-                .into_par_iter()
-                .map(|b| {
-                    let mut found = (0, BTreeSet::new());
-                    for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
-                        let Some(s) = t.rel_to_src[r] else { continue };
-                        let Some(label) = t.rel.text(c.rel, r) else {
-                            continue;
-                        };
-                        if t.src.text(c.src, s).as_deref() != Some(label.as_ref()) {
-                            found.0 += 1;
-                            if !found.1.contains(label.as_ref()) {
-                                found.1.insert(label.into_owned());
-                            }
-                        }
-                    }
-                    found
-                })
-                .reduce(
-                    || (0, BTreeSet::new()),
-                    |mut a, mut b| {
-                        a.0 += b.0;
-                        a.1.append(&mut b.1);
-                        a
-                    },
-                );
-            if count > 0 {
+            let (rows, labels) = column_labels(t, c);
+            if rows > 0 {
                 out.push(Generalized {
                     table: ti,
                     content: ci,
-                    rows: count,
+                    rows,
                     labels,
                 });
             }
         }
     }
     out
+}
+
+/// How many released rows of `t` show a generalized cell in QI column `c`, and the distinct
+/// labels they show.
+fn column_labels(t: &TableData, c: &Content) -> (usize, BTreeSet<String>) {
+    let (released, source) = (t.rel.texts(c.rel), t.src.texts(c.src));
+    let rows = t.rel.rows();
+    (0..rows.div_ceil(ROWS_PER_TASK))
+        .into_par_iter()
+        .map(|b| {
+            let mut found = (0, BTreeSet::new());
+            for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
+                let Some(s) = t.rel_to_src[r] else { continue };
+                let Some(label) = released.get(r) else {
+                    continue;
+                };
+                if source.get(s).as_deref() != Some(label.as_ref()) {
+                    found.0 += 1;
+                    if !found.1.contains(label.as_ref()) {
+                        found.1.insert(label.into_owned());
+                    }
+                }
+            }
+            found
+        })
+        .reduce(
+            || (0, BTreeSet::new()),
+            |mut a, mut b| {
+                a.0 += b.0;
+                a.1.append(&mut b.1);
+                a
+            },
+        )
 }
 
 /// The entity (source entity-table row) each source row of each table belongs to; None for
@@ -124,7 +132,7 @@ struct RareValue {
 struct Rare {
     /// `table.column`, as violations name it.
     name: String,
-    by_run: HashMap<String, Vec<RareValue>>,
+    by_run: FxHashMap<String, Vec<RareValue>>,
 }
 
 /// A plain number shorter than this is not searched in labels (see `Rare::build`).
@@ -149,6 +157,73 @@ fn first_run(s: &str) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
+/// Whether no cell of a column of type `dt` can start with one of `runs`: a number, date or
+/// timestamp renders with digits up to its first separator, so with no run of digits in the
+/// labels, none of its values can be in them.
+fn cannot_start_any(dt: &DataType, runs: &FxHashSet<&str>) -> bool {
+    let digits_first = dt.is_integer()
+        || matches!(
+            dt,
+            DataType::Decimal32(..)
+                | DataType::Decimal64(..)
+                | DataType::Decimal128(..)
+                | DataType::Decimal256(..)
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Timestamp(..)
+        );
+    digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The values of source column `col` of `t` whose first alphanumeric run is one of `runs`,
+/// each with the number of distinct entities holding it (`entity`: each source row's).
+fn holders<'t>(
+    t: &'t TableData,
+    col: usize,
+    entity: &[Option<usize>],
+    runs: &FxHashSet<&str>,
+) -> Vec<(Cow<'t, str>, usize)> {
+    // The first byte of every run: most cells start with their first run, and are turned
+    // away on that byte alone.
+    let mut starts = [false; 256];
+    for run in runs {
+        if let Some(&b) = run.as_bytes().first() {
+            starts[usize::from(b)] = true;
+        }
+    }
+    let mut ids: FxHashMap<Cow<'t, str>, usize> = FxHashMap::default();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let texts = t.src.texts(col);
+    for (s, e) in entity.iter().enumerate() {
+        let (Some(e), Some(v)) = (e, texts.get(s)) else {
+            continue;
+        };
+        let lead = v.as_bytes().first().copied().unwrap_or(b' ');
+        if lead.is_ascii_alphanumeric() && !starts[usize::from(lead)] {
+            continue;
+        }
+        if !first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end])) {
+            continue;
+        }
+        let id = match ids.get(v.as_ref()) {
+            Some(&id) => id,
+            None => {
+                let id = ids.len();
+                ids.insert(v, id);
+                id
+            }
+        };
+        pairs.push((id, *e));
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut count = vec![0usize; ids.len()];
+    for (id, _) in pairs {
+        count[id] += 1;
+    }
+    ids.into_iter().map(|(v, id)| (v, count[id])).collect()
+}
+
 impl Rare {
     /// The values of source column `col` of table `t` that fewer than `k` distinct entities
     /// hold (`entity`: each source row's entity), among those whose first alphanumeric run is
@@ -166,65 +241,24 @@ impl Rare {
         name: String,
         entity: &[Option<usize>],
         k: usize,
-        runs: &HashSet<&str>,
+        runs: &FxHashSet<&str>,
         own: bool,
     ) -> Rare {
-        let mut ids: HashMap<Cow<'_, str>, usize> = HashMap::new();
-        let mut pairs: Vec<(usize, usize)> = Vec::new();
-        // A number, date or timestamp renders with digits up to its first separator: with no
-        // run of digits in the labels, none of its values can be in them.
-        let dt = t.src.data_type(col);
-        let digits_first = dt.is_integer()
-            || matches!(
-                dt,
-                DataType::Decimal32(..)
-                    | DataType::Decimal64(..)
-                    | DataType::Decimal128(..)
-                    | DataType::Decimal256(..)
-                    | DataType::Date32
-                    | DataType::Date64
-                    | DataType::Timestamp(..)
-            );
-        if digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit())) {
-            return Rare {
-                name,
-                by_run: HashMap::new(),
-            };
+        let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
+        if cannot_start_any(t.src.data_type(col), runs) {
+            return Rare { name, by_run };
         }
-        let numbers = own
-            && (0..t.src.rows())
-                .filter_map(|s| t.src.text(col, s))
-                .all(|v| plain_number(&v));
-        for (s, e) in entity.iter().enumerate() {
-            let (Some(e), Some(v)) = (e, t.src.text(col, s)) else {
-                continue;
-            };
-            if plain_number(&v) && (numbers || v.chars().count() < SHORT_NUMBER) {
+        let numbers = own && {
+            let texts = t.src.texts(col);
+            (0..t.src.rows())
+                .filter_map(|s| texts.get(s))
+                .all(|v| plain_number(&v))
+        };
+        for (value, holders) in holders(t, col, entity, runs) {
+            if plain_number(&value) && (numbers || value.chars().count() < SHORT_NUMBER) {
                 continue;
             }
-            let searched = first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end]));
-            if !searched {
-                continue;
-            }
-            let id = match ids.get(v.as_ref()) {
-                Some(&id) => id,
-                None => {
-                    let id = ids.len();
-                    ids.insert(v, id);
-                    id
-                }
-            };
-            pairs.push((id, *e));
-        }
-        pairs.sort_unstable();
-        pairs.dedup();
-        let mut holders = vec![0usize; ids.len()];
-        for (id, _) in pairs {
-            holders[id] += 1;
-        }
-        let mut by_run: HashMap<String, Vec<RareValue>> = HashMap::new();
-        for (value, id) in ids {
-            let Some((start, end)) = first_run(&value).filter(|_| holders[id] < k) else {
+            let Some((start, end)) = first_run(&value).filter(|_| holders < k) else {
                 continue;
             };
             by_run
@@ -233,10 +267,11 @@ impl Rare {
                 .push(RareValue {
                     value: value.into_owned(),
                     lead: start,
-                    holders: holders[id],
+                    holders,
                 });
         }
-        // HashMap order is random: sort so the value a violation shows is always the same.
+        // A map's order follows the hash, not the values: sort so the value a violation shows
+        // does not depend on it.
         for list in by_run.values_mut() {
             list.sort_unstable_by(|a, b| a.value.cmp(&b.value));
         }
@@ -372,14 +407,14 @@ pub(super) fn check(
     }
     let k = plan.params.model.min_group();
     let entity = entities(tables);
-    let own_runs: Vec<HashSet<&str>> = searched
+    let own_runs: Vec<FxHashSet<&str>> = searched
         .iter()
         .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
         .collect();
-    let all_runs: HashSet<&str> = own_runs.iter().flatten().copied().collect();
+    let all_runs: FxHashSet<&str> = own_runs.iter().flatten().copied().collect();
     // (table, source column, name, runs) of every column searched: each QI's own, then the
     // identifiers, each read once, on every thread.
-    let mut columns: Vec<(usize, usize, String, &HashSet<&str>)> = searched
+    let mut columns: Vec<(usize, usize, String, &FxHashSet<&str>)> = searched
         .iter()
         .zip(&own_runs)
         .map(|((g, _), runs)| {
@@ -446,7 +481,7 @@ mod tests {
     use super::*;
 
     fn rare(values: &[(&str, usize)]) -> Rare {
-        let mut by_run: HashMap<String, Vec<RareValue>> = HashMap::new();
+        let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
         for (v, holders) in values {
             let (start, end) = first_run(v).expect("test values hold a run");
             by_run
@@ -506,9 +541,24 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_value_at_a_place_comes_first() {
+    fn the_longest_value_at_a_place_comes_first_and_each_value_once() {
         let r = rare(&[("John", 1), ("John Smith", 1)]);
         assert_eq!(found(&r, "John Smith, Ann"), ["John Smith", "John"]);
+        assert_eq!(found(&r, "John or John"), ["John"]);
+    }
+
+    #[test]
+    fn numbers_and_dates_are_read_only_for_labels_with_digits() {
+        let words: FxHashSet<&str> = ["air", "ground"].into_iter().collect();
+        let digits: FxHashSet<&str> = ["air", "17"].into_iter().collect();
+        assert!(cannot_start_any(&DataType::Int64, &words));
+        assert!(cannot_start_any(&DataType::Date32, &words));
+        assert!(!cannot_start_any(&DataType::Int64, &digits));
+        assert!(!cannot_start_any(&DataType::Utf8, &words));
+        assert!(
+            !cannot_start_any(&DataType::Float64, &words),
+            "a float may render as NaN or inf"
+        );
     }
 
     #[test]

@@ -14,62 +14,41 @@
 //! knows every QI learns); only if that finds anything, each (twin, QI) pair alone, to name
 //! the pair; entities no single pair explains are reported for the twins together.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
-use super::data::{Rule, TableData};
+use super::data::{Rule, TableData, Value};
 use super::kanon::{self, Classes};
 use super::labels::Generalized;
 use super::Check;
 use crate::plan::Plan;
 
-/// The code of a NULL cell in a QI column's codes.
-const NULL: usize = usize::MAX;
-
-/// A QI column's source cells as interned codes, one per row (NULL is [`NULL`], a value of
-/// its own).
-fn codes(t: &TableData, col: usize) -> Vec<usize> {
-    let mut ids: HashMap<Cow<'_, str>, usize> = HashMap::new();
-    (0..t.src.rows())
-        .map(|s| match t.src.text(col, s) {
-            None => NULL,
-            Some(v) => match ids.get(v.as_ref()) {
-                Some(&id) => id,
-                None => {
-                    let id = ids.len();
-                    ids.insert(v, id);
-                    id
-                }
-            },
-        })
-        .collect()
-}
-
-/// Which of the QI columns coded `qis` source column `col` of `t` determines (see the module
-/// comment), in one pass over the column. Stops once every QI has a value of the column seen
-/// with two of its values, or once more than half the table's rows are distinct values, so
-/// most columns cost a fraction of a pass.
-fn determines(t: &TableData, col: usize, qis: &[Vec<usize>]) -> Vec<bool> {
+/// Which of the QI columns `qis` (source columns of `t`) source column `col` determines (see
+/// the module comment), in one pass over the column that compares QI cells without copying
+/// them. Stops once every QI has a value of the column seen with two of its values, or once
+/// more than half the table's rows are distinct values, so most columns cost a fraction of a
+/// pass.
+fn determines(t: &TableData, col: usize, qis: &[usize]) -> Vec<bool> {
     let rows = t.src.rows();
     let none = vec![false; qis.len()];
+    // NULL is a value of the QI like any other.
+    let same = |q: usize, a: usize, b: usize| t.src.value(q, a) == t.src.value(q, b);
     // Each value of the column: the first row holding it.
-    let mut seen: HashMap<Cow<'_, str>, usize> = HashMap::new();
+    let mut seen: FxHashMap<Value<'_>, usize> = FxHashMap::default();
     let mut alive = vec![true; qis.len()];
     let mut several = vec![false; qis.len()];
     let mut first: Option<usize> = None;
     let mut held = 0;
     for s in 0..rows {
-        let Some(c) = t.src.text(col, s) else {
+        let Some(c) = t.src.value(col, s) else {
             continue;
         };
         held += 1;
         let origin = *first.get_or_insert(s);
-        match seen.get(c.as_ref()) {
+        match seen.get(&c) {
             Some(&before) => {
-                for (q, codes) in qis.iter().enumerate() {
-                    alive[q] &= codes[s] == codes[before];
+                for (alive, &q) in alive.iter_mut().zip(qis) {
+                    *alive = *alive && same(q, s, before);
                 }
                 if !alive.contains(&true) {
                     return none;
@@ -83,8 +62,8 @@ fn determines(t: &TableData, col: usize, qis: &[Vec<usize>]) -> Vec<bool> {
                 }
             }
         }
-        for (q, codes) in qis.iter().enumerate() {
-            several[q] |= codes[s] != codes[origin];
+        for (several, &q) in several.iter_mut().zip(qis) {
+            *several = *several || !same(q, s, origin);
         }
     }
     if held == 0 || seen.len() * 2 > held {
@@ -115,9 +94,8 @@ impl Twin {
     }
 }
 
-/// Every twin of a generalized QI column, by QI in plan order, then by twin. Each table's
-/// generalized QIs are coded, then each column published unchanged is read once for all of
-/// them, on every thread.
+/// Every twin of a generalized QI column, by QI in plan order, then by twin. Each column
+/// published unchanged is read once for all of its table's generalized QIs, on every thread.
 fn find(tables: &[TableData], generalized: &[Generalized]) -> Vec<Twin> {
     let mut twins = Vec::new();
     for (ti, t) in tables.iter().enumerate() {
@@ -125,10 +103,7 @@ fn find(tables: &[TableData], generalized: &[Generalized]) -> Vec<Twin> {
         if mine.is_empty() {
             continue;
         }
-        let qis: Vec<Vec<usize>> = mine
-            .par_iter()
-            .map(|g| codes(t, t.content[g.content].src))
-            .collect();
+        let qis: Vec<usize> = mine.iter().map(|g| t.content[g.content].src).collect();
         let candidates: Vec<usize> = (0..t.content.len())
             .filter(|&ci| matches!(t.content[ci].rule, Rule::Exact { .. }))
             .collect();
