@@ -970,57 +970,65 @@ impl Findings {
             "what the adversary learns of the victim's sensitive values:"
         );
         for p in &self.posteriors {
-            let whose = match (p.subject, p.fact) {
-                (Subject::Entity, _) => format!(
-                    "over the {} candidate{}",
-                    p.entities,
-                    plural(p.entities)
-                ),
-                (Subject::FactRow, Some(f)) => format!(
-                    "of the row fact {f} describes, over the rows of the {} candidate{} that can be it",
-                    p.entities,
-                    plural(p.entities)
-                ),
-                _ => format!(
-                    "of a row of the victim's picked at random (no fact is about the table), over the {} candidate{} with such rows",
-                    p.entities,
-                    plural(p.entities)
-                ),
-            };
-            let _ = writeln!(out, "  {} {whose}:", p.column);
-            let width = p
-                .distribution
-                .iter()
-                .take(SHARES_LISTED)
-                .map(|s| s.value.as_deref().unwrap_or("NULL").len())
-                .max()
-                .unwrap_or(0);
-            for s in p.distribution.iter().take(SHARES_LISTED) {
-                let disclosed = if s.probability >= 1.0 - 1e-12 {
-                    "  (disclosed)"
-                } else {
-                    ""
-                };
-                let _ = writeln!(
-                    out,
-                    "    {:<width$}  {:5.1}%{disclosed}",
-                    s.value.as_deref().unwrap_or("NULL"),
-                    100.0 * s.probability
-                );
-            }
-            let rest = &p.distribution[p.distribution.len().min(SHARES_LISTED)..];
-            if !rest.is_empty() {
-                let mass: f64 = rest.iter().map(|s| s.probability).sum();
-                let _ = writeln!(
-                    out,
-                    "    ... and {} more value{} ({:.1}% together; --json lists them all)",
-                    rest.len(),
-                    plural(rest.len()),
-                    100.0 * mass
-                );
-            }
+            p.write(&mut out);
         }
         out
+    }
+}
+impl Posterior {
+    /// The posterior as the human output shows it: whose value, then the most likely
+    /// values, the rest folded into one line.
+    fn write(&self, out: &mut String) {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let whose = match (self.subject, self.fact) {
+            (Subject::Entity, _) => format!(
+                "over the {} candidate{}",
+                self.entities,
+                plural(self.entities)
+            ),
+            (Subject::FactRow, Some(f)) => format!(
+                "of the row fact {f} describes, over the rows of the {} candidate{} that can be it",
+                self.entities,
+                plural(self.entities)
+            ),
+            _ => format!(
+                "of a row of the victim's picked at random (no fact is about the table), over the {} candidate{} with such rows",
+                self.entities,
+                plural(self.entities)
+            ),
+        };
+        let _ = writeln!(out, "  {} {whose}:", self.column);
+        let width = self
+            .distribution
+            .iter()
+            .take(SHARES_LISTED)
+            .map(|s| s.value.as_deref().unwrap_or("NULL").len())
+            .max()
+            .unwrap_or(0);
+        for s in self.distribution.iter().take(SHARES_LISTED) {
+            let disclosed = if s.probability >= 1.0 - 1e-12 {
+                "  (disclosed)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "    {:<width$}  {:5.1}%{disclosed}",
+                s.value.as_deref().unwrap_or("NULL"),
+                100.0 * s.probability
+            );
+        }
+        let rest = &self.distribution[self.distribution.len().min(SHARES_LISTED)..];
+        if !rest.is_empty() {
+            let mass: f64 = rest.iter().map(|s| s.probability).sum();
+            let _ = writeln!(
+                out,
+                "    ... and {} more value{} ({:.1}% together; --json lists them all)",
+                rest.len(),
+                plural(rest.len()),
+                100.0 * mass
+            );
+        }
     }
 }
 
