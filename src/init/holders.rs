@@ -4,9 +4,10 @@
 //! its distinct values are (a claim's reference to its patient repeats in every claim, yet
 //! each value is one patient's).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use arrow::array::{Array, RecordBatch};
+use rustc_hash::FxHashMap;
 
 use crate::plan::FamilyTable;
 use crate::warehouse::{render_value, Warehouse, WarehouseError};
@@ -87,31 +88,39 @@ fn key_index(
     batch: &RecordBatch,
     key: &[String],
     owners: &[Option<u32>],
-) -> HashMap<Vec<String>, u32> {
+) -> FxHashMap<Vec<String>, u32> {
     (0..batch.num_rows())
         .filter_map(|r| Some((row_key(batch, key, r)?, owners.get(r).copied().flatten()?)))
         .collect()
 }
 
-/// How column `array`'s values spread over the entities `owners` gives its rows.
+/// How column `array`'s values spread over the entities `owners` gives its rows. Values
+/// are coded by a hash map, so only (value, entity) codes are sorted.
 pub fn spread(array: &dyn Array, owners: &[Option<u32>], k: usize) -> Spread {
-    let mut pairs: Vec<(String, u32)> = (0..array.len())
-        .filter_map(|r| Some((render_value(array, r)?, owners.get(r).copied().flatten()?)))
+    let mut codes: FxHashMap<String, u32> = FxHashMap::default();
+    let mut pairs: Vec<u64> = (0..array.len())
+        .filter_map(|r| {
+            let owner = owners.get(r).copied().flatten()?;
+            let value = render_value(array, r)?;
+            let next = u32::try_from(codes.len()).unwrap_or(u32::MAX);
+            let code = *codes.entry(value).or_insert(next);
+            Some((u64::from(code) << 32) | u64::from(owner))
+        })
         .collect();
     pairs.sort_unstable();
     pairs.dedup();
-    let mut spread = Spread::default();
+    let mut spread = Spread {
+        values: codes.len(),
+        rare: 0,
+    };
     let mut i = 0;
     while i < pairs.len() {
-        let j = i + pairs[i..]
-            .iter()
-            .take_while(|(v, _)| *v == pairs[i].0)
-            .count();
-        spread.values += 1;
-        if j - i < k {
+        let code = pairs[i] >> 32;
+        let holders = pairs[i..].iter().take_while(|p| *p >> 32 == code).count();
+        if holders < k {
             spread.rare += 1;
         }
-        i = j;
+        i += holders;
     }
     spread
 }

@@ -29,7 +29,7 @@ pub use keys::KeyChange;
 pub use profile::{Pattern, Profile};
 pub use render::{render, Rendered, HEADER, REVIEW};
 pub use roles::{Decision, HierarchyPlan, Role};
-pub use twins::{determines, twin_map};
+pub use twins::{twin_map, twin_pairs};
 
 /// What the data owner asks of `init`.
 #[derive(Debug, Clone, Default)]
@@ -407,9 +407,12 @@ async fn family_columns(
             let referrer = format!("{name}.{}", c.name);
             lookup(wh, &referrer, fk, p, profiles, &family, lookups).await?
         } else {
+            // Only text and ids can name people by their spread (see `roles::classify`).
+            let names = (!p.numeric || keys::id_like(&c.name)) && !p.dates && !p.date_typed();
             let spread = known
                 .owners
                 .get(name)
+                .filter(|_| names)
                 .map(|owners| holders::spread(batch.column(ci).as_ref(), owners, known.k));
             let cx = roles::Context {
                 in_entity,
@@ -424,7 +427,7 @@ async fn family_columns(
             note: String::new(),
         });
     }
-    twins::unify(name, &batch, &mut out);
+    twins::unify(name, &batch, &profiles[name], &mut out);
     Ok(out)
 }
 

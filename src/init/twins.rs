@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 
 use arrow::array::{Array, RecordBatch};
+use rustc_hash::FxHashMap;
 
+use super::profile::Profile;
 use super::roles::{Decision, HierarchyPlan, Role};
 use super::ColumnProposal;
 use crate::warehouse::render_value;
@@ -19,7 +21,7 @@ struct Interned {
 }
 
 fn intern(array: &dyn Array) -> Interned {
-    let mut index: HashMap<String, u32> = HashMap::new();
+    let mut index: FxHashMap<String, u32> = FxHashMap::default();
     let mut values = Vec::new();
     let codes = (0..array.len())
         .map(|r| {
@@ -72,13 +74,34 @@ fn determined(c: &Interned, q: &Interned) -> Option<Vec<Option<u32>>> {
     Some(to.into_iter().map(Option::flatten).collect())
 }
 
-/// Whether column `c` determines column `q` of the same rows (each value of `c` occurs with
-/// one value of `q`), in a way the data supports (see `determined`).
-pub fn determines(c: &dyn Array, q: &dyn Array) -> bool {
-    determined(&intern(c), &intern(q)).is_some()
+/// Every (column published unchanged, quasi-identifier) pair of `batch` where the first
+/// determines the second (see `determined`), each column read once.
+pub fn twin_pairs<'a>(
+    batch: &RecordBatch,
+    unchanged: &[&'a str],
+    qis: &[&'a str],
+) -> Vec<(&'a str, &'a str)> {
+    let read = |name: &str| {
+        let i = batch.schema().index_of(name).ok()?;
+        Some(intern(batch.column(i).as_ref()))
+    };
+    if unchanged.is_empty() || qis.is_empty() {
+        return Vec::new();
+    }
+    let qis: Vec<(&str, Interned)> = qis.iter().filter_map(|q| Some((*q, read(q)?))).collect();
+    let mut out = Vec::new();
+    for c in unchanged {
+        let Some(ci) = read(c) else { continue };
+        for (q, qi) in &qis {
+            if determined(&ci, qi).is_some() {
+                out.push((*c, *q));
+            }
+        }
+    }
+    out
 }
 
-/// When column `c` determines column `q` (see [`determines`]), each value of `c` with the
+/// When column `c` determines column `q` (see `determined`), each value of `c` with the
 /// value of `q` it comes with (`None`: NULL): what an adversary reads through the twin.
 pub fn twin_map(c: &dyn Array, q: &dyn Array) -> Option<HashMap<String, Option<String>>> {
     let (ci, qi) = (intern(c), intern(q));
@@ -96,12 +119,18 @@ pub fn twin_map(c: &dyn Array, q: &dyn Array) -> Option<HashMap<String, Option<S
 /// protective role to that role (a grouping hierarchy mirrored onto its values where the
 /// other column is grouped by rows), repeating until nothing changes, so a twin of a twin is
 /// caught too. `columns` are the table's proposals in source order, as `batch` holds them.
-pub fn unify(table: &str, batch: &RecordBatch, columns: &mut [ColumnProposal]) {
+pub fn unify(
+    table: &str,
+    batch: &RecordBatch,
+    profiles: &[Profile],
+    columns: &mut [ColumnProposal],
+) {
+    let read = readable(columns, profiles);
     let interned: Vec<Option<Interned>> = columns
         .iter()
-        .map(|c| {
-            let i = batch.schema().index_of(&c.name).ok()?;
-            c.decision.as_ref()?;
+        .zip(read)
+        .map(|(c, read)| {
+            let i = batch.schema().index_of(&c.name).ok().filter(|_| read)?;
             Some(intern(batch.column(i).as_ref()))
         })
         .collect();
@@ -137,6 +166,36 @@ pub fn unify(table: &str, batch: &RecordBatch, columns: &mut [ColumnProposal]) {
             break;
         }
     }
+}
+
+/// Which columns `unify` must read: the columns published unchanged whose values repeat
+/// (by their profiles: at most half as many distinct values as rows, and at most the
+/// profile's cap of distinct values), which alone can be twins, and the columns with a more
+/// protective role than the least protective of those. A table's measures, keys and
+/// nearly unique columns are never read.
+fn readable(columns: &[ColumnProposal], profiles: &[Profile]) -> Vec<bool> {
+    fn role(c: &ColumnProposal) -> Option<&Role> {
+        c.decision.as_ref().map(|d| &d.role)
+    }
+    let twin_like = |(c, p): (&ColumnProposal, &Profile)| {
+        matches!(role(c), Some(Role::Insensitive | Role::Sensitive))
+            && p.distinct.is_some()
+            && p.distinct_count >= 2
+            && 2 * p.distinct_count <= p.present()
+    };
+    let lowest = columns
+        .iter()
+        .zip(profiles)
+        .filter(|&(c, p)| twin_like((c, p)))
+        .filter_map(|(c, _)| role(c).map(rank))
+        .min();
+    columns
+        .iter()
+        .zip(profiles)
+        .map(|(c, p)| {
+            twin_like((c, p)) || lowest.is_some_and(|low| role(c).is_some_and(|r| rank(r) > low))
+        })
+        .collect()
 }
 
 /// The decision of a column (`c`) that determines `twin` (`q`, decided `qd`) through `map`.
@@ -223,6 +282,14 @@ mod tests {
         RecordBatch::try_new(Arc::new(schema), arrays).expect("a valid batch")
     }
 
+    fn profiles(batch: &RecordBatch) -> Vec<Profile> {
+        batch
+            .columns()
+            .iter()
+            .map(|a| Profile::of(a.as_ref()))
+            .collect()
+    }
+
     fn proposal(name: &str, role: Role) -> ColumnProposal {
         ColumnProposal {
             name: name.into(),
@@ -266,7 +333,7 @@ mod tests {
             proposal("DESCRIPTION", Role::Qi(HierarchyPlan::Rows(rows))),
             proposal("COST", Role::Insensitive),
         ];
-        unify("t", &batch, &mut cols);
+        unify("t", &batch, &profiles(&batch), &mut cols);
         let code = cols[0].decision.as_ref().expect("decided");
         let Role::Qi(HierarchyPlan::Rows(mirrored)) = &code.role else {
             panic!("the code is a QI: {code:?}");
@@ -289,7 +356,7 @@ mod tests {
             proposal("DESCRIPTION", Role::Sensitive),
             proposal("COST", Role::Insensitive),
         ];
-        unify("t", &batch, &mut cols);
+        unify("t", &batch, &profiles(&batch), &mut cols);
         let code = cols[0].decision.as_ref().expect("decided");
         assert!(code.role == Role::Sensitive && code.review);
         let mut cols = vec![
@@ -297,7 +364,7 @@ mod tests {
             proposal("DESCRIPTION", Role::Sensitive),
             proposal("COST", Role::Insensitive),
         ];
-        unify("t", &batch, &mut cols);
+        unify("t", &batch, &profiles(&batch), &mut cols);
         let text = cols[1].decision.as_ref().expect("decided");
         assert_eq!(
             text.role,
@@ -315,7 +382,7 @@ mod tests {
             proposal("A", Role::Insensitive),
             proposal("B", Role::Identifier),
         ];
-        unify("t", &batch, &mut cols);
+        unify("t", &batch, &profiles(&batch), &mut cols);
         assert_eq!(
             cols[0].decision.as_ref().map(|d| &d.role),
             Some(&Role::Insensitive)

@@ -435,31 +435,22 @@ fn twins(wh: &Warehouse, plan: &crate::plan::Plan, warnings: &mut Vec<String>) {
         let Ok(batch) = wh.table_in_source_order(&ft.name) else {
             continue;
         };
-        let array = |name: &str| batch.schema().index_of(name).ok().map(|i| batch.column(i));
-        let qis = ft
-            .columns
-            .iter()
-            .filter(|c| matches!(c.role, ColumnRole::QuasiIdentifier { .. }));
-        for q_col in qis {
-            let unchanged = ft.columns.iter().filter(|c| {
-                matches!(
-                    c.role,
-                    ColumnRole::Sensitive { .. } | ColumnRole::Insensitive
-                )
-            });
-            for c_col in unchanged {
-                let (Some(c), Some(qa)) = (array(&c_col.name), array(&q_col.name)) else {
-                    continue;
-                };
-                if crate::init::determines(c.as_ref(), qa.as_ref()) {
-                    warnings.push(format!(
-                        "{t}.{c} is published unchanged but determines {t}.{q}, a quasi-identifier (each value of {c} comes with one value of {q}): it undoes {q}'s generalization; give {c} the role of {q} (QUASI IDENTIFIER with a hierarchy whose groups follow {q}'s) or leave it out (IDENTIFIER)",
-                        t = ft.name,
-                        c = c_col.name,
-                        q = q_col.name
-                    ));
-                }
-            }
+        let named = |unchanged: bool| -> Vec<&str> {
+            ft.columns
+                .iter()
+                .filter(|c| match c.role {
+                    ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => unchanged,
+                    ColumnRole::QuasiIdentifier { .. } => !unchanged,
+                    _ => false,
+                })
+                .map(|c| c.name.as_str())
+                .collect()
+        };
+        for (c, q) in crate::init::twin_pairs(&batch, &named(true), &named(false)) {
+            warnings.push(format!(
+                "{t}.{c} is published unchanged but determines {t}.{q}, a quasi-identifier (each value of {c} comes with one value of {q}): it undoes {q}'s generalization; give {c} the role of {q} (QUASI IDENTIFIER with a hierarchy whose groups follow {q}'s) or leave it out (IDENTIFIER)",
+                t = ft.name
+            ));
         }
     }
 }
