@@ -195,7 +195,25 @@ fn report_class(
     k: usize,
     out: &mut Check,
 ) {
-    let Some(entity) = tables.first() else { return };
+    let Some((named, noun)) = name_members(tables, members) else {
+        return;
+    };
+    // Every member's tree is the class's shape: show it, so the owner sees what an
+    // adversary who knows it singles out.
+    let shape = render(tables, links, (0, members[0]));
+    out.record(format!(
+        "equivalence class of {} {noun}, fewer than k = {k}: {named}; released tree {shape}",
+        members.len(),
+    ));
+}
+
+/// The first [`NAMED`] members of a class by their entity rows (`students key 1, students
+/// key 2 and 4 more`) and the noun for their number; `None` without an entity table.
+pub(super) fn name_members(
+    tables: &[TableData],
+    members: &[usize],
+) -> Option<(String, &'static str)> {
+    let entity = tables.first()?;
     let named: Vec<String> = members
         .iter()
         .take(NAMED)
@@ -211,12 +229,5 @@ fn report_class(
     } else {
         "entities"
     };
-    // Every member's tree is the class's shape: show it, so the owner sees what an
-    // adversary who knows it singles out.
-    let shape = render(tables, links, (0, members[0]));
-    out.record(format!(
-        "equivalence class of {} {noun}, fewer than k = {k}: {}{more}; released tree {shape}",
-        members.len(),
-        named.join(", ")
-    ));
+    Some((format!("{}{more}", named.join(", ")), noun))
 }

@@ -316,29 +316,10 @@ fn tree_sizes(trees: &Trees) -> Vec<Vec<usize>> {
 
 /// "equivalence class of 3 entities (students key 1, students key 2, students key 3)".
 fn describe_class(tables: &[TableData], members: &[usize]) -> String {
-    let Some(entity) = tables.first() else {
+    let Some((named, noun)) = super::kanon::name_members(tables, members) else {
         return format!("equivalence class of {} entities", members.len());
     };
-    let named: Vec<String> = members
-        .iter()
-        .take(NAMED)
-        .map(|&r| entity.describe(tables, r))
-        .collect();
-    let more = if members.len() > NAMED {
-        format!(" and {} more", members.len() - NAMED)
-    } else {
-        String::new()
-    };
-    let noun = if members.len() == 1 {
-        "entity"
-    } else {
-        "entities"
-    };
-    format!(
-        "equivalence class of {} {noun} ({}{more})",
-        members.len(),
-        named.join(", ")
-    )
+    format!("equivalence class of {} {noun} ({named})", members.len())
 }
 
 /// Where a vertex sits, from its root: `students > courses(course = 'Science')`. The root's
