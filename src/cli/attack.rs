@@ -1,4 +1,5 @@
-//! `relanon attack`: what an adversary knowing QI facts learns from a release.
+//! `relanon attack`: what an adversary knowing QI facts (or facts beyond the model) learns
+//! from a release.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +20,8 @@ pub struct AttackArgs {
     #[arg(long)]
     release: Option<PathBuf>,
     /// A SQL boolean expression over the QI columns of one family table, columns written
-    /// table.column, e.g. "courses.course = 'Physics'". Repeat for more facts; facts on
+    /// table.column, e.g. "courses.course = 'Physics'" (a column published unchanged may be
+    /// named too: an adversary beyond the declared model). Repeat for more facts; facts on
     /// one child table describe distinct rows.
     #[arg(long = "fact", value_name = "SQL", required = true)]
     facts: Vec<String>,
