@@ -10,7 +10,7 @@ use arrow::array::{Array, RecordBatch};
 use rustc_hash::FxHashMap;
 
 use crate::plan::FamilyTable;
-use crate::warehouse::{render_value, Warehouse, WarehouseError};
+use crate::warehouse::render_value;
 
 /// Per family table, the entity (a row of the entity table, in source order) of each source
 /// row; `None` for a row that hangs under no entity (an orphan, a NULL reference).
@@ -34,25 +34,27 @@ impl Spread {
 }
 
 /// The owners of every row of every family table, walking the family from the entity down
-/// (a parent always precedes its children). A table split over two plan entries is filled by
-/// both: each entry owns the rows its reference resolves.
-pub fn owners(wh: &Warehouse, family: &[FamilyTable]) -> Result<Owners, WarehouseError> {
+/// (a parent always precedes its children), over the tables' rows in source order
+/// (`batches`, by name; a table without one owns nothing). A table split over two plan
+/// entries is filled by both: each entry owns the rows its reference resolves.
+pub fn owners(family: &[FamilyTable], batches: &BTreeMap<String, RecordBatch>) -> Owners {
     let mut out: Owners = BTreeMap::new();
-    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
     for ft in family {
-        if !batches.contains_key(&ft.name) {
-            batches.insert(ft.name.clone(), wh.table_in_source_order(&ft.name)?);
-        }
-    }
-    for ft in family {
-        let batch = &batches[&ft.name];
+        let Some(batch) = batches.get(&ft.name) else {
+            continue;
+        };
         let Some(parent) = ft.parent else {
             let n = u32::try_from(batch.num_rows()).unwrap_or(u32::MAX);
             out.insert(ft.name.clone(), (0..n).map(Some).collect());
             continue;
         };
         let parent_name = &family[parent].name;
-        let by_key = key_index(&batches[parent_name], &ft.parent_key, &out[parent_name]);
+        let (Some(parent_batch), Some(parent_owners)) =
+            (batches.get(parent_name), out.get(parent_name))
+        else {
+            continue;
+        };
+        let by_key = key_index(parent_batch, &ft.parent_key, parent_owners);
         let found: Vec<Option<u32>> = (0..batch.num_rows())
             .map(|r| {
                 row_key(batch, &ft.parent_fk, r)
@@ -69,7 +71,7 @@ pub fn owners(wh: &Warehouse, family: &[FamilyTable]) -> Result<Owners, Warehous
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// The rendered values of `columns` in row `r`; `None` if one is NULL or missing.

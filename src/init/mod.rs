@@ -11,8 +11,17 @@
 //! The family is read by the planner's own `plan::family`, so the proposal and the plan
 //! agree on which columns are join keys. Reads through [`crate::warehouse`]; writes nothing
 //! (`render` returns the file's text and the hierarchy files beside it).
+//!
+//! Two data-only measures decide roles and serve other commands too: `holders` (the entity
+//! each family row belongs to, and how many people hold each value of a column: a column
+//! whose values are mostly held by fewer than k people is an identifier), used by `plan`
+//! for the rows each table can keep; and `twins` (a column that determines another of its
+//! table takes its role), used by `plan`'s warnings and by `attack`, which reads facts
+//! through the twins a release publishes. `verify` keeps its own.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use arrow::array::RecordBatch;
 
 use crate::plan::FamilyTable;
 use crate::warehouse::{ForeignKey, Warehouse, WarehouseError};
@@ -129,7 +138,10 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
             _ => None,
         })
         .collect();
+    // Every table read once, in source order: profiled here, its family tables traced to
+    // their entities and classified below.
     let mut profiles: BTreeMap<String, Vec<Profile>> = BTreeMap::new();
+    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
     for t in &wh.tables {
         let batch = wh.table_in_source_order(&t.name)?;
         profiles.insert(
@@ -140,6 +152,7 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
                 .map(|a| Profile::of(a.as_ref()))
                 .collect(),
         );
+        batches.insert(t.name.clone(), batch);
     }
     // The k the proposal will write: a k above the population cannot be met.
     let population = rows(&profiles, &entity);
@@ -148,7 +161,7 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
     } else {
         options.k
     };
-    let owners = holders::owners(wh, &family)?;
+    let owners = holders::owners(&family, &batches);
     let mut lookups = Lookups::default();
     let mut tables = Vec::new();
     let mut seen = BTreeSet::new();
@@ -165,6 +178,7 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
         };
         let known = Known {
             profiles: &profiles,
+            batches: &batches,
             owners: &owners,
             k,
             depth: depth(&family, ft),
@@ -350,6 +364,8 @@ fn depth(family: &[FamilyTable], ft: &FamilyTable) -> usize {
 /// What the proposal measured of the data, for one family table's columns.
 struct Known<'a> {
     profiles: &'a BTreeMap<String, Vec<Profile>>,
+    /// Every table's rows in source order.
+    batches: &'a BTreeMap<String, RecordBatch>,
     owners: &'a holders::Owners,
     /// The k the proposal writes.
     k: usize,
@@ -369,7 +385,10 @@ async fn family_columns(
 ) -> Result<Vec<ColumnProposal>, InitError> {
     let profiles = known.profiles;
     let name = &entries[0].name;
-    let batch = wh.table_in_source_order(name)?;
+    let batch = known
+        .batches
+        .get(name)
+        .ok_or_else(|| WarehouseError::Message(format!("no table '{name}' was read")))?;
     let meta = wh.table(name).expect("a family table is a table").clone();
     let family: BTreeSet<String> = keys::family_members(wh, entity);
     let in_entity = name == entity;
@@ -407,12 +426,10 @@ async fn family_columns(
             let referrer = format!("{name}.{}", c.name);
             lookup(wh, &referrer, fk, p, profiles, &family, lookups).await?
         } else {
-            // Only text and ids can name people by their spread (see `roles::classify`).
-            let names = (!p.numeric || keys::id_like(&c.name)) && !p.dates && !p.date_typed();
             let spread = known
                 .owners
                 .get(name)
-                .filter(|_| names)
+                .filter(|_| roles::may_name_people(&c.name, p))
                 .map(|owners| holders::spread(batch.column(ci).as_ref(), owners, known.k));
             let cx = roles::Context {
                 in_entity,
@@ -427,7 +444,7 @@ async fn family_columns(
             note: String::new(),
         });
     }
-    twins::unify(name, &batch, &profiles[name], &mut out);
+    twins::unify(name, batch, &profiles[name], &mut out);
     Ok(out)
 }
 

@@ -302,10 +302,10 @@ pub fn classify(name: &str, cx: Context, p: &Profile) -> Decision {
             review: true,
         };
     }
-    // A measure (an amount, a count) is as varied as a name, but no adversary looks a
-    // person up by it; text and ids are what name people.
-    let names = !p.numeric || super::keys::id_like(name);
-    if let Some(s) = cx.spread.filter(|s| s.names_people() && names) {
+    if let Some(s) = cx
+        .spread
+        .filter(|s| s.names_people() && may_name_people(name, p))
+    {
         return Decision::new(
             Role::Identifier,
             format!("{} of its {} values are each held by fewer than k people: it names the few who hold them, as a name or an id would", s.rare, s.values),
@@ -342,6 +342,13 @@ pub fn classify(name: &str, cx: Context, p: &Profile) -> Decision {
             p.present()
         ),
     )
+}
+
+/// Whether a column's spread over the people can make it an identifier: text and ids name
+/// people; a measure (an amount, a count) is as varied as a name, but no adversary looks a
+/// person up by it, and a date is a quasi-identifier whatever its spread.
+pub fn may_name_people(name: &str, p: &Profile) -> bool {
+    (!p.numeric || super::keys::id_like(name)) && !p.dates && !p.date_typed()
 }
 
 /// A word without the digits a numbered column adds (`DIAGNOSIS1` -> diagnosis).

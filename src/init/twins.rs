@@ -137,35 +137,43 @@ pub fn unify(
     for _ in 0..columns.len() {
         let mut changed = false;
         for ci in 0..columns.len() {
-            for qi in 0..columns.len() {
-                if ci == qi {
-                    continue;
-                }
-                let (Some(c), Some(q)) = (&interned[ci], &interned[qi]) else {
-                    continue;
-                };
-                let (Some(cd), Some(qd)) = (&columns[ci].decision, &columns[qi].decision) else {
-                    continue;
-                };
-                // Only a column published unchanged reveals what it determines: a
-                // quasi-identifier's values are published generalized.
-                let unchanged = matches!(cd.role, Role::Insensitive | Role::Sensitive);
-                if !unchanged || rank(&cd.role) >= rank(&qd.role) {
-                    continue;
-                }
-                let Some(map) = determined(c, q) else {
-                    continue;
-                };
-                let twin = format!("{table}.{}", columns[qi].name);
-                let decision = raised(&twin, qd, c, q, &map);
-                columns[ci].decision = Some(decision);
-                changed = true;
+            for qi in (0..columns.len()).filter(|&qi| qi != ci) {
+                changed |= raise(table, columns, &interned, ci, qi);
             }
         }
         if !changed {
             break;
         }
     }
+}
+
+/// Raises column `ci` to the role of column `qi` if it is published unchanged, `qi`'s role
+/// protects more and `ci` determines `qi`; whether it did.
+fn raise(
+    table: &str,
+    columns: &mut [ColumnProposal],
+    interned: &[Option<Interned>],
+    ci: usize,
+    qi: usize,
+) -> bool {
+    let (Some(c), Some(q)) = (&interned[ci], &interned[qi]) else {
+        return false;
+    };
+    let (Some(cd), Some(qd)) = (&columns[ci].decision, &columns[qi].decision) else {
+        return false;
+    };
+    // Only a column published unchanged reveals what it determines: a quasi-identifier's
+    // values are published generalized.
+    let unchanged = matches!(cd.role, Role::Insensitive | Role::Sensitive);
+    if !unchanged || rank(&cd.role) >= rank(&qd.role) {
+        return false;
+    }
+    let Some(map) = determined(c, q) else {
+        return false;
+    };
+    let decision = raised(&format!("{table}.{}", columns[qi].name), qd, c, q, &map);
+    columns[ci].decision = Some(decision);
+    true
 }
 
 /// Which columns `unify` must read: the columns published unchanged whose values repeat

@@ -3,7 +3,10 @@
 //! the `-- review` lines still present, personal-looking values a column would publish
 //! unchanged, and a rough estimate of the run.
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
+use arrow::array::RecordBatch;
 use serde::Serialize;
 
 use super::{prepare, Request};
@@ -65,6 +68,15 @@ pub struct Estimate {
 pub async fn dry_run(req: &Request) -> Result<DryRun> {
     let progress = Progress::new();
     let (plan, configured, wh) = prepare(req, &progress).await?;
+    // Every released table read once, in source order: its columns' fates, the owners of
+    // its rows and its twins all look at the same rows.
+    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
+    let released = plan.tables.iter().map(|t| &t.name);
+    for name in released.chain(plan.dimensions.iter().map(|d| &d.name)) {
+        if !batches.contains_key(name) {
+            batches.insert(name.clone(), wh.table_in_source_order(name)?);
+        }
+    }
     let mut tables = Vec::new();
     let mut warnings = plan.warnings.clone();
     let mut seen = std::collections::BTreeSet::new();
@@ -79,7 +91,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             None => None,
         };
         let mut columns = columns(
-            &wh,
+            batches.get(&ft.name),
             &ft.name,
             &ft.columns,
             &plan.hierarchies,
@@ -106,9 +118,9 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
         });
     }
     if plan.params.model.anatomy().is_none() {
-        bound_rows(&wh, &plan, &mut tables, &mut warnings)?;
+        bound_rows(&batches, &plan, &mut tables, &mut warnings);
+        twins(&batches, &plan, &mut warnings);
     }
-    twins(&wh, &plan, &mut warnings);
     let dimensions = plan
         .dimensions
         .iter()
@@ -120,7 +132,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             keep: None,
             at_most: None,
             columns: columns(
-                &wh,
+                batches.get(&d.name),
                 &d.name,
                 &d.columns,
                 &plan.hierarchies,
@@ -236,18 +248,15 @@ fn anatomy_fates(
 /// Each column's fate; a column published unchanged whose values look like personal data
 /// adds a warning.
 fn columns(
-    wh: &Warehouse,
+    batch: Option<&RecordBatch>,
     table: &str,
     planned: &[PlannedColumn],
-    hierarchies: &std::collections::BTreeMap<String, crate::plan::HierarchyDef>,
+    hierarchies: &BTreeMap<String, crate::plan::HierarchyDef>,
     warnings: &mut Vec<String>,
     family: bool,
 ) -> Vec<ColumnView> {
-    let batch = wh.table_in_source_order(table).ok();
     let array = |name: &str| {
-        batch
-            .as_ref()
-            .and_then(|b| b.schema().index_of(name).ok().map(|i| b.column(i).clone()))
+        batch.and_then(|b| b.schema().index_of(name).ok().map(|i| b.column(i).clone()))
     };
     planned
         .iter()
@@ -341,13 +350,13 @@ fn estimate(algorithm: &str, blocked: bool, entities: usize, vertices: usize) ->
 /// many rows of every table, so whatever the algorithm and the hierarchies, a class keeps
 /// of a table at most its size times the fewest rows any of its people has there.
 fn bound_rows(
-    wh: &Warehouse,
+    batches: &BTreeMap<String, RecordBatch>,
     plan: &crate::plan::Plan,
     tables: &mut [TableView],
     warnings: &mut Vec<String>,
-) -> Result<()> {
+) {
     let group = plan.params.model.min_group();
-    let owners = crate::init::owners(wh, &plan.tables)?;
+    let owners = crate::init::owners(&plan.tables, batches);
     let entities = tables.first().map_or(0, |t| t.rows);
     for view in tables.iter_mut().skip(1) {
         let Some(rows) = owners.get(&view.name) else {
@@ -391,7 +400,6 @@ fn bound_rows(
             below.join(", ")
         ));
     }
-    Ok(())
 }
 
 /// More quasi-identifiers than this below the entity makes `plan` warn.
@@ -423,16 +431,17 @@ fn most_kept(mut counts: Vec<usize>, group: usize) -> usize {
 
 /// Warns of every column published unchanged that determines a quasi-identifier of its
 /// table (a code beside its description): it undoes that column's generalization.
-fn twins(wh: &Warehouse, plan: &crate::plan::Plan, warnings: &mut Vec<String>) {
-    if plan.params.model.anatomy().is_some() {
-        return;
-    }
+fn twins(
+    batches: &BTreeMap<String, RecordBatch>,
+    plan: &crate::plan::Plan,
+    warnings: &mut Vec<String>,
+) {
     let mut seen = std::collections::BTreeSet::new();
     for ft in &plan.tables {
         if !seen.insert(ft.name.clone()) {
             continue;
         }
-        let Ok(batch) = wh.table_in_source_order(&ft.name) else {
+        let Some(batch) = batches.get(&ft.name) else {
             continue;
         };
         let named = |unchanged: bool| -> Vec<&str> {
@@ -446,7 +455,7 @@ fn twins(wh: &Warehouse, plan: &crate::plan::Plan, warnings: &mut Vec<String>) {
                 .map(|c| c.name.as_str())
                 .collect()
         };
-        for (c, q) in crate::init::twin_pairs(&batch, &named(true), &named(false)) {
+        for (c, q) in crate::init::twin_pairs(batch, &named(true), &named(false)) {
             warnings.push(format!(
                 "{t}.{c} is published unchanged but determines {t}.{q}, a quasi-identifier (each value of {c} comes with one value of {q}): it undoes {q}'s generalization; give {c} the role of {q} (QUASI IDENTIFIER with a hierarchy whose groups follow {q}'s) or leave it out (IDENTIFIER)",
                 t = ft.name

@@ -248,14 +248,17 @@ impl Rare {
         if cannot_start_any(t.src.data_type(col), runs) {
             return Rare { name, by_run };
         }
-        let numbers = own && {
+        let found = holders(t, col, entity, runs);
+        // Whether the column holds numbers only: read only when a long number was found.
+        let long_number = |v: &str| plain_number(v) && v.chars().count() >= SHORT_NUMBER;
+        let numbers = own && found.iter().any(|(v, _)| long_number(v)) && {
             let texts = t.src.texts(col);
             (0..t.src.rows())
                 .filter_map(|s| texts.get(s))
                 .all(|v| plain_number(&v))
         };
-        for (value, holders) in holders(t, col, entity, runs) {
-            if plain_number(&value) && (numbers || value.chars().count() < SHORT_NUMBER) {
+        for (value, holders) in found {
+            if plain_number(&value) && (numbers || !long_number(&value)) {
                 continue;
             }
             let Some((start, end)) = first_run(&value).filter(|_| holders < k) else {

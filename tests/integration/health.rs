@@ -194,6 +194,17 @@ fn the_csv_export_gets_the_same_clinical_family() {
     );
 }
 
+/// Runs `anonymize <name>.decl.sql --target <name>.sqlite`, which must refuse to write a
+/// release its verifier fails (exit 2, nothing committed); returns what it says.
+fn refused_by_verify(dir: &Path, name: &str) -> String {
+    let (decl, target) = (format!("{name}.decl.sql"), format!("{name}.sqlite"));
+    let a = relanon(dir, &["anonymize", &decl, "--target", &target]);
+    let err = stderr(&a);
+    assert_eq!(a.status.code(), Some(2), "{}{err}", stdout(&a));
+    assert!(!dir.join(&target).exists(), "nothing committed");
+    err
+}
+
 /// The proposal with one line replaced (the line starting `start`) by `line`.
 fn edited(text: &str, start: &str, line: &str) -> String {
     assert!(text.contains(start), "{start} in {text}");
@@ -234,19 +245,9 @@ fn verify_fails_labels_that_carry_member_values_and_published_twins() {
         ),
     );
     std::fs::write(dir.path().join("labels.decl.sql"), labelled).expect("write");
-    let a = relanon(
-        dir.path(),
-        &["anonymize", "labels.decl.sql", "--target", "labels.sqlite"],
-    );
-    // anonymize refuses to write a release its verifier fails, and says why.
-    let err = stderr(&a);
-    assert_eq!(a.status.code(), Some(2), "{}{err}", stdout(&a));
+    let err = refused_by_verify(dir.path(), "labels");
     assert!(err.contains("FAIL labels"), "{err}");
     assert!(err.contains("claims.PATIENTID: label '["), "{err}");
-    assert!(
-        !dir.path().join("labels.sqlite").exists(),
-        "nothing committed"
-    );
 
     // The encounter's description generalized, its code published unchanged beside it.
     let twin = edited(
@@ -261,20 +262,11 @@ fn verify_fails_labels_that_carry_member_values_and_published_twins() {
         "{}",
         stdout(&p)
     );
-    let a = relanon(
-        dir.path(),
-        &["anonymize", "twin.decl.sql", "--target", "twin.sqlite"],
-    );
-    let err = stderr(&a);
-    assert_eq!(a.status.code(), Some(2), "{}{err}", stdout(&a));
+    let err = refused_by_verify(dir.path(), "twin");
     assert!(err.contains("FAIL twins"), "{err}");
     assert!(
         err.contains("encounters.CODE determines encounters.ENCOUNTERCLASS"),
         "{err}"
-    );
-    assert!(
-        !dir.path().join("twin.sqlite").exists(),
-        "nothing committed"
     );
 }
 
