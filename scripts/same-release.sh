@@ -92,7 +92,7 @@ workloads() { # bin out
                 --overwrite >/dev/null 2>&1
             "$bin" negotiate "$root/sql/adult.sql" --source "$adult" --lattice "$work/adult.lattice" \
                 --k 10 --max-suppression 1% --max-level age=2 --json 2>&1 |
-                jq 'del(.. | .microseconds?)' >"$out/w3-negotiate.json" || true
+                jq 'del(.. | .microseconds?, .build_seconds?)' >"$out/w3-negotiate.json" || true
             rm -f "$work/adult.lattice"
         fi
     fi
