@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 use crate::warehouse::TargetKind;
 
+/// How a page relanon drew names its maker (`html::page` writes it in every page's head).
+pub const PAGE_GENERATOR: &str = "<meta name=\"generator\" content=\"relanon\">";
+
 /// What kind of file an output is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -153,10 +156,9 @@ pub fn is_ours(kind: Kind, path: &Path) -> bool {
         Kind::KeyMap => std::fs::read_to_string(path)
             .ok()
             .is_some_and(|t| serde_json::from_str::<crate::keymap::KeyMap>(&t).is_ok()),
-        Kind::Page => std::fs::read_to_string(path).ok().is_some_and(|t| {
-            t.starts_with("<!DOCTYPE html>")
-                && t.contains("<meta name=\"generator\" content=\"relanon\">")
-        }),
+        Kind::Page => std::fs::read_to_string(path)
+            .ok()
+            .is_some_and(|t| t.starts_with("<!DOCTYPE html>") && t.contains(PAGE_GENERATOR)),
         Kind::Lattice => {
             use std::io::Read;
             let mut head = [0u8; 16];
@@ -282,7 +284,8 @@ mod tests {
         std::fs::write(&page, "<!DOCTYPE html><p>mine</p>").expect("write");
         let e = check(&[out(Kind::Page, &page, "--report")], &[], true).expect_err("not ours");
         assert!(e.to_string().contains("is not a report page"), "{e}");
-        std::fs::write(&page, crate::html::page("t", "")).expect("write");
+        let drawn = format!("<!DOCTYPE html>\n<html>\n<head>\n{PAGE_GENERATOR}\n</head></html>\n");
+        std::fs::write(&page, drawn).expect("write");
         check(&[out(Kind::Page, &page, "--report")], &[], true).expect("a page redrawn");
     }
 

@@ -238,7 +238,11 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     }
     if let Some(path) = html {
         let title = format!("{title} ({students} students, seed {seed})");
-        write_page(path, &relanon::html::experiment_page(&title, rows)?, &[])?;
+        write_page(
+            path,
+            &relanon::experiment::pages::experiment_page(&title, rows)?,
+            &[],
+        )?;
     }
     outln!("{}", experiment::markdown(rows));
     Ok(failures(&table.failed))
@@ -315,7 +319,7 @@ async fn miracle_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCo
     if let Some(path) = &args.html {
         write_page(
             path,
-            &relanon::html::miracle_page(&table.rows, args.sweep_k)?,
+            &relanon::experiment::pages::miracle_page(&table.rows, args.sweep_k)?,
             &[],
         )?;
     }
@@ -380,7 +384,7 @@ async fn frontier_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitC
         let title = format!("Frontier at k = {k}: {}", decl.display());
         write_page(
             path,
-            &relanon::html::frontier_page(&title, &table.rows)?,
+            &relanon::experiment::pages::frontier_page(&title, &table.rows)?,
             &[],
         )?;
     }

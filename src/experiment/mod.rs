@@ -5,6 +5,7 @@
 pub mod anatomy;
 pub mod frontier;
 pub mod negotiation;
+pub mod pages;
 
 use std::path::{Path, PathBuf};
 

@@ -22,6 +22,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 mod files;
 mod functions;
+mod paths;
 mod render;
 mod sqlite;
 pub mod staging;

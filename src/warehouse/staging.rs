@@ -25,7 +25,7 @@ use std::fs::{self, File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::write::{parent_dir, remove_path, sync_dir, temp_sibling, write_err};
+use super::paths::{parent_dir, remove_path, sync_dir, temp_sibling, write_err};
 use super::{one_line, show, WarehouseError};
 
 /// Temporaries this process is writing and has not committed.
