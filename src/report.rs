@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::algo::anatomy::thresholds::{tt_budget, vv_budget};
 use crate::algo::options::OptionValue;
+use crate::algo::output::{tt_budget, vv_budget};
 use crate::algo::Configured;
 use crate::plan::{ColumnRole, KeyPolicy, Model, OrphanPolicy, Plan};
 use crate::release::Materialized;

@@ -38,6 +38,7 @@ pub mod negotiate;
 pub mod options;
 pub mod output;
 pub mod shape_only;
+pub mod spec;
 pub mod topdown;
 
 use crate::forest::Forest;
@@ -48,49 +49,7 @@ use crate::progress::Progress;
 pub use kernel::tree::Clustering;
 pub use options::{OptionSpec, OptionValue, Options};
 pub use output::{Anatomization, Generalization, Output};
-
-/// One algorithm as users name it (`ANONYMIZE ... WITH (algorithm = 'name')`).
-#[derive(Debug)]
-pub struct Spec {
-    pub name: &'static str,
-    /// Other spellings (`bitmap` for `bitmap-incomplete`).
-    pub aliases: &'static [&'static str],
-    /// Said beside the name where algorithms are listed (`(one table)`).
-    pub note: &'static str,
-    /// A single-table baseline of 001 Sec. III: released for study only, since it is not
-    /// multi-relationally k-anonymous.
-    pub baseline: bool,
-    /// Its options, in the order the report lists them.
-    pub options: &'static [OptionSpec],
-    /// Whether it serves the declared model; `Err` says why not, following the algorithm's
-    /// name ("is a k-anonymity algorithm ..."; the registry adds what to use instead).
-    pub serves: fn(&Model) -> Result<(), String>,
-    /// Anything else of the plan it cannot release, with what to do instead.
-    pub refuses: fn(&Plan) -> Option<String>,
-    /// Runs it; `Err` says why this forest cannot be released as asked, and what to do.
-    pub run: fn(&Forest, &Model, &Options, &Progress) -> Result<Output, String>,
-}
-
-impl Spec {
-    /// An algorithm with no other name, no note, not a baseline, that takes any plan.
-    pub const fn plain(
-        name: &'static str,
-        options: &'static [OptionSpec],
-        serves: fn(&Model) -> Result<(), String>,
-        run: fn(&Forest, &Model, &Options, &Progress) -> Result<Output, String>,
-    ) -> Spec {
-        Spec {
-            name,
-            aliases: &[],
-            note: "",
-            baseline: false,
-            options,
-            serves,
-            refuses: takes_any_plan,
-            run,
-        }
-    }
-}
+pub use spec::{any_model, k_anonymity_only, takes_any_plan, Spec, GENERALIZES};
 
 /// Every algorithm, in the order messages list them.
 pub static ALGORITHMS: &[&Spec] = &[
@@ -117,33 +76,6 @@ fn default_for(model: &Model) -> &'static Spec {
         Model::LDiversity { .. } => &clustree::CLUSTREE,
         Model::Anatomy { .. } => &anatomy::ANATOMY,
     }
-}
-
-/// Why a generalizing algorithm refuses anatomy.
-pub const GENERALIZES: &str = "generalizes QI values, and model = 'anatomy' publishes them exactly";
-
-/// `Spec::serves` of an algorithm that ignores sensitive values.
-pub fn k_anonymity_only(model: &Model) -> Result<(), String> {
-    match model {
-        Model::KAnonymity { .. } => Ok(()),
-        Model::LDiversity { .. } => {
-            Err("is a k-anonymity algorithm and ignores sensitive values".to_string())
-        }
-        Model::Anatomy { .. } => Err(GENERALIZES.to_string()),
-    }
-}
-
-/// `Spec::serves` of an algorithm that serves both generalization models.
-pub fn any_model(model: &Model) -> Result<(), String> {
-    match model {
-        Model::Anatomy { .. } => Err(GENERALIZES.to_string()),
-        _ => Ok(()),
-    }
-}
-
-/// `Spec::refuses` of an algorithm that takes every plan.
-pub fn takes_any_plan(_: &Plan) -> Option<String> {
-    None
 }
 
 /// An algorithm with its options checked, ready to run.

@@ -13,24 +13,11 @@
 //! - Rule budgets use the group's final size ℓ (D3): t-t counts members holding a value m
 //!   times or more, v-v the value's occurrences.
 
-use super::thresholds::{tt_budget, vv_budget, Fraction};
 use crate::algo::kernel::annotate::tree_rows;
+use crate::algo::output::{tt_budget, vv_budget, Anatomy, Group, Rule, Slot};
 use crate::forest::Forest;
 
 pub use crate::plan::Variant;
-
-/// (s, m, p): at most a share p of a group's trees may hold value `code` of sensitive column
-/// `column` of family table `table` m times or more (Def. 18-19).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
-    /// The declared rule it comes from (its index in the model's rules).
-    pub declared: usize,
-    pub table: usize,
-    pub column: usize,
-    pub code: u32,
-    pub m: u32,
-    pub p: Fraction,
-}
 
 /// What anatomize is asked for.
 #[derive(Debug, Clone)]
@@ -39,31 +26,6 @@ pub struct Config {
     pub rules: Vec<Rule>,
     pub partitions: usize,
     pub variant: Variant,
-}
-
-/// One aligned vertex position of a group: a table, a parent slot, one row per member.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slot {
-    pub table: usize,
-    pub parent: Option<usize>,
-    /// `rows[i]`: member i's row of `table` at this slot.
-    pub rows: Vec<u32>,
-}
-
-/// ℓ entities and their common slot tree (slot 0 is the root; parents come first).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
-    pub members: Vec<u32>,
-    pub slots: Vec<Slot>,
-}
-
-/// The groups, and the entities suppressed whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Anatomy {
-    pub groups: Vec<Group>,
-    pub suppressed: Vec<u32>,
-    /// The partitions used (the one asked for, clamped).
-    pub partitions: usize,
 }
 
 /// A group being built: its slots and the rules' counters.
@@ -631,6 +593,7 @@ mod tests {
     use super::*;
     use crate::algo::kernel::annotate::tests::family;
     use crate::forest::{group_children, TableNodes};
+    use crate::fraction::Fraction;
     use crate::sensitive::SensitiveColumn;
 
     fn sensitive(name: &str, codes: Vec<u32>) -> SensitiveColumn {

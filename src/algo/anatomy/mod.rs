@@ -6,16 +6,16 @@
 //! side; `verify` re-checks them on its own.
 
 pub mod anatomize;
-pub mod thresholds;
 
 use crate::algo::options::{Default, Kind, OptionSpec};
 use crate::algo::output::Anatomization;
+use crate::algo::output::Rule;
 use crate::algo::{Options, Output, Spec};
 use crate::forest::Forest;
 use crate::plan::{AnatomyRule, Model};
 use crate::policy::RuleValue;
 use crate::progress::Progress;
-use anatomize::{anatomize, Config, Rule};
+use anatomize::{anatomize, Config};
 
 pub static ANATOMY: Spec = Spec::plain("anatomy", OPTIONS, serves, run);
 
@@ -128,9 +128,11 @@ fn feasible(
                 .iter()
                 .filter(|r| r.table == t && r.column == c && r.m == 1)
                 .filter(|r| match variant {
-                    crate::plan::Variant::TreeTree => thresholds::tt_budget(r.p, l as u32) == 0,
+                    crate::plan::Variant::TreeTree => {
+                        crate::algo::output::tt_budget(r.p, l as u32) == 0
+                    }
                     crate::plan::Variant::VertexVertex => {
-                        thresholds::vv_budget(r.p, r.m, l as u32) == Some(0)
+                        crate::algo::output::vv_budget(r.p, r.m, l as u32) == Some(0)
                     }
                 })
                 .collect();

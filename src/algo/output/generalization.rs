@@ -1,29 +1,10 @@
-//! What an algorithm hands to the release, `utility` and `report`: an [`Output`]. A
-//! generalizing algorithm's is a [`Generalization`]: per source row, whether it is published
-//! and the generalized QI codes it carries. Clustering algorithms produce it by copying each
-//! EC's representative onto its members (001 Alg. 2 line 21); the single-table baselines write
-//! it row by row. Anatomy's is an [`Anatomization`]: groups on slot trees, QI values exact,
-//! which `release` lays out as a QI side and an SA side.
-//!
-//! Column fragments (004: several fragments, each generalized) will join as a variant of
-//! [`Output`]; the readers match on it, so the compiler lists each one that must learn the
-//! new kind. `verify` never sees an `Output`: it checks the declared model on the release.
+//! A generalizing algorithm's [`Generalization`]: per source row, whether it is published
+//! and the generalized QI codes it carries, made from a clustering (001 Alg. 2 line 21) or
+//! row by row.
 
-use crate::algo::kernel::tree::Clustering;
-use crate::algo::kernel::tree::Rep;
+use super::NO_GROUP;
+use crate::algo::kernel::tree::{Clustering, Rep};
 use crate::forest::Forest;
-
-/// What an algorithm produced.
-#[derive(Debug, Clone)]
-pub enum Output {
-    /// Rows kept or suppressed, kept rows with generalized QI codes.
-    Generalized(Generalization),
-    /// Groups of entities on slot trees, QI values exact (000 Ch. 3).
-    Anatomized(Anatomization),
-}
-
-/// `Generalization::groups` of a row no representative vertex stands for.
-pub const NO_GROUP: u32 = u32::MAX;
 
 /// The outcome of an algorithm, one entry per source row of every family table.
 #[derive(Debug, Clone)]
@@ -121,78 +102,5 @@ impl Generalization {
         self.kept
             .first()
             .map_or(0, |k| k.iter().filter(|&&kept| !kept).count())
-    }
-}
-
-/// An anatomy (000 Ch. 3) as the release, `utility` and `report` read it: the groups with
-/// their slot trees, the variant, and which source rows are published.
-#[derive(Debug, Clone)]
-pub struct Anatomization {
-    pub anatomy: crate::algo::anatomy::anatomize::Anatomy,
-    pub variant: crate::plan::Variant,
-    /// `kept[t][row]`: the row sits at a slot of its entity's group.
-    pub kept: Vec<Vec<bool>>,
-    /// `slot_of[t][row]`: the index of the row's slot among all groups' slots (group by
-    /// group, each group's slots in order), [`NO_GROUP`] for a suppressed row.
-    pub slot_of: Vec<Vec<u32>>,
-    /// `group_of[entity]`: the entity's group, [`NO_GROUP`] if suppressed.
-    pub group_of: Vec<u32>,
-    /// The rules as the algorithm applied them: one per value of a declared rule.
-    pub rules: Vec<crate::algo::anatomy::anatomize::Rule>,
-}
-
-impl Anatomization {
-    pub fn new(
-        forest: &Forest,
-        anatomy: crate::algo::anatomy::anatomize::Anatomy,
-        variant: crate::plan::Variant,
-    ) -> Anatomization {
-        let mut kept: Vec<Vec<bool>> = forest
-            .tables
-            .iter()
-            .map(|t| vec![false; t.rows()])
-            .collect();
-        let mut slot_of: Vec<Vec<u32>> = forest
-            .tables
-            .iter()
-            .map(|t| vec![NO_GROUP; t.rows()])
-            .collect();
-        let mut group_of = vec![NO_GROUP; forest.entities()];
-        let mut next = 0u32;
-        for (g, group) in anatomy.groups.iter().enumerate() {
-            for &m in &group.members {
-                group_of[m as usize] = g as u32;
-            }
-            for slot in &group.slots {
-                for &row in &slot.rows {
-                    kept[slot.table][row as usize] = true;
-                    slot_of[slot.table][row as usize] = next;
-                }
-                next += 1;
-            }
-        }
-        Anatomization {
-            anatomy,
-            variant,
-            kept,
-            slot_of,
-            group_of,
-            rules: Vec::new(),
-        }
-    }
-
-    /// Every slot of every group, in `slot_of`'s numbering.
-    pub fn slots(&self) -> usize {
-        self.anatomy.groups.iter().map(|g| g.slots.len()).sum()
-    }
-}
-
-impl Output {
-    /// Which source rows are published, whatever the kind.
-    pub fn kept(&self) -> &[Vec<bool>] {
-        match self {
-            Output::Generalized(g) => &g.kept,
-            Output::Anatomized(a) => &a.kept,
-        }
     }
 }
