@@ -10,5 +10,6 @@ pub mod lattice;
 pub mod lca_loss;
 pub mod pairwise;
 pub mod partial;
+pub mod search;
 pub mod shape;
 pub mod tree;
