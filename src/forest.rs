@@ -19,13 +19,14 @@ use arrow::array::BooleanArray;
 use arrow::array::{Array, ArrayRef, UInt32Array};
 use arrow::compute::filter_record_batch;
 use arrow::record_batch::RecordBatch;
-use datafusion::datasource::MemTable;
 use rayon::prelude::*;
 
 use crate::hierarchy::{Built, Hierarchy, HierarchyError};
 use crate::plan::{ColumnRole, FamilyTable, OrphanPolicy, Plan};
 use crate::sensitive::{self, SensitiveColumn, SensitiveError};
-use crate::warehouse::{numeric_value, render_value, Warehouse, WarehouseError};
+use crate::warehouse::{
+    numeric_value, quote_ident as quote, render_value, Temporary, Warehouse, WarehouseError,
+};
 
 /// Column the load queries add for a row's position in its table.
 const ROW: &str = "__relanon_row";
@@ -256,10 +257,6 @@ impl Forest {
     }
 }
 
-fn quote(id: &str) -> String {
-    format!("\"{}\"", id.replace('"', "\"\""))
-}
-
 fn cols(cols: &[String], prefix: &str) -> String {
     cols.iter()
         .map(|c| format!("{prefix}{}", quote(c)))
@@ -321,6 +318,9 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     // Per table, the rendered keys of the source rows left out and why: their children are
     // left out for the same reason.
     let mut left_out: Vec<HashMap<Vec<String>, LeftOut>> = vec![HashMap::new(); plan.tables.len()];
+    // The key tables children are joined with; dropped (deregistered) when the load ends,
+    // also when it fails.
+    let mut key_tables: Vec<Temporary<'_>> = Vec::new();
     for (ti, ft) in plan.tables.iter().enumerate() {
         check_key(wh, &ft.name, &ft.primary_key).await?;
         let mut batch = scan(wh, plan, ti).await?;
@@ -330,7 +330,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             None => (vec![u32::MAX; batch.num_rows()], 0, 0),
         };
         if !ft.children.is_empty() {
-            register_keys(wh, ti, &batch, &ft.primary_key)?;
+            key_tables.push(register_keys(wh, ti, &batch, &ft.primary_key)?);
         }
         for r in &ft.redundant {
             check_second_path(plan, &tables, ti, r, &batch, &parent)?;
@@ -368,7 +368,6 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             tables[ti].children.push(children);
         }
     }
-    cleanup(wh, plan);
     Ok(Forest { tables })
 }
 
@@ -640,12 +639,12 @@ fn key_table(ti: usize) -> String {
 
 /// Orphans of a dropped orphan are orphans too; that is why a table's key table holds only
 /// the rows that survived.
-fn register_keys(
-    wh: &Warehouse,
+fn register_keys<'w>(
+    wh: &'w Warehouse,
     ti: usize,
     batch: &RecordBatch,
     pk: &[String],
-) -> Result<(), ForestError> {
+) -> Result<Temporary<'w>, ForestError> {
     let mut columns: Vec<ArrayRef> = Vec::new();
     let mut fields = Vec::new();
     for c in pk {
@@ -664,22 +663,10 @@ fn register_keys(
         false,
     ));
     let schema = Arc::new(arrow::datatypes::Schema::new(fields));
-    let keys = RecordBatch::try_new(schema.clone(), columns)
-        .map_err(|e| ForestError::Internal(e.to_string()))?;
-    let table = MemTable::try_new(schema, vec![vec![keys]])
-        .map_err(|e| ForestError::Internal(e.to_string()))?;
-    let name = key_table(ti);
-    let _ = wh.context().deregister_table(name.as_str());
-    wh.context()
-        .register_table(name.as_str(), Arc::new(table))
-        .map_err(|e| ForestError::Internal(e.to_string()))?;
-    Ok(())
-}
-
-fn cleanup(wh: &Warehouse, plan: &Plan) {
-    for ti in 0..plan.tables.len() {
-        let _ = wh.context().deregister_table(key_table(ti).as_str());
-    }
+    let keys =
+        RecordBatch::try_new(schema, columns).map_err(|e| ForestError::Internal(e.to_string()))?;
+    wh.temporary(&key_table(ti), keys)
+        .map_err(|e| ForestError::Internal(e.to_string()))
 }
 
 /// Duplicate or NULL primary keys make "one true join path" impossible: refuse them.

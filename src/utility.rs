@@ -26,9 +26,7 @@ use arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use datafusion::datasource::MemTable;
 use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
-use datafusion::prelude::SessionContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -37,7 +35,7 @@ use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
 use crate::plan::{ColumnRole, Plan};
 use crate::release::Materialized;
-use crate::warehouse::{quote_ident, render_value};
+use crate::warehouse::{quote_ident, render_value, Scratch};
 
 #[derive(Debug, thiserror::Error)]
 #[error("utility queries: {0}")]
@@ -317,10 +315,10 @@ async fn query_accuracy(
             counting_sql(plan, forest, table, &mine, &mut udfs);
         for (name, w) in weights {
             let udf = under_udf(&name, w);
-            source.register_udf(udf.clone());
-            release.register_udf(udf);
+            source.add_function(udf.clone());
+            release.add_function(udf);
         }
-        let side = |ctx: &SessionContext, sql: String| {
+        let side = |ctx: &Scratch, sql: String| {
             let ctx = ctx.clone();
             tokio::spawn(async move { sums(&ctx, &sql).await })
         };
@@ -487,17 +485,12 @@ fn entry_name(plan: &Plan, ti: usize) -> String {
 /// A context whose plans run on one partition: a SUM then adds its rows in one order
 /// whatever the thread count, so the report's accuracies are the same to the last bit. The
 /// SELECTs run side by side as tasks instead.
-fn context() -> SessionContext {
-    crate::warehouse::session(1)
+fn context() -> Scratch {
+    Scratch::new(1)
 }
 
-fn register(ctx: &SessionContext, name: &str, batch: RecordBatch) -> Result<(), UtilityError> {
-    let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(fail)?;
-    // A bare reference: the name is the table's, not SQL to parse (`Order Details`,
-    // `Customers` keep their spaces and case; the queries quote them).
-    let name = datafusion::common::TableReference::bare(name.to_string());
-    ctx.register_table(name, Arc::new(table)).map_err(fail)?;
-    Ok(())
+fn register(ctx: &Scratch, name: &str, batch: RecordBatch) -> Result<(), UtilityError> {
+    ctx.add(name, batch).map_err(fail)
 }
 
 /// The hidden column holding the hierarchy node of QI `q`'s cell.
@@ -731,14 +724,8 @@ fn overlap(h: &Hierarchy, g: u32, node: u32) -> f64 {
 }
 
 /// The one row of a SUM query as numbers.
-async fn sums(ctx: &SessionContext, sql: &str) -> Result<Vec<f64>, UtilityError> {
-    let batches = ctx
-        .sql(sql)
-        .await
-        .map_err(fail)?
-        .collect()
-        .await
-        .map_err(fail)?;
+async fn sums(ctx: &Scratch, sql: &str) -> Result<Vec<f64>, UtilityError> {
+    let batches = ctx.sql(sql).await.map_err(fail)?;
     let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
         return Ok(Vec::new());
     };

@@ -27,14 +27,12 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
-use datafusion::common::TableReference;
-use datafusion::datasource::MemTable;
 
 use super::fact::{Component, Fact, FactError};
 use crate::hierarchy::{Hierarchy, HierarchyError};
 use crate::plan::HierarchyDef;
 use crate::warehouse::{
-    numeric_value, one_line, quote_ident, render_value, Warehouse, WarehouseError,
+    numeric_value, one_line, quote_ident, render_value, Scratch, Warehouse, WarehouseError,
 };
 
 /// The most leaf combinations one component of a fact is evaluated over. A component couples
@@ -303,17 +301,14 @@ pub(super) async fn evaluate<'a>(
     arrays.push(Arc::new((0..size as u64).collect::<UInt64Array>()));
     let batch =
         RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| eval(&e))?;
-    let ctx = crate::warehouse::session(rayon::current_num_threads());
-    let provider = MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(|e| eval(&e))?;
-    ctx.register_table(TableReference::bare(table), Arc::new(provider))
-        .map_err(|e| eval(&e))?;
+    let scratch = Scratch::new(rayon::current_num_threads());
+    scratch.add(table, batch).map_err(|e| eval(&e))?;
     let query = format!(
         "SELECT {} FROM {} WHERE {sql}",
         quote_ident(INDEX),
         quote_ident(table)
     );
-    let df = ctx.sql(&query).await.map_err(|e| eval(&e))?;
-    let found = df.collect().await.map_err(|e| eval(&e))?;
+    let found = scratch.sql(&query).await.map_err(|e| eval(&e))?;
     let mut holds = vec![false; size];
     let mut count = 0;
     for b in &found {

@@ -24,11 +24,13 @@ mod files;
 mod functions;
 mod paths;
 mod render;
+mod scratch;
 mod sqlite;
 pub mod staging;
 mod write;
 
 pub use render::{numeric_value, render_value};
+pub use scratch::{Scratch, Temporary};
 pub use write::{write_staged, ReleaseSet, ReleaseTable, Staged, TargetKind};
 
 /// What went wrong reading or writing a warehouse. Every message is one line and says what
