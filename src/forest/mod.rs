@@ -12,6 +12,8 @@
 //! parent chain is refused. A key-less entity table keeps the source's row order. A table's
 //! QI and sensitive columns are interned one column a task on every thread.
 
+mod views;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
