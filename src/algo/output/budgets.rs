@@ -9,7 +9,8 @@
 //!   that probability never falls as η grows, so the rule is η ≤ η_max, the largest η with
 //!   Σ_{j<m} C(η, j)·(ℓ−1)^(η−j)·den(p) ≥ (den(p) − num(p))·ℓ^η.
 
-use std::cmp::Ordering;
+use num_bigint::BigUint;
+use num_traits::Pow;
 
 pub use crate::fraction::Fraction;
 
@@ -35,117 +36,18 @@ pub fn vv_budget(p: Fraction, m: u32, l: u32) -> Option<u64> {
 /// Whether Pr[Binomial(η, 1/ℓ) ≥ m] ≤ p, exactly.
 fn holds(p: Fraction, m: u32, l: u32, eta: u64) -> bool {
     // Σ_{j<m} C(η, j)·(ℓ−1)^(η−j), the count of outcomes with fewer than m hits.
-    let mut below = Big::from(0);
-    let mut choose = Big::from(1);
+    let mut below = BigUint::from(0u32);
+    let mut choose = BigUint::from(1u32);
     for j in 0..(m as u64).min(eta + 1) {
         if j > 0 {
-            choose = choose.mul_small(eta - j + 1).div_small(j);
+            // Exact: the running product is C(η, j−1)·(η−j+1), a multiple of j.
+            choose = choose * (eta - j + 1) / j;
         }
-        below = below.add(&choose.mul(&Big::pow(l as u64 - 1, eta - j)));
+        below += &choose * Pow::pow(BigUint::from(l as u64 - 1), eta - j);
     }
-    let left = below.mul_small(p.den);
-    let right = Big::pow(l as u64, eta).mul_small(p.den - p.num);
-    left.cmp(&right) != Ordering::Less
-}
-
-/// A non-negative integer of any size (little-endian base-2^32 limbs), for the few exact
-/// comparisons the v-v budget needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Big(Vec<u32>);
-
-impl Big {
-    fn from(v: u64) -> Big {
-        let mut b = Big(vec![v as u32, (v >> 32) as u32]);
-        b.trim();
-        b
-    }
-
-    fn trim(&mut self) {
-        while self.0.last() == Some(&0) {
-            self.0.pop();
-        }
-    }
-
-    fn pow(base: u64, exp: u64) -> Big {
-        let mut out = Big::from(1);
-        for _ in 0..exp {
-            out = out.mul_small(base);
-        }
-        out
-    }
-
-    fn mul_small(&self, k: u64) -> Big {
-        self.mul(&Big::from(k))
-    }
-
-    fn mul(&self, other: &Big) -> Big {
-        let mut out = vec![0u64; self.0.len() + other.0.len() + 1];
-        for (i, &a) in self.0.iter().enumerate() {
-            let mut carry = 0u64;
-            for (j, &b) in other.0.iter().enumerate() {
-                let t = out[i + j] + a as u64 * b as u64 + carry;
-                out[i + j] = t & 0xffff_ffff;
-                carry = t >> 32;
-            }
-            let mut k = i + other.0.len();
-            while carry > 0 {
-                let t = out[k] + carry;
-                out[k] = t & 0xffff_ffff;
-                carry = t >> 32;
-                k += 1;
-            }
-        }
-        let mut b = Big(out.into_iter().map(|x| x as u32).collect());
-        b.trim();
-        b
-    }
-
-    fn add(&self, other: &Big) -> Big {
-        let n = self.0.len().max(other.0.len());
-        let mut out = Vec::with_capacity(n + 1);
-        let mut carry = 0u64;
-        for i in 0..n {
-            let t =
-                *self.0.get(i).unwrap_or(&0) as u64 + *other.0.get(i).unwrap_or(&0) as u64 + carry;
-            out.push(t as u32);
-            carry = t >> 32;
-        }
-        if carry > 0 {
-            out.push(carry as u32);
-        }
-        let mut b = Big(out);
-        b.trim();
-        b
-    }
-
-    /// Exact division by a small divisor (the binomial's running product always divides).
-    fn div_small(&self, d: u64) -> Big {
-        let mut out = vec![0u32; self.0.len()];
-        let mut rem = 0u128;
-        for i in (0..self.0.len()).rev() {
-            let cur = (rem << 32) | self.0[i] as u128;
-            out[i] = (cur / d as u128) as u32;
-            rem = cur % d as u128;
-        }
-        let mut b = Big(out);
-        b.trim();
-        b
-    }
-}
-
-impl PartialOrd for Big {
-    fn partial_cmp(&self, other: &Big) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Big {
-    fn cmp(&self, other: &Big) -> Ordering {
-        self.0
-            .len()
-            .cmp(&other.0.len())
-            .then_with(|| self.0.iter().rev().cmp(other.0.iter().rev()))
-    }
+    let left = below * p.den;
+    let right = Pow::pow(BigUint::from(l as u64), eta) * (p.den - p.num);
+    left >= right
 }
 
 #[cfg(test)]

@@ -7,133 +7,28 @@
 //!
 //! (Pr[X < m] >= 1 - p with both sides times l^eta den(p)). Floating point cannot decide the
 //! boundary cases the thesis itself uses (Fig. 3.4's 3/4 >= 3/4), and l^eta outgrows any
-//! machine integer for a few dozen slots, so the sides are computed in this module's own
-//! unbounded integers. It is written apart from the anonymizer's budgets on purpose: a bug in
-//! one must not be repeated in the other.
+//! machine integer for a few dozen slots, so the sides are computed in unbounded integers
+//! (num-bigint's). The arithmetic of the guarantee is written apart from the anonymizer's
+//! budgets on purpose: a bug in one must not be repeated in the other.
 
-use std::cmp::Ordering;
+use num_bigint::BigUint;
+use num_traits::{Pow, ToPrimitive};
 
 use crate::fraction::Fraction;
 
-/// An unsigned integer of any size: little-endian 64-bit limbs, no zero limb on top.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Big(Vec<u64>);
-
-impl Big {
-    fn new(n: u64) -> Big {
-        let mut b = Big(vec![n]);
-        b.trim();
-        b
-    }
-
-    fn trim(&mut self) {
-        while self.0.last() == Some(&0) {
-            self.0.pop();
-        }
-    }
-
-    fn mul(&mut self, k: u64) {
-        let mut carry: u128 = 0;
-        for limb in &mut self.0 {
-            let v = u128::from(*limb) * u128::from(k) + carry;
-            *limb = v as u64;
-            carry = v >> 64;
-        }
-        if carry > 0 {
-            self.0.push(carry as u64);
-        }
-        self.trim();
-    }
-
-    /// Divides by `k`, which the callers know divides exactly.
-    fn div(&mut self, k: u64) {
-        let mut rem: u128 = 0;
-        for limb in self.0.iter_mut().rev() {
-            let v = (rem << 64) | u128::from(*limb);
-            *limb = (v / u128::from(k)) as u64;
-            rem = v % u128::from(k);
-        }
-        self.trim();
-    }
-
-    fn add(&mut self, other: &Big) {
-        if self.0.len() < other.0.len() {
-            self.0.resize(other.0.len(), 0);
-        }
-        let mut carry = false;
-        for (i, limb) in self.0.iter_mut().enumerate() {
-            let (v, c1) = limb.overflowing_add(other.0.get(i).copied().unwrap_or(0));
-            let (v, c2) = v.overflowing_add(u64::from(carry));
-            *limb = v;
-            carry = c1 || c2;
-        }
-        if carry {
-            self.0.push(1);
-        }
-    }
-
-    /// `self - other`, for `self >= other`.
-    fn sub(&mut self, other: &Big) {
-        let mut borrow = false;
-        for (i, limb) in self.0.iter_mut().enumerate() {
-            let (v, b1) = limb.overflowing_sub(other.0.get(i).copied().unwrap_or(0));
-            let (v, b2) = v.overflowing_sub(u64::from(borrow));
-            *limb = v;
-            borrow = b1 || b2;
-        }
-        self.trim();
-    }
-
-    fn pow(base: u64, exp: u64) -> Big {
-        let mut b = Big::new(1);
-        for _ in 0..exp {
-            b.mul(base);
-        }
-        b
-    }
-
-    /// (mantissa, binary exponent) with the value about mantissa * 2^exponent, for display.
-    fn approx(&self) -> (f64, i64) {
-        let n = self.0.len();
-        let top = |i: usize| self.0.get(i).map_or(0.0, |&v| v as f64);
-        match n {
-            0 => (0.0, 0),
-            1 => (top(0), 0),
-            _ => (top(n - 1) * 2f64.powi(64) + top(n - 2), 64 * (n as i64 - 2)),
-        }
-    }
-}
-
-impl PartialOrd for Big {
-    fn partial_cmp(&self, other: &Big) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Big {
-    fn cmp(&self, other: &Big) -> Ordering {
-        self.0
-            .len()
-            .cmp(&other.0.len())
-            .then_with(|| self.0.iter().rev().cmp(other.0.iter().rev()))
-    }
-}
-
 /// `sum_{j < m} C(eta, j) (l-1)^(eta-j)`, which is `l^eta * Pr[Bin(eta, 1/l) < m]`, for
 /// `l >= 2`.
-fn below(eta: u64, l: u64, m: u64) -> Big {
-    let mut sum = Big::new(0);
+fn below(eta: u64, l: u64, m: u64) -> BigUint {
+    let mut sum = BigUint::from(0u32);
     // term_j = C(eta, j) (l-1)^(eta-j); term_{j+1} = term_j (eta-j) / ((j+1)(l-1)), each
     // division exact (the quotients are C(eta, j+1) (l-1)^(eta-j) and the next term).
-    let mut term = Big::pow(l - 1, eta);
+    let mut term: BigUint = Pow::pow(BigUint::from(l - 1), eta);
     for j in 0..m.min(eta + 1) {
-        sum.add(&term);
+        sum += &term;
         if j == eta {
             break;
         }
-        term.mul(eta - j);
-        term.div(j + 1);
-        term.div(l - 1);
+        term = term * (eta - j) / (j + 1) / (l - 1);
     }
     sum
 }
@@ -147,10 +42,8 @@ pub(super) fn within(eta: u64, l: u64, m: u64, p: Fraction) -> bool {
         // Every draw is the value: X = eta >= m surely.
         return p.num >= p.den;
     }
-    let mut lhs = below(eta, l, m);
-    lhs.mul(p.den);
-    let mut rhs = Big::pow(l, eta);
-    rhs.mul(p.den - p.num);
+    let lhs = below(eta, l, m) * p.den;
+    let rhs: BigUint = Pow::pow(BigUint::from(l), eta) * (p.den - p.num);
     lhs >= rhs
 }
 
@@ -162,15 +55,16 @@ pub(super) fn tail(eta: u64, l: u64, m: u64) -> f64 {
     if l < 2 {
         return 1.0;
     }
-    let all = Big::pow(l, eta);
-    let mut above = all.clone();
-    above.sub(&below(eta, l, m));
-    let ((a, ea), (b, eb)) = (above.approx(), all.approx());
+    let all: BigUint = Pow::pow(BigUint::from(l), eta);
+    let above = &all - below(eta, l, m);
+    // Both sides shifted alike so the larger fits a float's range with bits to spare.
+    let shift = all.bits().saturating_sub(512);
+    let ratio = |x: BigUint| (x >> shift).to_f64().unwrap_or(f64::INFINITY);
+    let (a, b) = (ratio(above), ratio(all));
     if b == 0.0 {
         return 0.0;
     }
-    let shift = (ea - eb).clamp(-2000, 2000) as i32;
-    (a / b) * 2f64.powi(shift)
+    a / b
 }
 
 #[cfg(test)]
