@@ -140,40 +140,7 @@ pub fn anatomize(forest: &Forest, config: &Config) -> Anatomy {
 fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
     let l = config.l.max(1);
     let n = forest.entities();
-    let mut on: Vec<Vec<Vec<Vec<usize>>>> = forest
-        .tables
-        .iter()
-        .map(|t| {
-            t.sensitive
-                .iter()
-                .map(|s| vec![Vec::new(); s.labels.len()])
-                .collect()
-        })
-        .collect();
-    for (i, r) in config.rules.iter().enumerate() {
-        if let Some(list) = on
-            .get_mut(r.table)
-            .and_then(|t| t.get_mut(r.column))
-            .and_then(|c| c.get_mut(r.code as usize))
-        {
-            list.push(i);
-        }
-    }
-    let budget = config
-        .rules
-        .iter()
-        .map(|r| match config.variant {
-            Variant::TreeTree => tt_budget(r.p, l as u32) as u64,
-            Variant::VertexVertex => vv_budget(r.p, r.m, l as u32).unwrap_or(u64::MAX),
-        })
-        .collect();
-    let rules = Rules {
-        forest,
-        rules: &config.rules,
-        on,
-        budget,
-        variant: config.variant,
-    };
+    let rules = rules_of(forest, config, l);
     // Lines 3-4 (D7).
     // Rows per table of each entity's tree, and their sum.
     let tables = forest.tables.len();
@@ -185,16 +152,12 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
         .collect();
     let mut order: Vec<u32> = (0..n as u32).collect();
     order.sort_by_key(|&e| (sizes[e as usize], e));
-    let parts_wanted = config.partitions.max(1);
-    let parts = parts_wanted.min((n / l).max(1));
-    let mut partitions: Vec<Vec<u32>> = Vec::with_capacity(parts + 1);
-    let (base, extra) = (n / parts, n % parts);
-    let mut at = 0;
-    for i in 0..parts {
-        let size = base + usize::from(i < extra);
-        partitions.push(order[at..at + size].to_vec());
-        at += size;
-    }
+    let partitions = partition(&order, l, config.partitions);
+    let parts = partitions.len();
+    let trees = Trees {
+        profiles: &profiles,
+        sizes: &sizes,
+    };
     let mut groups = Vec::new();
     let mut suppressed = Vec::new();
     let mut leftover: Vec<u32> = Vec::new();
@@ -223,63 +186,22 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
             }
             // Lines 11-16: the seed.
             let seed = part.remove(0);
-            let Some(mut building) = admit_seed(forest, &rules, seed, l) else {
+            let Some(building) = admit_seed(forest, &rules, seed, l) else {
                 suppressed.push(seed);
                 continue;
             };
-            let mut members = vec![seed];
-            let mut taken: Vec<(usize, u32)> = Vec::new();
-            let mut complete = true;
-            // Lines 17-20.
-            for _ in 1..l {
-                let slots = slot_counts(&building, forest.tables.len());
-                // A merge keeps at most as many slots of a table as both sides have, so its
-                // COST is at least this bound. Candidates are tried by rising bound, so the
-                // search stops at the first bound above the best COST found; the least
-                // (COST, position) wins either way, so the order changes nothing.
-                let mut order: Vec<(u64, usize)> = part
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| {
-                        let bound = if prune {
-                            cost_bound(&slots, profiles[c as usize], building.members)
-                        } else {
-                            0
-                        };
-                        (bound, i)
-                    })
-                    .collect();
-                order.sort_unstable();
-                let best = search(forest, &rules, &building, &part, &sizes, &order);
-                match best {
-                    Some((_, i)) => {
-                        // Line 19: the chosen merge, done again and kept.
-                        let c = part[i];
-                        merge(forest, &rules, &mut building, c, sizes[c as usize])
-                            .expect("the merge succeeded a moment ago on the same group");
-                        building.trail.clear();
-                        members.push(part[i]);
-                        taken.push((i, part.remove(i)));
-                    }
-                    None => {
-                        complete = false;
-                        break;
-                    }
-                }
+            let grow = Grow {
+                forest,
+                rules: &rules,
+                trees: &trees,
+                l,
+                prune,
+            };
+            match grow.complete(building, seed, &mut part) {
+                Some(group) => groups.push(group),
+                None if is_lp => suppressed.push(seed),
+                None => leftover.push(seed),
             }
-            if !complete {
-                // D8: the members merged so far go back where they were.
-                for (i, c) in taken.into_iter().rev() {
-                    part.insert(i, c);
-                }
-                if is_lp {
-                    suppressed.push(seed);
-                } else {
-                    leftover.push(seed);
-                }
-                continue;
-            }
-            groups.push(finish(building, members));
         }
     }
     suppressed.sort_unstable();
@@ -287,6 +209,122 @@ fn anatomize_pruned(forest: &Forest, config: &Config, prune: bool) -> Anatomy {
         groups,
         suppressed,
         partitions: parts,
+    }
+}
+
+/// The rules as anatomize applies them: each rule's budget at the group size ℓ (D3), and
+/// the rules on each (table, column, value).
+fn rules_of<'a>(forest: &'a Forest, config: &'a Config, l: usize) -> Rules<'a> {
+    let mut on: Vec<Vec<Vec<Vec<usize>>>> = forest
+        .tables
+        .iter()
+        .map(|t| {
+            t.sensitive
+                .iter()
+                .map(|s| vec![Vec::new(); s.labels.len()])
+                .collect()
+        })
+        .collect();
+    for (i, r) in config.rules.iter().enumerate() {
+        if let Some(list) = on
+            .get_mut(r.table)
+            .and_then(|t| t.get_mut(r.column))
+            .and_then(|c| c.get_mut(r.code as usize))
+        {
+            list.push(i);
+        }
+    }
+    let budget = config
+        .rules
+        .iter()
+        .map(|r| match config.variant {
+            Variant::TreeTree => tt_budget(r.p, l as u32) as u64,
+            Variant::VertexVertex => vv_budget(r.p, r.m, l as u32).unwrap_or(u64::MAX),
+        })
+        .collect();
+    Rules {
+        forest,
+        rules: &config.rules,
+        on,
+        budget,
+        variant: config.variant,
+    }
+}
+
+/// Lines 3-4 (D7): the entities in `order` cut into `wanted` contiguous parts of sizes
+/// differing by at most one, clamped so none is smaller than ℓ (one part at least).
+fn partition(order: &[u32], l: usize, wanted: usize) -> Vec<Vec<u32>> {
+    let n = order.len();
+    let parts = wanted.max(1).min((n / l).max(1));
+    let mut partitions: Vec<Vec<u32>> = Vec::with_capacity(parts + 1);
+    let (base, extra) = (n / parts, n % parts);
+    let mut at = 0;
+    for i in 0..parts {
+        let size = base + usize::from(i < extra);
+        partitions.push(order[at..at + size].to_vec());
+        at += size;
+    }
+    partitions
+}
+
+/// Every entity tree's rows per table, and its vertex count.
+struct Trees<'a> {
+    profiles: &'a [&'a [u32]],
+    sizes: &'a [usize],
+}
+
+/// What growing a group from its seed reads.
+struct Grow<'a> {
+    forest: &'a Forest,
+    rules: &'a Rules<'a>,
+    trees: &'a Trees<'a>,
+    l: usize,
+    prune: bool,
+}
+
+impl Grow<'_> {
+    /// Lines 17-20: ℓ − 1 times the candidate of `part` whose merge loses the fewest vertices
+    /// joins the seed's group. When none can (D8), the members merged so far go back where
+    /// they were in `part`, and there is no group.
+    fn complete(&self, mut building: Building, seed: u32, part: &mut Vec<u32>) -> Option<Group> {
+        let (forest, rules) = (self.forest, self.rules);
+        let mut members = vec![seed];
+        let mut taken: Vec<(usize, u32)> = Vec::new();
+        for _ in 1..self.l {
+            let slots = slot_counts(&building, forest.tables.len());
+            // A merge keeps at most as many slots of a table as both sides have, so its
+            // COST is at least this bound. Candidates are tried by rising bound, so the
+            // search stops at the first bound above the best COST found; the least
+            // (COST, position) wins either way, so the order changes nothing.
+            let mut order: Vec<(u64, usize)> = part
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| {
+                    let bound = if self.prune {
+                        cost_bound(&slots, self.trees.profiles[c as usize], building.members)
+                    } else {
+                        0
+                    };
+                    (bound, i)
+                })
+                .collect();
+            order.sort_unstable();
+            let sizes = self.trees.sizes;
+            let Some((_, i)) = search(forest, rules, &building, part, sizes, &order) else {
+                for (i, c) in taken.into_iter().rev() {
+                    part.insert(i, c);
+                }
+                return None;
+            };
+            // Line 19: the chosen merge, done again and kept.
+            let c = part[i];
+            merge(forest, rules, &mut building, c, sizes[c as usize])
+                .expect("the merge succeeded a moment ago on the same group");
+            building.trail.clear();
+            members.push(part[i]);
+            taken.push((i, part.remove(i)));
+        }
+        Some(finish(building, members))
     }
 }
 
