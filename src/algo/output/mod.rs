@@ -5,9 +5,13 @@
 //! it row by row. Anatomy's is an [`Anatomization`]: groups on slot trees, QI values exact,
 //! which `release` lays out as a QI side and an SA side.
 //!
-//! Column fragments (004: several fragments, each generalized) will join as a variant of
-//! [`Output`]; the readers match on it, so the compiler lists each one that must learn the
-//! new kind. `verify` never sees an `Output`: it checks the declared model on the release.
+//! Column fragments (004) join as a variant with their producer: several fragments, each
+//! naming its QI columns per table (the algorithm chooses them, so the release reads the
+//! released columns from the `Output`, not the plan) and carrying a [`Generalization`] of
+//! the forest projected onto them (`Forest::project`). The readers match on [`Output`], so
+//! the compiler lists each one that must learn the new kind (`release::materialize`, which
+//! picks a layout per variant, [`Output::kept`], utility and report). `verify` never sees an
+//! `Output`: it checks the declared model on the release.
 
 mod anatomy;
 mod budgets;
