@@ -422,19 +422,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         "count queries and divergences, source and release",
     );
     let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
-    let anatomy = match &output {
-        crate::algo::Output::Anatomized(a) => {
-            // The release tables that are no family table are the SA side.
-            let sa_tables = materialized
-                .tables
-                .iter()
-                .filter(|t| !plan.tables.iter().any(|f| f.name == t.name))
-                .map(|t| t.name.clone())
-                .collect();
-            report::anatomy_report(&plan, &forest, a, sa_tables)
-        }
-        crate::algo::Output::Generalized(_) => None,
-    };
+    let anatomy = anatomy_report(&plan, &forest, &output, &materialized);
     clock.lap("utility");
     // The forest holds a copy of every family table; verify reads the source and the release
     // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
@@ -487,6 +475,28 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         report_path,
         verdict,
     })
+}
+
+/// The report's anatomy section, for an anatomy: its groups and rules, and the SA side's
+/// tables (the released tables that are no family table).
+fn anatomy_report(
+    plan: &Plan,
+    forest: &forest::Forest,
+    output: &crate::algo::Output,
+    materialized: &release::Materialized,
+) -> Option<report::AnatomyReport> {
+    match output {
+        crate::algo::Output::Anatomized(a) => {
+            let sa_tables = materialized
+                .tables
+                .iter()
+                .filter(|t| !plan.tables.iter().any(|f| f.name == t.name))
+                .map(|t| t.name.clone())
+                .collect();
+            report::anatomy_report(plan, forest, a, sa_tables)
+        }
+        crate::algo::Output::Generalized(_) => None,
+    }
 }
 
 /// The report's timings: each phase from the end of the one before, and the total.
