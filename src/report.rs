@@ -551,6 +551,37 @@ impl Report {
                 }
             );
         }
+        s += &self.anatomy_lines();
+        s += &self.shape_lines();
+        s += &format!(
+            "rows suppressed {:.1}% of the family's rows; LM {:.4} (with suppression {:.4}), DM {}\n",
+            100.0 * self.rows_suppressed_share,
+            self.lm,
+            self.lm_with_suppression,
+            self.dm
+        );
+        let u = &self.utility;
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+        s += &format!(
+            "query accuracy {} over {} queries, KL {}, suppression accuracy {:.1}%\n",
+            pct(u.query_accuracy),
+            u.queries,
+            u.kl_divergence
+                .map_or("-".to_string(), |v| format!("{v:.4}")),
+            u.suppression_accuracy
+        );
+        let phases: Vec<String> = self
+            .timings_ms
+            .iter()
+            .map(|(k, v)| format!("{k} {:.0} ms", v))
+            .collect();
+        s += &format!("time: {}", phases.join(", "));
+        s
+    }
+
+    /// The summary's anatomy lines: the variant and SA side, then each rule's worst group.
+    fn anatomy_lines(&self) -> String {
+        let mut s = String::new();
         if let Some(a) = &self.anatomy {
             s += &format!(
                 "  anatomy {} at l = {}: QI values exact, sensitive values on the SA side ({}), linked to rows only through group and slot\n",
@@ -571,6 +602,13 @@ impl Report {
                 );
             }
         }
+        s
+    }
+
+    /// The summary's lines on what is published as the source holds it, left out, or
+    /// recoded globally.
+    fn shape_lines(&self) -> String {
+        let mut s = String::new();
         for t in self
             .tables
             .iter()
@@ -611,29 +649,6 @@ impl Report {
                 levels.join(", ")
             );
         }
-        s += &format!(
-            "rows suppressed {:.1}% of the family's rows; LM {:.4} (with suppression {:.4}), DM {}\n",
-            100.0 * self.rows_suppressed_share,
-            self.lm,
-            self.lm_with_suppression,
-            self.dm
-        );
-        let u = &self.utility;
-        let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
-        s += &format!(
-            "query accuracy {} over {} queries, KL {}, suppression accuracy {:.1}%\n",
-            pct(u.query_accuracy),
-            u.queries,
-            u.kl_divergence
-                .map_or("-".to_string(), |v| format!("{v:.4}")),
-            u.suppression_accuracy
-        );
-        let phases: Vec<String> = self
-            .timings_ms
-            .iter()
-            .map(|(k, v)| format!("{k} {:.0} ms", v))
-            .collect();
-        s += &format!("time: {}", phases.join(", "));
         s
     }
 }
