@@ -418,12 +418,7 @@ fn sensitive_posteriors(
                 }
             };
             posteriors.extend(posteriors_of(
-                &column,
-                ti,
-                &*mass,
-                family,
-                evidence,
-                candidates,
+                &column, ti, &*mass, family, evidence, candidates,
             ));
         }
     }

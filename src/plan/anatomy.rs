@@ -4,7 +4,7 @@
 //! a sensitive column and no table split in two entries. What needs the data (l above the
 //! entities or the distinct values, a rule no grouping can meet) is the algorithm's to say.
 
-use super::build::{at, PlanError};
+use super::error::{at, PlanError};
 use super::{AnatomyRule, ColumnRole, FamilyTable, Model, Params};
 use crate::fraction::Fraction;
 use crate::policy::Policy;
