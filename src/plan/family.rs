@@ -150,17 +150,10 @@ fn not_snowflake(root: &str, table: &str, fk: &ForeignKey, why: String) -> PlanE
 /// path, or a cycle, is not a snowflake.
 fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanError> {
     let in_family = family_members(wh, root);
-    let into_family = |t: &TableMeta| -> Vec<ForeignKey> {
-        t.foreign_keys
-            .iter()
-            .filter(|fk| fk.ref_table != t.name && in_family.contains(&fk.ref_table))
-            .cloned()
-            .collect()
-    };
     let root_meta = wh
         .table(root)
         .ok_or_else(|| PlanError::Schema(format!("table {root} vanished")))?;
-    if let Some(fk) = into_family(root_meta).first() {
+    if let Some(fk) = into_family(root_meta, &in_family).first() {
         return Err(not_snowflake(
             root,
             root,
@@ -182,32 +175,11 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
         .filter(|t| t.name != root && in_family.contains(&t.name))
         .collect();
     while !pending.is_empty() {
-        let placed = |name: &str| tables.iter().position(|t| t.name == name);
-        let ready: Vec<&TableMeta> = pending
-            .iter()
-            .copied()
-            .filter(|t| {
-                into_family(t)
-                    .iter()
-                    .all(|fk| placed(&fk.ref_table).is_some())
-            })
-            .collect();
-        if ready.is_empty() {
-            let names: Vec<&str> = pending.iter().map(|t| t.name.as_str()).collect();
-            let unplaced = into_family(pending[0])
-                .into_iter()
-                .find(|fk| placed(&fk.ref_table).is_none())
-                .expect("a table not ready references one not placed yet");
-            return Err(not_snowflake(
-                root,
-                names[0],
-                &unplaced,
-                format!("the foreign keys among {} form a cycle", names.join(", ")),
-            ));
-        }
+        let ready = ready_round(&tables, &pending, &in_family, root)?;
         let mut round = Vec::new();
         for t in ready {
-            let (parent, parent_fk, redundant) = choose_parent(&tables, t, into_family(t), root)?;
+            let (parent, parent_fk, redundant) =
+                choose_parent(&tables, t, into_family(t, &in_family), root)?;
             round.push((parent, t, parent_fk, redundant));
         }
         round.sort_by_key(|(parent, t, _, _)| {
@@ -217,53 +189,125 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
             )
         });
         for (pi, t, fk, redundant) in round {
-            let referenced = |fk: &ForeignKey, target: usize| -> Result<Vec<String>, PlanError> {
-                let pk = tables[target].primary_key.clone();
-                let cols = if fk.ref_columns.is_empty() {
-                    pk.clone()
-                } else {
-                    fk.ref_columns.clone()
-                };
-                if cols != pk {
-                    return Err(PlanError::Fk(Box::new(BadFk {
-                        message: format!(
-                        "{}({}) references {}({}), which is not its primary key ({}); reference the primary key",
-                        t.name,
-                        fk.columns.join(", "),
-                        tables[target].name,
-                        cols.join(", "),
-                        pk.join(", ")
-                    ),
-                        why: format!(
-                            "it references {}({}), which is not that table's primary key",
-                            tables[target].name,
-                            cols.join(", ")
-                        ),
-                        table: t.name.clone(),
-                        fk: fk.clone(),
-                    })));
-                }
-                Ok(cols)
-            };
-            let ref_cols = referenced(&fk, pi)?;
-            let mut ft = family_table(wh, &t.name, Some(pi), fk.columns.clone(), ref_cols)?;
-            for (rfk, a) in redundant {
-                let ancestor_key = referenced(&rfk, a)?;
-                ft.redundant.push(RedundantFk {
-                    columns: rfk.columns.clone(),
-                    ancestor: a,
-                    ancestor_key,
-                    released_columns: Vec::new(),
-                    released_ancestor_key: Vec::new(),
-                });
-            }
-            let idx = tables.len();
-            tables.push(ft);
-            tables[pi].children.push(idx);
+            hang(wh, &mut tables, pi, t, fk, redundant)?;
         }
         pending.retain(|t| !tables.iter().any(|f| f.name == t.name));
     }
-    for ft in &tables {
+    refuse_keyless_parents(&tables)?;
+    split_second_paths(wh, &mut tables)?;
+    Ok(tables)
+}
+
+/// A table's foreign keys into the family, self-references left out (they are data).
+fn into_family(t: &TableMeta, in_family: &BTreeSet<String>) -> Vec<ForeignKey> {
+    t.foreign_keys
+        .iter()
+        .filter(|fk| fk.ref_table != t.name && in_family.contains(&fk.ref_table))
+        .cloned()
+        .collect()
+}
+
+/// The pending tables whose every FK into the family names a table already placed. When
+/// none is ready, what is pending references itself round about: a cycle, refused.
+fn ready_round<'w>(
+    tables: &[FamilyTable],
+    pending: &[&'w TableMeta],
+    in_family: &BTreeSet<String>,
+    root: &str,
+) -> Result<Vec<&'w TableMeta>, PlanError> {
+    let placed = |name: &str| tables.iter().position(|t| t.name == name);
+    let ready: Vec<&TableMeta> = pending
+        .iter()
+        .copied()
+        .filter(|t| {
+            into_family(t, in_family)
+                .iter()
+                .all(|fk| placed(&fk.ref_table).is_some())
+        })
+        .collect();
+    if ready.is_empty() {
+        let names: Vec<&str> = pending.iter().map(|t| t.name.as_str()).collect();
+        let unplaced = into_family(pending[0], in_family)
+            .into_iter()
+            .find(|fk| placed(&fk.ref_table).is_none())
+            .expect("a table not ready references one not placed yet");
+        return Err(not_snowflake(
+            root,
+            names[0],
+            &unplaced,
+            format!("the foreign keys among {} form a cycle", names.join(", ")),
+        ));
+    }
+    Ok(ready)
+}
+
+/// Appends table `t` to the plan under its parent `pi`, with its second paths, each FK
+/// checked to reference its target's primary key.
+fn hang(
+    wh: &Warehouse,
+    tables: &mut Vec<FamilyTable>,
+    pi: usize,
+    t: &TableMeta,
+    fk: ForeignKey,
+    redundant: Vec<(ForeignKey, usize)>,
+) -> Result<(), PlanError> {
+    let ref_cols = referenced_key(tables, t, &fk, pi)?;
+    let mut ft = family_table(wh, &t.name, Some(pi), fk.columns.clone(), ref_cols)?;
+    for (rfk, a) in redundant {
+        let ancestor_key = referenced_key(tables, t, &rfk, a)?;
+        ft.redundant.push(RedundantFk {
+            columns: rfk.columns.clone(),
+            ancestor: a,
+            ancestor_key,
+            released_columns: Vec::new(),
+            released_ancestor_key: Vec::new(),
+        });
+    }
+    let idx = tables.len();
+    tables.push(ft);
+    tables[pi].children.push(idx);
+    Ok(())
+}
+
+/// The columns `fk` of `t` references in family table `target` (its primary key when the
+/// FK names none); a reference to other columns is refused, to be set aside.
+fn referenced_key(
+    tables: &[FamilyTable],
+    t: &TableMeta,
+    fk: &ForeignKey,
+    target: usize,
+) -> Result<Vec<String>, PlanError> {
+    let pk = tables[target].primary_key.clone();
+    let cols = if fk.ref_columns.is_empty() {
+        pk.clone()
+    } else {
+        fk.ref_columns.clone()
+    };
+    if cols != pk {
+        return Err(PlanError::Fk(Box::new(BadFk {
+            message: format!(
+                "{}({}) references {}({}), which is not its primary key ({}); reference the primary key",
+                t.name,
+                fk.columns.join(", "),
+                tables[target].name,
+                cols.join(", "),
+                pk.join(", ")
+            ),
+            why: format!(
+                "it references {}({}), which is not that table's primary key",
+                tables[target].name,
+                cols.join(", ")
+            ),
+            table: t.name.clone(),
+            fk: fk.clone(),
+        })));
+    }
+    Ok(cols)
+}
+
+/// A family table with children must have a primary key for their FKs to reference.
+fn refuse_keyless_parents(tables: &[FamilyTable]) -> Result<(), PlanError> {
+    for ft in tables {
         if !ft.children.is_empty() && ft.primary_key.is_empty() {
             return Err(PlanError::Schema(format!(
                 "table {} has child tables but no primary key; add ALTER TABLE {} ADD PRIMARY KEY (<column>)",
@@ -271,8 +315,7 @@ fn discover_family(wh: &Warehouse, root: &str) -> Result<Vec<FamilyTable>, PlanE
             )));
         }
     }
-    split_second_paths(wh, &mut tables)?;
-    Ok(tables)
+    Ok(())
 }
 
 /// Gives each table with a second path a second plan entry for its rows whose FK to the

@@ -13,11 +13,41 @@ use crate::policy::{Policy, Pos, Value};
 use crate::warehouse::Warehouse;
 
 /// Reads the options every algorithm shares; the rest go to the algorithm as written
-/// ([`AlgorithmRequest::options`]), which checks them against its own table.
+/// ([`AlgorithmRequest::options`](super::AlgorithmRequest::options)), which checks them
+/// against its own table.
 pub(super) fn params(
     policy: &Policy,
     entity: &crate::policy::EntityDecl,
 ) -> Result<Params, PlanError> {
+    let an = anonymize_of(policy, entity)?;
+    let mut p = Params::defaults(Model::KAnonymity { k: 0 });
+    p.algorithm.pos = an.pos;
+    let mut asked = ModelOptions::default();
+    let settings = policy.settings.iter().map(|s| {
+        (
+            s.name.to_ascii_lowercase(),
+            Value::Text(s.value.clone()),
+            s.pos,
+        )
+    });
+    let options = an
+        .options
+        .iter()
+        .map(|(n, o)| (n.clone(), o.value.clone(), o.pos));
+    for (name, value, pos) in settings.chain(options) {
+        if !read_model_option(&mut asked, &name, &value, pos)? {
+            read_run_option(&mut p, name, value, pos)?;
+        }
+    }
+    p.model = resolve_model(an.pos, &entity.name, asked)?;
+    Ok(p)
+}
+
+/// The `ANONYMIZE` declaration, which must name the declared entity.
+fn anonymize_of<'p>(
+    policy: &'p Policy,
+    entity: &crate::policy::EntityDecl,
+) -> Result<&'p crate::policy::AnonymizeDecl, PlanError> {
     let an = policy.anonymize.as_ref().ok_or_else(|| {
         PlanError::Schema(format!(
             "no privacy policy; add ANONYMIZE {} WITH (k = 5)",
@@ -33,83 +63,98 @@ pub(super) fn params(
             ),
         ));
     }
-    let mut p = Params::defaults(Model::KAnonymity { k: 0 });
-    p.algorithm.pos = an.pos;
-    let (mut k, mut l, mut model, mut diversity, mut variant) = (None, None, None, None, None);
-    let text = |v: &Value| match v {
+    Ok(an)
+}
+
+/// The model's options as written, with where: they are checked against each other only
+/// once all are read ([`resolve_model`]), since any may come first.
+#[derive(Default)]
+struct ModelOptions {
+    model: Option<Asked>,
+    k: Option<(usize, Pos)>,
+    l: Option<(usize, Pos)>,
+    diversity: Option<(Diversity, Pos)>,
+    variant: Option<(Variant, Pos)>,
+}
+
+/// An option's value as a lower-case word (a number as written).
+fn text(v: &Value) -> String {
+    match v {
         Value::Text(s) => s.to_ascii_lowercase(),
         Value::Number(n) => n.to_string(),
-    };
-    let settings = policy.settings.iter().map(|s| {
-        (
-            s.name.to_ascii_lowercase(),
-            Value::Text(s.value.clone()),
-            s.pos,
-        )
-    });
-    let options = an
-        .options
-        .iter()
-        .map(|(n, o)| (n.clone(), o.value.clone(), o.pos));
-    for (name, value, pos) in settings.chain(options) {
-        let number = |min: f64, max: f64| match value {
-            Value::Number(n) if n >= min && n <= max => Ok(n),
-            _ => Err(at(
-                pos,
-                format!("{name} must be a number between {min} and {max}, found {value}"),
-            )),
-        };
-        let whole = |n: f64| {
-            if n.fract() == 0.0 {
-                Ok(n)
-            } else {
-                Err(at(pos, format!("{name} must be a whole number, found {n}")))
-            }
-        };
-        match name.as_str() {
-            "model" => {
-                model = Some(match text(&value).as_str() {
-                    "k-anonymity" => Asked::K,
-                    "l-diversity" => Asked::L,
-                    "anatomy" => Asked::Anatomy,
+    }
+}
+
+/// Option `name`'s value when it is a number in `[min, max]`.
+fn number(name: &str, value: &Value, pos: Pos, min: f64, max: f64) -> Result<f64, PlanError> {
+    match value {
+        Value::Number(n) if *n >= min && *n <= max => Ok(*n),
+        _ => Err(at(
+            pos,
+            format!("{name} must be a number between {min} and {max}, found {value}"),
+        )),
+    }
+}
+
+/// `n` when it is whole (option `name` counts something).
+fn whole(name: &str, pos: Pos, n: f64) -> Result<f64, PlanError> {
+    if n.fract() == 0.0 {
+        Ok(n)
+    } else {
+        Err(at(pos, format!("{name} must be a whole number, found {n}")))
+    }
+}
+
+/// Reads `name` into `asked` when it is one of the model's options (`model`, `variant`, `k`,
+/// `l`, `diversity`); returns whether it was.
+fn read_model_option(
+    asked: &mut ModelOptions,
+    name: &str,
+    value: &Value,
+    pos: Pos,
+) -> Result<bool, PlanError> {
+    match name {
+        "model" => {
+            asked.model = Some(match text(value).as_str() {
+                "k-anonymity" => Asked::K,
+                "l-diversity" => Asked::L,
+                "anatomy" => Asked::Anatomy,
+                other => {
+                    return Err(at(
+                        pos,
+                        format!(
+                            "unknown model '{other}'; use model = 'k-anonymity', 'l-diversity' or 'anatomy'"
+                        ),
+                    ))
+                }
+            })
+        }
+        "variant" => {
+            asked.variant = Some((
+                match text(value).as_str() {
+                    "t-t" => Variant::TreeTree,
+                    "v-v" => Variant::VertexVertex,
                     other => {
                         return Err(at(
                             pos,
-                            format!(
-                            "unknown model '{other}'; use model = 'k-anonymity', 'l-diversity' or 'anatomy'"
-                        ),
+                            format!("variant must be 't-t' (a person's QI-tree from their SA-tree) or 'v-v' (each vertex from its sensitive values), found '{other}'"),
                         ))
                     }
-                })
+                },
+                pos,
+            ))
+        }
+        "k" | "l" => {
+            let n = whole(name, pos, number(name, value, pos, 1.0, 1e9)?)?;
+            if name == "k" {
+                asked.k = Some((n as usize, pos));
+            } else {
+                asked.l = Some((n as usize, pos));
             }
-            "variant" => {
-                variant = Some((
-                    match text(&value).as_str() {
-                        "t-t" => Variant::TreeTree,
-                        "v-v" => Variant::VertexVertex,
-                        other => {
-                            return Err(at(
-                                pos,
-                                format!("variant must be 't-t' (a person's QI-tree from their SA-tree) or 'v-v' (each vertex from its sensitive values), found '{other}'"),
-                            ))
-                        }
-                    },
-                    pos,
-                ))
-            }
-            "k" | "l" => {
-                let n = number(1.0, 1e9)?;
-                if n.fract() != 0.0 {
-                    return Err(at(pos, format!("{name} must be a whole number, found {n}")));
-                }
-                if name == "k" {
-                    k = Some((n as usize, pos));
-                } else {
-                    l = Some((n as usize, pos));
-                }
-            }
-            "diversity" => {
-                diversity = Some((match text(&value).as_str() {
+        }
+        "diversity" => {
+            asked.diversity = Some((
+                match text(value).as_str() {
                     "probabilistic" => Diversity::Probabilistic,
                     "distinct" => Diversity::Distinct,
                     other => {
@@ -120,71 +165,89 @@ pub(super) fn params(
                             ),
                         ))
                     }
-                }, pos))
-            }
-            "algorithm" => p.algorithm.name = Some((text(&value), pos)),
-            "queries" => p.queries = whole(number(0.0, 1e6)?)? as usize,
-            "query_seed" => p.query_seed = whole(number(0.0, 9.0e15)?)? as u64,
-            "seed" => p.seed = Some(whole(number(0.0, 9.0e15)?)? as u64),
-            "keys" => {
-                p.keys = match text(&value).as_str() {
-                    "preserve" => KeyPolicy::Preserve,
-                    "pseudonymize" => KeyPolicy::Pseudonymize,
-                    other => {
-                        return Err(at(
-                            pos,
-                            format!("keys must be 'pseudonymize' or 'preserve', found '{other}'"),
-                        ))
-                    }
-                }
-            }
-            "orphans" => {
-                p.orphans = match text(&value).as_str() {
-                    "drop" => OrphanPolicy::Drop,
-                    "refuse" => OrphanPolicy::Refuse,
-                    other => {
-                        return Err(at(
-                            pos,
-                            format!("orphans must be 'refuse' or 'drop', found '{other}'"),
-                        ))
-                    }
-                }
-            }
-            _ => p.algorithm.options.push(RawOption { name, value, pos }),
+                },
+                pos,
+            ))
         }
+        _ => return Ok(false),
     }
-    if model == Some(Asked::Anatomy) {
-        let (l, _) = l.ok_or_else(|| {
-            at(an.pos, format!("anatomy needs l; write ANONYMIZE {} WITH (model = 'anatomy', l = 3, variant = 't-t')", entity.name))
+    Ok(true)
+}
+
+/// Reads one of the run's options (algorithm, queries, seeds, keys, orphans) into `p`; any
+/// other option is the algorithm's, kept as written.
+fn read_run_option(p: &mut Params, name: String, value: Value, pos: Pos) -> Result<(), PlanError> {
+    match name.as_str() {
+        "algorithm" => p.algorithm.name = Some((text(&value), pos)),
+        "queries" => p.queries = whole(&name, pos, number(&name, &value, pos, 0.0, 1e6)?)? as usize,
+        "query_seed" => {
+            p.query_seed = whole(&name, pos, number(&name, &value, pos, 0.0, 9.0e15)?)? as u64
+        }
+        "seed" => {
+            p.seed = Some(whole(&name, pos, number(&name, &value, pos, 0.0, 9.0e15)?)? as u64)
+        }
+        "keys" => {
+            p.keys = match text(&value).as_str() {
+                "preserve" => KeyPolicy::Preserve,
+                "pseudonymize" => KeyPolicy::Pseudonymize,
+                other => {
+                    return Err(at(
+                        pos,
+                        format!("keys must be 'pseudonymize' or 'preserve', found '{other}'"),
+                    ))
+                }
+            }
+        }
+        "orphans" => {
+            p.orphans = match text(&value).as_str() {
+                "drop" => OrphanPolicy::Drop,
+                "refuse" => OrphanPolicy::Refuse,
+                other => {
+                    return Err(at(
+                        pos,
+                        format!("orphans must be 'refuse' or 'drop', found '{other}'"),
+                    ))
+                }
+            }
+        }
+        _ => p.algorithm.options.push(RawOption { name, value, pos }),
+    }
+    Ok(())
+}
+
+/// The model the options ask for, checked against each other: anatomy with its own options,
+/// else k-anonymity or l-diversity ([`model_of`]).
+fn resolve_model(pos: Pos, e: &str, asked: ModelOptions) -> Result<Model, PlanError> {
+    if asked.model == Some(Asked::Anatomy) {
+        let (l, _) = asked.l.ok_or_else(|| {
+            at(pos, format!("anatomy needs l; write ANONYMIZE {e} WITH (model = 'anatomy', l = 3, variant = 't-t')"))
         })?;
         if l < 2 {
-            return Err(at(an.pos, format!("anatomy needs l >= 2 (l = {l} would publish every person's sensitive values beside their QIs); write l = 2 or more")));
+            return Err(at(pos, format!("anatomy needs l >= 2 (l = {l} would publish every person's sensitive values beside their QIs); write l = 2 or more")));
         }
-        if let Some((_, pos)) = diversity {
+        if let Some((_, pos)) = asked.diversity {
             return Err(at(pos, "diversity belongs to l-diversity; anatomy's groups hold l distinct values per slot, so remove it".to_string()));
         }
-        p.model = Model::Anatomy {
+        return Ok(Model::Anatomy {
             l,
-            variant: variant.map_or(Variant::TreeTree, |(v, _)| v),
+            variant: asked.variant.map_or(Variant::TreeTree, |(v, _)| v),
             rules: Vec::new(),
-        };
-        return Ok(p);
+        });
     }
-    if let Some((_, pos)) = variant {
+    if let Some((_, pos)) = asked.variant {
         return Err(at(
             pos,
             "variant belongs to anatomy; write model = 'anatomy' or remove it".to_string(),
         ));
     }
-    p.model = model_of(
-        an.pos,
-        &entity.name,
-        model.map(|m| m == Asked::L),
-        k,
-        l,
-        diversity.map(|(d, _)| d),
-    )?;
-    Ok(p)
+    model_of(
+        pos,
+        e,
+        asked.model.map(|m| m == Asked::L),
+        asked.k,
+        asked.l,
+        asked.diversity.map(|(d, _)| d),
+    )
 }
 
 /// The model `model = '...'` names.
