@@ -593,3 +593,6 @@ pub enum OrphanPolicy {
     /// Such rows (and their descendants) are left out and counted.
     Drop,
 }
+
+#[cfg(test)]
+mod tests;
