@@ -214,17 +214,7 @@ pub async fn run(
     release: &Warehouse,
     facts: &[String],
 ) -> Result<Findings, AttackError> {
-    let parsed: Vec<Fact> = facts
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            fact::parse(text, &plan.entity, &plan.tables).map_err(|problem| AttackError::Fact {
-                number: i + 1,
-                text: text.clone(),
-                problem,
-            })
-        })
-        .collect::<Result<_, _>>()?;
+    let parsed = parse_facts(plan, facts)?;
     let released = read_release(plan, release).await?;
     let family = link(plan, &released)?;
     let (released, family) = join_parts(plan, released, family)?;
@@ -234,51 +224,8 @@ pub async fn run(
     let mut evidence = Vec::with_capacity(parsed.len());
     let mut findings = Vec::with_capacity(parsed.len());
     for (i, f) in parsed.iter().enumerate() {
-        let table = &plan.tables[f.table].name;
-        let columns: Vec<&ColumnDomain> = f
-            .columns
-            .iter()
-            .map(|c| &domains[&(f.table, c.clone())])
-            .collect();
-        let evaluated = domain::evaluate_fact(table, f, &columns, DOMAIN_CAP)
-            .await
-            .map_err(|problem| AttackError::Fact {
-                number: i + 1,
-                text: f.text.clone(),
-                problem,
-            })?;
-        let through: Vec<Option<&Twin>> = f
-            .columns
-            .iter()
-            .map(|c| twins.get(&(f.table, c.clone())))
-            .collect();
-        let consistent = consistent_rows(
-            table,
-            &released[f.table],
-            &f.columns,
-            &columns,
-            &through,
-            &evaluated,
-        )?;
-        let components: Vec<ComponentFinding> = f
-            .components
-            .iter()
-            .zip(evaluated.sizes())
-            .map(|(c, (domain, satisfying))| ComponentFinding {
-                columns: c.columns.iter().map(|n| format!("{table}.{n}")).collect(),
-                domain,
-                satisfying,
-            })
-            .collect();
-        findings.push(FactFinding {
-            fact: f.text.clone(),
-            table: table.clone(),
-            domain: components.iter().map(|c| c.domain).sum(),
-            satisfying: components.iter().map(|c| c.satisfying).sum(),
-            components,
-            consistent_rows: consistent.iter().filter(|&&c| c).count(),
-            released_rows: consistent.len(),
-        });
+        let (finding, consistent) = judge_fact(plan, &released, &domains, &twins, i, f).await?;
+        findings.push(finding);
         evidence.push(Evidence {
             table: f.table,
             consistent,
@@ -287,27 +234,7 @@ pub async fn run(
 
     let candidates = candidates(&family, &evidence);
     let entity_table = &plan.tables[0];
-    let keys = key_columns(
-        &released[0],
-        &entity_table.name,
-        &entity_table.released_pk(),
-    )?;
-    // A key-less entity table (a single table) has no released key to name candidates by.
-    let named = !keys.is_empty() && candidates.len() <= KEYS_LISTED;
-    let candidate_keys = named.then(|| {
-        candidates
-            .iter()
-            .map(|&e| {
-                keys.iter()
-                    .map(|&k| {
-                        render_value(released[0].column(k).as_ref(), e as usize)
-                            .unwrap_or_else(|| "NULL".to_string())
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect()
-    });
+    let candidate_keys = candidate_keys(plan, &released[0], &candidates)?;
     let anatomy = match plan.params.model.anatomy() {
         Some((_, variant)) => Some((
             anatomy::SaSide::read(plan, release, variant).await?,
@@ -315,47 +242,14 @@ pub async fn run(
         )),
         None => None,
     };
-    let mut posteriors = Vec::new();
-    // With no candidate there is no victim's record to infer anything from.
-    let inferable = if candidates.is_empty() {
-        &[][..]
-    } else {
-        &plan.tables[..]
-    };
-    for (ti, t) in inferable.iter().enumerate() {
-        // A split table's second entry holds no rows once `join_parts` has run: its
-        // posteriors are the main entry's.
-        if t.part.as_ref().is_some_and(|p| p.null_side) {
-            continue;
-        }
-        for c in &t.columns {
-            if !matches!(c.role, ColumnRole::Sensitive { .. }) {
-                continue;
-            }
-            let column = format!("{}.{}", t.name, c.name);
-            // A released row's value, or under anatomy its slot's SA group.
-            let mass: Box<dyn Fn(u32) -> anatomy::Mass> = match &anatomy {
-                Some((side, place)) => {
-                    Box::new(move |r| side.mass(ti, &c.name, place.slot[ti][r as usize]))
-                }
-                None => {
-                    let at = column_index(&released[ti], &t.name, &c.name)?;
-                    let batch = &released[ti];
-                    Box::new(move |r| {
-                        vec![(render_value(batch.column(at).as_ref(), r as usize), 1.0)]
-                    })
-                }
-            };
-            posteriors.extend(posteriors_of(
-                &column,
-                ti,
-                &*mass,
-                &family,
-                &evidence,
-                &candidates,
-            ));
-        }
-    }
+    let posteriors = sensitive_posteriors(
+        plan,
+        &released,
+        anatomy.as_ref(),
+        &family,
+        &evidence,
+        &candidates,
+    )?;
     Ok(Findings {
         entity: plan.entity.clone(),
         entity_table: entity_table.name.clone(),
@@ -375,25 +269,187 @@ pub async fn run(
                 )
             })
             .collect(),
-        anatomy: anatomy.map(|(side, place)| {
-            let mut sizes: HashMap<i64, usize> = HashMap::new();
-            for &g in &place.group {
-                *sizes.entry(g).or_default() += 1;
-            }
-            let mut groups: Vec<(i64, usize)> = candidates
-                .iter()
-                .map(|&e| place.group[e as usize])
-                .map(|g| (g, sizes[&g]))
-                .collect();
-            groups.sort_unstable();
-            groups.dedup();
-            groups.truncate(KEYS_LISTED);
-            AnatomyFindings {
-                groups,
-                rules: anatomy::rule_risks(plan, &side, &place, &family, &candidates),
-            }
-        }),
+        anatomy: anatomy
+            .map(|(side, place)| anatomy_findings(plan, &side, &place, &family, &candidates)),
     })
+}
+
+/// Parses every fact against the plan's family, numbering a bad one (1-based) as the
+/// command line lists them.
+fn parse_facts(plan: &Plan, facts: &[String]) -> Result<Vec<Fact>, AttackError> {
+    facts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            fact::parse(text, &plan.entity, &plan.tables).map_err(|problem| AttackError::Fact {
+                number: i + 1,
+                text: text.clone(),
+                problem,
+            })
+        })
+        .collect()
+}
+
+/// Evaluates fact `i` over its columns' leaves and tests every released row of its table
+/// against it: the fact's finding, and each row's verdict (the evidence candidates are
+/// matched on).
+async fn judge_fact(
+    plan: &Plan,
+    released: &[RecordBatch],
+    domains: &BTreeMap<(usize, String), ColumnDomain>,
+    twins: &BTreeMap<(usize, String), Twin>,
+    i: usize,
+    f: &Fact,
+) -> Result<(FactFinding, Vec<bool>), AttackError> {
+    let table = &plan.tables[f.table].name;
+    let columns: Vec<&ColumnDomain> = f
+        .columns
+        .iter()
+        .map(|c| &domains[&(f.table, c.clone())])
+        .collect();
+    let evaluated = domain::evaluate_fact(table, f, &columns, DOMAIN_CAP)
+        .await
+        .map_err(|problem| AttackError::Fact {
+            number: i + 1,
+            text: f.text.clone(),
+            problem,
+        })?;
+    let through: Vec<Option<&Twin>> = f
+        .columns
+        .iter()
+        .map(|c| twins.get(&(f.table, c.clone())))
+        .collect();
+    let consistent = consistent_rows(
+        table,
+        &released[f.table],
+        &f.columns,
+        &columns,
+        &through,
+        &evaluated,
+    )?;
+    let components: Vec<ComponentFinding> = f
+        .components
+        .iter()
+        .zip(evaluated.sizes())
+        .map(|(c, (domain, satisfying))| ComponentFinding {
+            columns: c.columns.iter().map(|n| format!("{table}.{n}")).collect(),
+            domain,
+            satisfying,
+        })
+        .collect();
+    let finding = FactFinding {
+        fact: f.text.clone(),
+        table: table.clone(),
+        domain: components.iter().map(|c| c.domain).sum(),
+        satisfying: components.iter().map(|c| c.satisfying).sum(),
+        components,
+        consistent_rows: consistent.iter().filter(|&&c| c).count(),
+        released_rows: consistent.len(),
+    };
+    Ok((finding, consistent))
+}
+
+/// The candidates' released keys (a composite key joined by `,`), when there are few enough
+/// to list.
+fn candidate_keys(
+    plan: &Plan,
+    entities: &RecordBatch,
+    candidates: &[u32],
+) -> Result<Option<Vec<String>>, AttackError> {
+    let entity_table = &plan.tables[0];
+    let keys = key_columns(entities, &entity_table.name, &entity_table.released_pk())?;
+    // A key-less entity table (a single table) has no released key to name candidates by.
+    let named = !keys.is_empty() && candidates.len() <= KEYS_LISTED;
+    Ok(named.then(|| {
+        candidates
+            .iter()
+            .map(|&e| {
+                keys.iter()
+                    .map(|&k| {
+                        render_value(entities.column(k).as_ref(), e as usize)
+                            .unwrap_or_else(|| "NULL".to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    }))
+}
+
+/// The posteriors of every SENSITIVE column of the family, in plan and column order; none
+/// without candidates.
+fn sensitive_posteriors(
+    plan: &Plan,
+    released: &[RecordBatch],
+    anatomy: Option<&(anatomy::SaSide, anatomy::Placement)>,
+    family: &[Vec<Vec<u32>>],
+    evidence: &[Evidence],
+    candidates: &[u32],
+) -> Result<Vec<Posterior>, AttackError> {
+    let mut posteriors = Vec::new();
+    // With no candidate there is no victim's record to infer anything from.
+    let inferable = if candidates.is_empty() {
+        &[][..]
+    } else {
+        &plan.tables[..]
+    };
+    for (ti, t) in inferable.iter().enumerate() {
+        // A split table's second entry holds no rows once `join_parts` has run: its
+        // posteriors are the main entry's.
+        if t.part.as_ref().is_some_and(|p| p.null_side) {
+            continue;
+        }
+        for c in &t.columns {
+            if !matches!(c.role, ColumnRole::Sensitive { .. }) {
+                continue;
+            }
+            let column = format!("{}.{}", t.name, c.name);
+            // A released row's value, or under anatomy its slot's SA group.
+            let mass: Box<dyn Fn(u32) -> anatomy::Mass> = match anatomy {
+                Some((side, place)) => {
+                    Box::new(move |r| side.mass(ti, &c.name, place.slot[ti][r as usize]))
+                }
+                None => {
+                    let at = column_index(&released[ti], &t.name, &c.name)?;
+                    let batch = &released[ti];
+                    Box::new(move |r| {
+                        vec![(render_value(batch.column(at).as_ref(), r as usize), 1.0)]
+                    })
+                }
+            };
+            posteriors.extend(posteriors_of(
+                &column, ti, &*mass, family, evidence, candidates,
+            ));
+        }
+    }
+    Ok(posteriors)
+}
+
+/// Under anatomy, the candidates' groups (with their sizes, at most [`KEYS_LISTED`]) and
+/// each rule's risk.
+fn anatomy_findings(
+    plan: &Plan,
+    side: &anatomy::SaSide,
+    place: &anatomy::Placement,
+    family: &[Vec<Vec<u32>>],
+    candidates: &[u32],
+) -> AnatomyFindings {
+    let mut sizes: HashMap<i64, usize> = HashMap::new();
+    for &g in &place.group {
+        *sizes.entry(g).or_default() += 1;
+    }
+    let mut groups: Vec<(i64, usize)> = candidates
+        .iter()
+        .map(|&e| place.group[e as usize])
+        .map(|g| (g, sizes[&g]))
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups.truncate(KEYS_LISTED);
+    AnatomyFindings {
+        groups,
+        rules: anatomy::rule_risks(plan, side, place, family, candidates),
+    }
 }
 
 /// `rows_of[t][e]`: entity `e`'s released rows of table `t` (see [`link`]).
@@ -851,7 +907,32 @@ impl Findings {
     /// The human-readable report `relanon attack` prints.
     pub fn summary(&self) -> String {
         let mut out = String::new();
-        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        self.write_overview(&mut out);
+        self.write_facts(&mut out);
+        self.write_candidates(&mut out);
+        if self.candidates == 0 {
+            return out;
+        }
+        if let Some(a) = &self.anatomy {
+            self.write_anatomy(a, &mut out);
+        }
+        if self.posteriors.is_empty() {
+            let _ = writeln!(out, "the family has no SENSITIVE column");
+            return out;
+        }
+        let _ = writeln!(
+            out,
+            "what the adversary learns of the victim's sensitive values:"
+        );
+        for p in &self.posteriors {
+            p.write(&mut out);
+        }
+        out
+    }
+
+    /// The verdict in one line, then what the release promises nothing against: facts
+    /// outside the declared model, and twins that undo a generalization.
+    fn write_overview(&self, out: &mut String) {
         let verdict = match self.candidates {
             0 => "none fits".to_string(),
             1 => "SINGLED OUT".to_string(),
@@ -876,6 +957,10 @@ impl Findings {
                 self.twins.join("; ")
             );
         }
+    }
+
+    /// Each fact, numbered, with how many released rows of its table fit it.
+    fn write_facts(&self, out: &mut String) {
         let _ = writeln!(out, "facts the adversary knows about one {}:", self.entity);
         for (i, f) in self.facts.iter().enumerate() {
             let _ = writeln!(
@@ -888,6 +973,10 @@ impl Findings {
                 f.table
             );
         }
+    }
+
+    /// How many entities fit, by released key when few, and what that count means.
+    fn write_candidates(&self, out: &mut String) {
         let keys = match &self.candidate_keys {
             Some(k) if !k.is_empty() => {
                 let composite = k.iter().any(|key| key.contains(','));
@@ -919,7 +1008,6 @@ impl Findings {
         match self.candidates {
             0 => {
                 let _ = writeln!(out, "no released {} fits: the victim is not in the release (suppressed, or never in the source), or a fact is not true of them", self.entity);
-                return out;
             }
             1 if self.anatomy.is_some() => {
                 let _ = writeln!(out, "exactly one released {} fits every fact: anatomy publishes QI values exactly, so the victim's QI record is found; what hides their sensitive values is their group, below", self.entity);
@@ -929,57 +1017,56 @@ impl Findings {
             }
             _ => {}
         }
-        if let Some(a) = &self.anatomy {
-            let groups: Vec<String> = a
-                .groups
-                .iter()
-                .map(|(g, n)| format!("{g} ({n} {}s)", self.entity))
-                .collect();
-            let _ = writeln!(
-                out,
-                "their group{}: {}",
-                plural(groups.len()),
-                groups.join(", ")
-            );
-            for r in &a.rules {
-                let value = r.value.as_deref().unwrap_or("NULL");
-                let verdict = if crate::fraction::Fraction::from_decimal(&r.p)
-                    .is_some_and(|p| r.probability * p.den as f64 <= p.num as f64 + 1e-9)
-                {
-                    "within"
-                } else {
-                    "ABOVE"
-                };
-                let _ = writeln!(
-                    out,
-                    "  rule {}: {} = {value} at least {} time(s) with probability {:.1}%, {verdict} p = {}",
-                    r.rule,
-                    r.column,
-                    r.m,
-                    100.0 * r.probability,
-                    r.p
-                );
-            }
-        }
-        if self.posteriors.is_empty() {
-            let _ = writeln!(out, "the family has no SENSITIVE column");
-            return out;
-        }
+    }
+
+    /// Under anatomy: the candidates' groups and, per rule, whether its risk stays within p.
+    fn write_anatomy(&self, a: &AnatomyFindings, out: &mut String) {
+        let groups: Vec<String> = a
+            .groups
+            .iter()
+            .map(|(g, n)| format!("{g} ({n} {}s)", self.entity))
+            .collect();
         let _ = writeln!(
             out,
-            "what the adversary learns of the victim's sensitive values:"
+            "their group{}: {}",
+            plural(groups.len()),
+            groups.join(", ")
         );
-        for p in &self.posteriors {
-            p.write(&mut out);
+        for r in &a.rules {
+            let value = r.value.as_deref().unwrap_or("NULL");
+            let verdict = if crate::fraction::Fraction::from_decimal(&r.p)
+                .is_some_and(|p| r.probability * p.den as f64 <= p.num as f64 + 1e-9)
+            {
+                "within"
+            } else {
+                "ABOVE"
+            };
+            let _ = writeln!(
+                out,
+                "  rule {}: {} = {value} at least {} time(s) with probability {:.1}%, {verdict} p = {}",
+                r.rule,
+                r.column,
+                r.m,
+                100.0 * r.probability,
+                r.p
+            );
         }
-        out
     }
 }
+
+/// The plural ending of a count's noun.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 impl Posterior {
     /// The posterior as the human output shows it: whose value, then the most likely
     /// values, the rest folded into one line.
     fn write(&self, out: &mut String) {
-        let plural = |n: usize| if n == 1 { "" } else { "s" };
         let whose = match (self.subject, self.fact) {
             (Subject::Entity, _) => format!(
                 "over the {} candidate{}",

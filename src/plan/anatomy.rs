@@ -4,10 +4,10 @@
 //! a sensitive column and no table split in two entries. What needs the data (l above the
 //! entities or the distinct values, a rule no grouping can meet) is the algorithm's to say.
 
-use super::build::{at, PlanError};
+use super::error::{at, PlanError};
 use super::{AnatomyRule, ColumnRole, FamilyTable, Model, Params};
 use crate::fraction::Fraction;
-use crate::policy::Policy;
+use crate::policy::{Policy, RuleDecl};
 use crate::warehouse::Warehouse;
 
 /// The QI side's added columns: the slot every released row sits at, and the entity table's
@@ -35,6 +35,27 @@ pub(super) fn check(
         return Ok(());
     };
     let l = *l;
+    check_schema(wh, tables)?;
+    if let Some(k) = policy.anonymize.as_ref().and_then(|a| a.options.get("k")) {
+        warnings.push(format!(
+            "{}: k is not used by anatomy (groups hold l = {l} entities each); it is ignored",
+            k.pos
+        ));
+    }
+    for r in &policy.rules {
+        rules.push(resolve_rule(r, tables, warnings)?);
+    }
+    if matches!(params.keys, super::KeyPolicy::Preserve) {
+        warnings.push(
+            "keys = 'preserve' keeps the QI side's source keys; the SA side's keys are drawn fresh whatever the policy".to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// What an anatomy's release needs of the schema: a SENSITIVE column to hide, one parent per
+/// table for the slot trees, and no source column or table where the release adds its own.
+fn check_schema(wh: &Warehouse, tables: &[FamilyTable]) -> Result<(), PlanError> {
     if !tables.iter().any(|t| {
         t.columns
             .iter()
@@ -85,86 +106,82 @@ pub(super) fn check(
             }
         }
     }
-    if let Some(k) = policy.anonymize.as_ref().and_then(|a| a.options.get("k")) {
-        warnings.push(format!(
-            "{}: k is not used by anatomy (groups hold l = {l} entities each); it is ignored",
-            k.pos
-        ));
-    }
-    for r in &policy.rules {
-        let t = tables
-            .iter()
-            .find(|t| t.name.eq_ignore_ascii_case(&r.table))
-            .ok_or_else(|| {
-                at(
-                    r.pos,
-                    format!(
-                        "rule '{}' names table {}, which is not in the {} family; name a family table's SENSITIVE column",
-                        r.name, r.table, tables[0].name
-                    ),
-                )
-            })?;
-        let c = t
-            .columns
-            .iter()
-            .find(|c| c.name.eq_ignore_ascii_case(&r.column))
-            .ok_or_else(|| {
-                at(
-                    r.pos,
-                    format!(
-                        "rule '{}': table {} has no column {}",
-                        r.name, t.name, r.column
-                    ),
-                )
-            })?;
-        if !matches!(c.role, ColumnRole::Sensitive { .. }) {
-            return Err(at(
+    Ok(())
+}
+
+/// One declared rule resolved to a SENSITIVE column of the family, with a whole m >= 1 and
+/// a share p in (0, 1]; a rule with p = 1 constrains nothing and is warned about.
+fn resolve_rule(
+    r: &RuleDecl,
+    tables: &[FamilyTable],
+    warnings: &mut Vec<String>,
+) -> Result<AnatomyRule, PlanError> {
+    let t = tables
+        .iter()
+        .find(|t| t.name.eq_ignore_ascii_case(&r.table))
+        .ok_or_else(|| {
+            at(
                 r.pos,
                 format!(
-                    "rule '{}' is about {}.{}, which is not SENSITIVE; rules bound what an adversary learns of sensitive values: label it AS SENSITIVE or name a sensitive column",
-                    r.name, t.name, c.name
-                ),
-            ));
-        }
-        let (m, mpos) = r.m;
-        if m < 1.0 || m.fract() != 0.0 || m > u32::MAX as f64 {
-            return Err(at(
-                mpos,
-                format!(
-                    "rule '{}': m must be a whole number of occurrences, 1 or more, found {m}",
-                    r.name
-                ),
-            ));
-        }
-        let (text, ppos) = &r.p;
-        let p = Fraction::from_decimal(text).ok_or_else(|| {
-            at(
-                *ppos,
-                format!(
-                    "rule '{}': p must be a share above 0 and at most 1 (0.5, '1/3'), found {text}",
-                    r.name
+                    "rule '{}' names table {}, which is not in the {} family; name a family table's SENSITIVE column",
+                    r.name, r.table, tables[0].name
                 ),
             )
         })?;
-        if p.num == p.den {
-            warnings.push(format!(
-                "{}: rule '{}' has p = 1, which any release meets; it constrains nothing",
-                r.pos, r.name
-            ));
-        }
-        rules.push(AnatomyRule {
-            name: r.name.clone(),
-            table: t.name.clone(),
-            column: c.name.clone(),
-            value: r.value.clone(),
-            m: m as u32,
-            p,
-        });
+    let c = t
+        .columns
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(&r.column))
+        .ok_or_else(|| {
+            at(
+                r.pos,
+                format!(
+                    "rule '{}': table {} has no column {}",
+                    r.name, t.name, r.column
+                ),
+            )
+        })?;
+    if !matches!(c.role, ColumnRole::Sensitive { .. }) {
+        return Err(at(
+            r.pos,
+            format!(
+                "rule '{}' is about {}.{}, which is not SENSITIVE; rules bound what an adversary learns of sensitive values: label it AS SENSITIVE or name a sensitive column",
+                r.name, t.name, c.name
+            ),
+        ));
     }
-    if matches!(params.keys, super::KeyPolicy::Preserve) {
-        warnings.push(
-            "keys = 'preserve' keeps the QI side's source keys; the SA side's keys are drawn fresh whatever the policy".to_string(),
-        );
+    let (m, mpos) = r.m;
+    if m < 1.0 || m.fract() != 0.0 || m > u32::MAX as f64 {
+        return Err(at(
+            mpos,
+            format!(
+                "rule '{}': m must be a whole number of occurrences, 1 or more, found {m}",
+                r.name
+            ),
+        ));
     }
-    Ok(())
+    let (text, ppos) = &r.p;
+    let p = Fraction::from_decimal(text).ok_or_else(|| {
+        at(
+            *ppos,
+            format!(
+                "rule '{}': p must be a share above 0 and at most 1 (0.5, '1/3'), found {text}",
+                r.name
+            ),
+        )
+    })?;
+    if p.num == p.den {
+        warnings.push(format!(
+            "{}: rule '{}' has p = 1, which any release meets; it constrains nothing",
+            r.pos, r.name
+        ));
+    }
+    Ok(AnatomyRule {
+        name: r.name.clone(),
+        table: t.name.clone(),
+        column: c.name.clone(),
+        value: r.value.clone(),
+        m: m as u32,
+        p,
+    })
 }

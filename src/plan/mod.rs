@@ -23,8 +23,21 @@ use crate::policy::{DatePart, Pos, ViewDecl};
 
 mod anatomy;
 mod build;
+mod dimensions;
+mod error;
+mod family;
+mod hierarchies;
+mod keys;
+mod names;
+mod params;
+mod reads;
+mod roles;
+mod views;
 pub use anatomy::{GROUP_ID, SLOT};
-pub use build::{build, family, family_members, PlanError, SHARED_OPTIONS};
+pub use build::build;
+pub use error::PlanError;
+pub use family::{family, family_members};
+pub use params::SHARED_OPTIONS;
 
 /// A validated, ready-to-run description of one anonymization.
 #[derive(Debug, Clone)]
@@ -211,7 +224,7 @@ impl FamilyTable {
     /// Whether `column` is a join key (the FK to the parent, a second path's FK, a
     /// one-column primary key): pseudonymized, and needing no label.
     pub fn is_join_key(&self, column: &str) -> bool {
-        build::is_join_key(self, column)
+        keys::is_join_key(self, column)
     }
 
     /// The released primary-key columns.
@@ -580,3 +593,6 @@ pub enum OrphanPolicy {
     /// Such rows (and their descendants) are left out and counted.
     Drop,
 }
+
+#[cfg(test)]
+mod tests;
