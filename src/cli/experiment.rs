@@ -264,7 +264,7 @@ async fn anatomy_experiment(
     for r in &table.rows {
         outln!("{}", experiment::anatomy::markdown(r));
     }
-    return Ok(failures(&table.failed));
+    Ok(failures(&table.failed))
 }
 
 /// `relanon experiment negotiation` (002 Ch. 3-4) on the Adult files in `--data`.
