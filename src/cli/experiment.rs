@@ -1,7 +1,7 @@
 //! `relanon experiment`: the papers' experiments reproduced, every release verified (000
 //! Sec. 2.4 on syntheticS / syntheticT; 001 Sec. V on the university).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -104,7 +104,6 @@ pub enum Experiment {
 /// (like `demo`), runs the table and prints it as Markdown.
 pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
     use relanon::experiment::{self, THESIS_VARIANTS};
-    use relanon::generate;
     let (out, students, seed) = (args.out.as_path(), args.students, args.seed);
     let (json, html) = (args.json.as_deref(), args.html.as_deref());
     if matches!(args.which, Experiment::Anatomy) && html.is_some() {
@@ -143,6 +142,56 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
             return frontier_experiment(args, quiet).await;
         }
     };
+    let decl = write_synthetic(out, name, text, students, seed, years)?;
+    let work = experiment::work_dir(out);
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    if let Experiment::Anatomy = args.which {
+        return anatomy_experiment(args, &decl, &work, ls, quiet).await;
+    }
+    let variants: Vec<_> = THESIS_VARIANTS
+        .iter()
+        .copied()
+        .filter(|v| only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(v.name)))
+        .collect();
+    if variants.is_empty() {
+        anyhow::bail!(
+            "--only matches no algorithm; choose from {}",
+            THESIS_VARIANTS.map(|v| v.name).join(", ")
+        );
+    }
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
+        if !quiet {
+            errln!("{line}");
+        }
+    };
+    let table = experiment::thesis(&decl, &work, ls, &variants, &say, watch.progress()).await?;
+    let rows = &table.rows;
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(rows)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if let Some(path) = html {
+        let title = format!("{title} ({students} students, seed {seed})");
+        write_page(path, &relanon::experiment::pages::experiment_page(&title, rows)?, &[])?;
+    }
+    outln!("{}", experiment::markdown(rows));
+    Ok(failures(&table.failed))
+}
+
+/// Writes the synthetic warehouse `name` under `out`: its hierarchy files, its declarations
+/// (`text`, its paths made relative to `out`, so the directory runs on its own) and its
+/// source; returns the declarations file.
+fn write_synthetic(
+    out: &Path,
+    name: &str,
+    text: &str,
+    students: usize,
+    seed: u64,
+    years: bool,
+) -> Result<PathBuf> {
+    use relanon::generate;
     let hierarchies = out.join("hierarchies");
     std::fs::create_dir_all(&hierarchies)
         .with_context(|| format!("cannot create '{}'", hierarchies.display()))?;
@@ -184,67 +233,37 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
         true,
     )?
     .commit()?;
-    let work = experiment::work_dir(out);
-    std::fs::create_dir_all(&work)
-        .with_context(|| format!("cannot create '{}'", work.display()))?;
-    if let Experiment::Anatomy = args.which {
-        let watch = Watch::start(quiet);
-        let say = |line: &str| {
-            if !quiet {
-                errln!("{line}");
-            }
-        };
-        let table = experiment::anatomy::anatomy(
-            &decl,
-            &work,
-            ls,
-            &args.partitions,
-            &say,
-            watch.progress(),
-        )
-        .await?;
-        drop(watch);
-        if let Some(path) = json {
-            std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
-                .with_context(|| format!("cannot write '{}'", path.display()))?;
-        }
-        for r in &table.rows {
-            outln!("{}", experiment::anatomy::markdown(r));
-        }
-        return Ok(failures(&table.failed));
-    }
-    let variants: Vec<_> = THESIS_VARIANTS
-        .iter()
-        .copied()
-        .filter(|v| only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(v.name)))
-        .collect();
-    if variants.is_empty() {
-        anyhow::bail!(
-            "--only matches no algorithm; choose from {}",
-            THESIS_VARIANTS.map(|v| v.name).join(", ")
-        );
-    }
+    Ok(decl)
+}
+
+/// `relanon experiment anatomy` (000 Sec. 3.5) on the synthetic warehouse already written:
+/// its rows are anatomy's own (no HTML page), so it shares only the data with the thesis table.
+async fn anatomy_experiment(
+    args: &ExperimentArgs,
+    decl: &Path,
+    work: &Path,
+    ls: &[usize],
+    quiet: bool,
+) -> Result<ExitCode> {
+    use relanon::experiment;
+    let json = args.json.as_deref();
     let watch = Watch::start(quiet);
     let say = |line: &str| {
         if !quiet {
             errln!("{line}");
         }
     };
-    let table = experiment::thesis(&decl, &work, ls, &variants, &say, watch.progress()).await?;
-    let rows = &table.rows;
+    let table =
+        experiment::anatomy::anatomy(decl, work, ls, &args.partitions, &say, watch.progress())
+            .await?;
+    drop(watch);
     if let Some(path) = json {
-        std::fs::write(path, serde_json::to_string_pretty(rows)?)
+        std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
-    if let Some(path) = html {
-        let title = format!("{title} ({students} students, seed {seed})");
-        write_page(
-            path,
-            &relanon::experiment::pages::experiment_page(&title, rows)?,
-            &[],
-        )?;
+    for r in &table.rows {
+        outln!("{}", experiment::anatomy::markdown(r));
     }
-    outln!("{}", experiment::markdown(rows));
     Ok(failures(&table.failed))
 }
 

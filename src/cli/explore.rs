@@ -10,7 +10,7 @@ use anyhow::Result;
 use relanon::algo::kernel::annotate::Measure;
 use relanon::pipeline::negotiate::{answer, AnswerJson, Answered, Ask, Built};
 
-use super::negotiate::{child_rows, node};
+use super::answer_text::{child_rows, node};
 
 /// Width of a height's bar.
 const BAR: usize = 32;

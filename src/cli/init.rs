@@ -1,13 +1,13 @@
 //! `relanon init`: a declarations file proposed from the data, with its hierarchy files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use relanon::init::{Fate, Options, Role};
 use relanon::outputs::{self, Input, Kind, Output};
-use relanon::pipeline;
+use relanon::pipeline::{self, Initialized};
 use relanon::warehouse::{staging, SourceOptions};
 
 use super::progress::Watch;
@@ -86,13 +86,30 @@ pub async fn init(args: InitArgs, quiet: bool) -> Result<ExitCode> {
     )
     .await?;
     drop(watch);
+    write(&made, &out, declarations, source, args.overwrite)?;
+    if !quiet {
+        summary(&made, &out);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the declarations and their hierarchy files together, staged and committed as
+/// one, after checking the hierarchy files too: their names are known only once the
+/// proposal is made, and a half-written set would not run.
+fn write(
+    made: &Initialized,
+    out: &Path,
+    declarations: Output,
+    source: Input,
+    overwrite: bool,
+) -> Result<()> {
     let mut all = vec![declarations];
     all.extend(made.files.iter().map(|(p, _)| Output {
         kind: Kind::HierarchyFile,
         path: p.clone(),
         option: "a hierarchy file",
     }));
-    outputs::check(&all, &[source], args.overwrite)?;
+    outputs::check(&all, &[source], overwrite)?;
     let context = || {
         format!(
             "cannot write '{}'; check that its directory exists and is writable",
@@ -100,47 +117,50 @@ pub async fn init(args: InitArgs, quiet: bool) -> Result<ExitCode> {
         )
     };
     let mut pending =
-        vec![staging::stage_file(&out, made.text.as_bytes(), None).with_context(context)?];
+        vec![staging::stage_file(out, made.text.as_bytes(), None).with_context(context)?];
     for (path, content) in &made.files {
         pending.push(staging::stage_file(path, content.as_bytes(), None).with_context(context)?);
     }
-    staging::commit_all(pending, &out, args.overwrite).with_context(context)?;
-    if !quiet {
-        let p = &made.proposal;
-        let count = |f: &dyn Fn(&Fate) -> bool| p.tables.iter().filter(|t| f(&t.fate)).count();
-        let family = count(&|f| matches!(f, Fate::Entity | Fate::Family { .. }));
-        let dimensions = count(&|f| matches!(f, Fate::Dimension { .. }));
-        let left_out = count(&|f| matches!(f, Fate::LeftOut { .. }));
-        let decisions: Vec<_> = p
-            .tables
-            .iter()
-            .flat_map(|t| t.columns.iter())
-            .filter_map(|c| c.decision.as_ref())
-            .collect();
-        let role = |f: &dyn Fn(&Role) -> bool| decisions.iter().filter(|d| f(&d.role)).count();
-        outln!(
-            "wrote {} (entity {}: {family} table(s) in the family, {dimensions} dimension(s), {left_out} left out; roles: {} IDENTIFIER, {} QUASI IDENTIFIER, {} SENSITIVE, {} INSENSITIVE; {} line(s) marked -- review){}",
-            out.display(),
-            p.entity,
-            role(&|r| matches!(r, Role::Identifier)),
-            role(&|r| matches!(r, Role::Qi(_))),
-            role(&|r| matches!(r, Role::Sensitive)),
-            role(&|r| matches!(r, Role::Insensitive)),
-            made.text
-                .lines()
-                .filter(|l| l.contains(&format!("{}:", relanon::init::REVIEW)))
-                .count(),
-            if made.files.is_empty() {
-                String::new()
-            } else {
-                format!(" and {} hierarchy file(s)", made.files.len())
-            }
-        );
-        outln!(
-            "next: read it, then `relanon plan {}` to see every column's fate, then `relanon anonymize {}`",
-            out.display(),
-            out.display()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    staging::commit_all(pending, out, overwrite).with_context(context)?;
+    Ok(())
+}
+
+/// What was written, counted by fate and role, and the next commands: the owner's review
+/// starts from these counts, above all the lines marked for review.
+fn summary(made: &Initialized, out: &Path) {
+    let p = &made.proposal;
+    let count = |f: &dyn Fn(&Fate) -> bool| p.tables.iter().filter(|t| f(&t.fate)).count();
+    let family = count(&|f| matches!(f, Fate::Entity | Fate::Family { .. }));
+    let dimensions = count(&|f| matches!(f, Fate::Dimension { .. }));
+    let left_out = count(&|f| matches!(f, Fate::LeftOut { .. }));
+    let decisions: Vec<_> = p
+        .tables
+        .iter()
+        .flat_map(|t| t.columns.iter())
+        .filter_map(|c| c.decision.as_ref())
+        .collect();
+    let role = |f: &dyn Fn(&Role) -> bool| decisions.iter().filter(|d| f(&d.role)).count();
+    outln!(
+        "wrote {} (entity {}: {family} table(s) in the family, {dimensions} dimension(s), {left_out} left out; roles: {} IDENTIFIER, {} QUASI IDENTIFIER, {} SENSITIVE, {} INSENSITIVE; {} line(s) marked -- review){}",
+        out.display(),
+        p.entity,
+        role(&|r| matches!(r, Role::Identifier)),
+        role(&|r| matches!(r, Role::Qi(_))),
+        role(&|r| matches!(r, Role::Sensitive)),
+        role(&|r| matches!(r, Role::Insensitive)),
+        made.text
+            .lines()
+            .filter(|l| l.contains(&format!("{}:", relanon::init::REVIEW)))
+            .count(),
+        if made.files.is_empty() {
+            String::new()
+        } else {
+            format!(" and {} hierarchy file(s)", made.files.len())
+        }
+    );
+    outln!(
+        "next: read it, then `relanon plan {}` to see every column's fate, then `relanon anonymize {}`",
+        out.display(),
+        out.display()
+    );
 }

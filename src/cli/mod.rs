@@ -12,6 +12,7 @@ use relanon::pipeline::Request;
 use relanon::warehouse::staging;
 
 mod anonymize;
+mod answer_text;
 mod attack;
 mod demo;
 mod experiment;

@@ -9,6 +9,7 @@ use clap::Args;
 use relanon::pipeline::negotiate::{self as nego, AnswerJson, Answered, Ask, Built};
 use relanon::pipeline::{self, Request};
 
+use super::answer_text::{child_rows, node};
 use super::progress::Watch;
 use super::Declared;
 
@@ -279,27 +280,37 @@ async fn accept(
     Ok(ExitCode::SUCCESS)
 }
 
-/// A node as users see it: `[2,0,1]`.
-pub fn node(levels: &[u16]) -> String {
-    let l: Vec<String> = levels.iter().map(u16::to_string).collect();
-    format!("[{}]", l.join(","))
-}
-
-/// The child rows an answer suppresses, `24 payment, 18 rental` (empty for one table).
-pub fn child_rows(x: &AnswerJson) -> String {
-    let r: Vec<String> = x
-        .suppressed
-        .rows
-        .iter()
-        .map(|(t, n)| format!("{n} {t}"))
-        .collect();
-    r.join(", ")
-}
-
 /// The answers as text.
 fn describe(a: &Answered) -> String {
+    let mut out = describe_request(a);
+    match &a.exact {
+        Some(e) => describe_exact(a, e, &mut out),
+        None => describe_relaxations(a, &mut out),
+    }
+    out
+}
+
+/// A count of entities as a percentage of the request's population (of at least one, so an
+/// empty table reads 0% rather than NaN).
+fn percent(a: &Answered, entities: u64) -> f64 {
+    100.0 * entities as f64 / a.request.entities.max(1) as f64
+}
+
+/// `, rows: ...` when the answer suppresses child rows, else nothing: an entity table
+/// alone has no child rows worth a word.
+fn rows_suffix(x: &AnswerJson) -> String {
+    let r = child_rows(x);
+    if r.is_empty() {
+        String::new()
+    } else {
+        format!(", rows: {r}")
+    }
+}
+
+/// The request as it was understood and the lattice that answered it, first, so every
+/// number below can be read against them.
+fn describe_request(a: &Answered) -> String {
     let q = &a.request;
-    let share = |e: u64| 100.0 * e as f64 / q.entities.max(1) as f64;
     // In the lattice's column order, those below their top level.
     let constrained: Vec<String> = a
         .lattice
@@ -321,7 +332,7 @@ fn describe(a: &Answered) -> String {
         q.measure,
         q.value,
         q.max_suppression,
-        share(q.max_suppression),
+        percent(a, q.max_suppression),
         q.entities
     );
     out.push_str(&format!(
@@ -338,76 +349,75 @@ fn describe(a: &Answered) -> String {
             p * 100.0
         ));
     }
-    let node = |x: &AnswerJson| node(&x.levels);
-    let rows = |x: &AnswerJson| -> String {
-        let r = child_rows(x);
-        if r.is_empty() {
-            String::new()
-        } else {
-            format!(", rows: {r}")
-        }
-    };
+    out
+}
+
+/// The exact answer and how to release it.
+fn describe_exact(a: &Answered, e: &AnswerJson, out: &mut String) {
+    out.push_str(&format!(
+        "exact    {} height {} LM {:.4} {} {} suppresses {} entities ({:.2}%){}\n",
+        node(&e.levels),
+        e.height,
+        e.lm,
+        e.measure,
+        e.value,
+        e.suppressed.entities,
+        percent(a, e.suppressed.entities),
+        rows_suffix(e)
+    ));
+    out.push_str(&format!(
+        "release it: --accept exact, or anonymize --with \"{}\"",
+        e.with
+    ));
+}
+
+/// No exact answer: why not (the top acceptable node falls short), then one relaxation per
+/// line, numbered as `--accept` takes them.
+fn describe_relaxations(a: &Answered, out: &mut String) {
+    let q = &a.request;
     let v = &a.v_max;
-    match &a.exact {
-        Some(e) => {
-            out.push_str(&format!(
-                "exact    {} height {} LM {:.4} {} {} suppresses {} entities ({:.2}%){}\n",
-                node(e),
-                e.height,
-                e.lm,
-                e.measure,
-                e.value,
-                e.suppressed.entities,
-                share(e.suppressed.entities),
-                rows(e)
-            ));
-            out.push_str(&format!(
-                "release it: --accept exact, or anonymize --with \"{}\"",
-                e.with
-            ));
-        }
-        None => {
-            out.push_str(&format!(
-                "top acceptable node {} height {} suppresses {}{} entities at {} = {}: no exact answer\n\n",
-                node(v),
-                v.height,
-                if a.lattice.v_max_computed { "" } else { "at least " },
-                v.suppressed.entities,
-                q.measure,
-                q.value
-            ));
-            out.push_str(&format!(
-                "  {:<12} {:<18} {:>6} {:>7} {:>4} {:>18}  deviation\n",
-                "relaxes", "levels", "height", "LM", q.measure, "suppressed"
-            ));
-            for (i, r) in a.relaxations.iter().enumerate() {
-                match &r.answer {
-                    Some(x) => out.push_str(&format!(
-                        "{} {:<12} {:<18} {:>6} {:>7.4} {:>4} {:>18}  {}{}\n",
-                        i + 1,
-                        r.relaxes,
-                        node(x),
-                        x.height,
-                        x.lm,
-                        x.value,
-                        format!(
-                            "{} ({:.2}%)",
-                            x.suppressed.entities,
-                            share(x.suppressed.entities)
-                        ),
-                        x.deviation,
-                        rows(x)
-                    )),
-                    None => out.push_str(&format!(
-                        "{} {:<12} none: {}\n",
-                        i + 1,
-                        r.relaxes,
-                        r.reason.as_deref().unwrap_or("")
-                    )),
-                }
-            }
-            out.push_str("release one: --accept 1, 2 or 3");
+    out.push_str(&format!(
+        "top acceptable node {} height {} suppresses {}{} entities at {} = {}: no exact answer\n\n",
+        node(&v.levels),
+        v.height,
+        if a.lattice.v_max_computed {
+            ""
+        } else {
+            "at least "
+        },
+        v.suppressed.entities,
+        q.measure,
+        q.value
+    ));
+    out.push_str(&format!(
+        "  {:<12} {:<18} {:>6} {:>7} {:>4} {:>18}  deviation\n",
+        "relaxes", "levels", "height", "LM", q.measure, "suppressed"
+    ));
+    for (i, r) in a.relaxations.iter().enumerate() {
+        match &r.answer {
+            Some(x) => out.push_str(&format!(
+                "{} {:<12} {:<18} {:>6} {:>7.4} {:>4} {:>18}  {}{}\n",
+                i + 1,
+                r.relaxes,
+                node(&x.levels),
+                x.height,
+                x.lm,
+                x.value,
+                format!(
+                    "{} ({:.2}%)",
+                    x.suppressed.entities,
+                    percent(a, x.suppressed.entities)
+                ),
+                x.deviation,
+                rows_suffix(x)
+            )),
+            None => out.push_str(&format!(
+                "{} {:<12} none: {}\n",
+                i + 1,
+                r.relaxes,
+                r.reason.as_deref().unwrap_or("")
+            )),
         }
     }
-    out
+    out.push_str("release one: --accept 1, 2 or 3");
 }

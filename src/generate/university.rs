@@ -405,83 +405,122 @@ pub fn university(students: usize, seed: u64) -> ReleaseSet {
             .map(|(i, spec)| (i, spec.weight))
             .collect()
     };
-    let obligatory = pool(Pool::Obligatory);
-    let technical = pool(Pool::TechnicalElective);
-    let non_technical = pool(Pool::NonTechnicalElective);
+    let pools = Pools {
+        obligatory: pool(Pool::Obligatory),
+        technical: pool(Pool::TechnicalElective),
+        non_technical: pool(Pool::NonTechnicalElective),
+    };
 
     for sid in (1..).take(students) {
-        let sex = if rng.random_ratio(MALE_PERCENT, 100) {
-            "M"
-        } else {
-            "F"
-        };
-        let yob = weighted_pick(&mut rng, &YOB_WEIGHTS).unwrap_or(YOB_WEIGHTS[0].0);
-        // Sum of four uniforms in 0..=100 is bell-shaped on 0..=400; mapped onto 100..=400
-        // hundredths it centres on 3.00 with a standard deviation near 0.44.
-        let ability: u32 = (0..4).map(|_| rng.random_range(0..=100u32)).sum();
-        let gpa_hundredths = 100 + ability * 3 / 4;
-        s.sid.push(sid);
-        s.name.push(format!("Student {sid}"));
-        s.yob.push(yob);
-        s.sex.push(sex);
-        s.gpa.push(f64::from(gpa_hundredths) / 100.0);
-
-        let mut taken = weighted_sample(&mut rng, &obligatory, 1);
-        let home = taken
-            .first()
-            .map(|&i| UNIVERSITY_COURSES[i].department)
-            .unwrap_or_default();
-        let boosted: Vec<(usize, u32)> = technical
-            .iter()
-            .map(|&(i, w)| {
-                let boost = if UNIVERSITY_COURSES[i].department == home {
-                    DEPARTMENT_AFFINITY
-                } else {
-                    1
-                };
-                (i, w * boost)
-            })
-            .collect();
-        let n_technical = rng.random_range(2..=3u32) as usize;
-        taken.extend(weighted_sample(&mut rng, &boosted, n_technical));
-        let n_non_technical = rng.random_range(2..=3u32) as usize;
-        taken.extend(weighted_sample(&mut rng, &non_technical, n_non_technical));
-
-        for course_index in taken {
-            let spec = &UNIVERSITY_COURSES[course_index];
-            let scid = c.scid.len() as i64 + 1;
-            // 40 + 15 * GPA, computed in hundredths, plus a uniform -10..=10 deviation.
-            let expected = 40 + i64::from(gpa_hundredths) * 15 / 100;
-            let grade = (expected + rng.random_range(-10..=10i64)).clamp(0, 100);
-            c.scid.push(scid);
-            c.sid.push(sid);
-            c.course.push(spec.name);
-            c.grade.push(grade);
-
-            // A uniform non-empty subset of m books is a uniform mask in 1..2^m.
-            let m = spec.books.len().min(31) as u32;
-            let mask = if m == 0 {
-                0
-            } else {
-                rng.random_range(1..(1u32 << m))
-            };
-            for (bit, textbook) in spec.books.iter().enumerate().take(m as usize) {
-                if mask & (1 << bit) == 0 {
-                    continue;
-                }
-                let cents = if rng.random_ratio(USED_PERCENT, 100) {
-                    textbook.price_cents * USED_PRICE_PERCENT / 100
-                } else {
-                    textbook.price_cents
-                };
-                b.bid.push(b.bid.len() as i64 + 1);
-                b.scid.push(scid);
-                b.book.push(textbook.title);
-                b.price.push(f64::from(cents) / 100.0);
-            }
+        let gpa_hundredths = draw_student(&mut rng, sid, &mut s);
+        for course_index in draw_courses(&mut rng, &pools) {
+            enroll(&mut rng, course_index, sid, gpa_hundredths, &mut c, &mut b);
         }
     }
+    university_tables(s, c, b)
+}
 
+/// The course pools by weight, as (index into [`UNIVERSITY_COURSES`], weight).
+struct Pools {
+    obligatory: Vec<(usize, u32)>,
+    technical: Vec<(usize, u32)>,
+    non_technical: Vec<(usize, u32)>,
+}
+
+/// Draws one student's sex, year of birth and ability (in that order: the seed's stream
+/// must not change) and appends the student; returns the GPA in hundredths, which the
+/// student's grades follow.
+fn draw_student(rng: &mut ChaCha8Rng, sid: i64, s: &mut StudentColumns) -> u32 {
+    let sex = if rng.random_ratio(MALE_PERCENT, 100) {
+        "M"
+    } else {
+        "F"
+    };
+    let yob = weighted_pick(rng, &YOB_WEIGHTS).unwrap_or(YOB_WEIGHTS[0].0);
+    // Sum of four uniforms in 0..=100 is bell-shaped on 0..=400; mapped onto 100..=400
+    // hundredths it centres on 3.00 with a standard deviation near 0.44.
+    let ability: u32 = (0..4).map(|_| rng.random_range(0..=100u32)).sum();
+    let gpa_hundredths = 100 + ability * 3 / 4;
+    s.sid.push(sid);
+    s.name.push(format!("Student {sid}"));
+    s.yob.push(yob);
+    s.sex.push(sex);
+    s.gpa.push(f64::from(gpa_hundredths) / 100.0);
+    gpa_hundredths
+}
+
+/// The courses one student takes: the obligatory one first, since its department boosts
+/// the technical electives drawn next, then the non-technical electives.
+fn draw_courses(rng: &mut ChaCha8Rng, pools: &Pools) -> Vec<usize> {
+    let mut taken = weighted_sample(rng, &pools.obligatory, 1);
+    let home = taken
+        .first()
+        .map(|&i| UNIVERSITY_COURSES[i].department)
+        .unwrap_or_default();
+    let boosted: Vec<(usize, u32)> = pools
+        .technical
+        .iter()
+        .map(|&(i, w)| {
+            let boost = if UNIVERSITY_COURSES[i].department == home {
+                DEPARTMENT_AFFINITY
+            } else {
+                1
+            };
+            (i, w * boost)
+        })
+        .collect();
+    let n_technical = rng.random_range(2..=3u32) as usize;
+    taken.extend(weighted_sample(rng, &boosted, n_technical));
+    let n_non_technical = rng.random_range(2..=3u32) as usize;
+    taken.extend(weighted_sample(rng, &pools.non_technical, n_non_technical));
+    taken
+}
+
+/// One enrollment: its grade, drawn around what the GPA predicts, then the books bought
+/// for it, each new or used; keys continue from the rows already appended.
+fn enroll(
+    rng: &mut ChaCha8Rng,
+    course_index: usize,
+    sid: i64,
+    gpa_hundredths: u32,
+    c: &mut CourseColumns,
+    b: &mut BookColumns,
+) {
+    let spec = &UNIVERSITY_COURSES[course_index];
+    let scid = c.scid.len() as i64 + 1;
+    // 40 + 15 * GPA, computed in hundredths, plus a uniform -10..=10 deviation.
+    let expected = 40 + i64::from(gpa_hundredths) * 15 / 100;
+    let grade = (expected + rng.random_range(-10..=10i64)).clamp(0, 100);
+    c.scid.push(scid);
+    c.sid.push(sid);
+    c.course.push(spec.name);
+    c.grade.push(grade);
+
+    // A uniform non-empty subset of m books is a uniform mask in 1..2^m.
+    let m = spec.books.len().min(31) as u32;
+    let mask = if m == 0 {
+        0
+    } else {
+        rng.random_range(1..(1u32 << m))
+    };
+    for (bit, textbook) in spec.books.iter().enumerate().take(m as usize) {
+        if mask & (1 << bit) == 0 {
+            continue;
+        }
+        let cents = if rng.random_ratio(USED_PERCENT, 100) {
+            textbook.price_cents * USED_PRICE_PERCENT / 100
+        } else {
+            textbook.price_cents
+        };
+        b.bid.push(b.bid.len() as i64 + 1);
+        b.scid.push(scid);
+        b.book.push(textbook.title);
+        b.price.push(f64::from(cents) / 100.0);
+    }
+}
+
+/// The generated columns as the three tables of the family, with their Arrow types.
+fn university_tables(s: StudentColumns, c: CourseColumns, b: BookColumns) -> ReleaseSet {
     let students_batch = batch(
         vec![
             Field::new("sid", DataType::Int64, false),

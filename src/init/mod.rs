@@ -138,22 +138,7 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
             _ => None,
         })
         .collect();
-    // Every table read once, in source order: profiled here, its family tables traced to
-    // their entities and classified below.
-    let mut profiles: BTreeMap<String, Vec<Profile>> = BTreeMap::new();
-    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
-    for t in &wh.tables {
-        let batch = wh.table_in_source_order(&t.name)?;
-        profiles.insert(
-            t.name.clone(),
-            batch
-                .columns()
-                .iter()
-                .map(|a| Profile::of(a.as_ref()))
-                .collect(),
-        );
-        batches.insert(t.name.clone(), batch);
-    }
+    let (profiles, batches) = read_tables(wh)?;
     // The k the proposal will write: a k above the population cannot be met.
     let population = rows(&profiles, &entity);
     let k = if population >= 2 && population < options.k {
@@ -163,59 +148,16 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
     };
     let owners = holders::owners(&family, &batches);
     let mut lookups = Lookups::default();
-    let mut tables = Vec::new();
-    let mut seen = BTreeSet::new();
-    for ft in &family {
-        if !seen.insert(ft.name.clone()) {
-            continue;
-        }
-        let entries: Vec<&FamilyTable> = family.iter().filter(|f| f.name == ft.name).collect();
-        let fate = match ft.parent {
-            None => Fate::Entity,
-            Some(p) => Fate::Family {
-                parent: family[p].name.clone(),
-            },
-        };
-        let known = Known {
-            profiles: &profiles,
-            batches: &batches,
-            owners: &owners,
-            k,
-            depth: depth(&family, ft),
-        };
-        let columns = family_columns(wh, &entity, &entries, &dropped, &known, &mut lookups).await?;
-        tables.push(TableProposal {
-            name: ft.name.clone(),
-            rows: rows(&profiles, &ft.name),
-            fate,
-            columns,
-        });
-    }
-    for t in &wh.tables {
-        if seen.contains(&t.name) {
-            continue;
-        }
-        let fate = match lookups.dimensions.get(&t.name) {
-            Some(reason) => Fate::Dimension {
-                reason: reason.clone(),
-            },
-            None => Fate::LeftOut {
-                reason: lookups.left_out.get(&t.name).cloned().unwrap_or_else(|| {
-                    format!("not in the family of {entity}, and no released column points into it")
-                }),
-            },
-        };
-        let columns = match fate {
-            Fate::Dimension { .. } => dimension_columns(wh, &t.name, &profiles),
-            _ => Vec::new(),
-        };
-        tables.push(TableProposal {
-            name: t.name.clone(),
-            rows: rows(&profiles, &t.name),
-            fate,
-            columns,
-        });
-    }
+    let known = Known {
+        profiles: &profiles,
+        batches: &batches,
+        owners: &owners,
+        k,
+        depth: 0,
+    };
+    let mut tables = family_tables(wh, &entity, &family, &dropped, &known, &mut lookups).await?;
+    let in_family: BTreeSet<String> = family.iter().map(|ft| ft.name.clone()).collect();
+    tables.extend(other_tables(wh, &entity, &in_family, &profiles, &lookups));
     // Dimensions after the family, then tables left out, each in source order.
     tables.sort_by_key(|t| match t.fate {
         Fate::Entity | Fate::Family { .. } => 0,
@@ -236,6 +178,108 @@ pub async fn propose(wh: &mut Warehouse, options: &Options) -> Result<Proposal, 
         k,
         asked_k: options.k,
     })
+}
+
+/// Each table's column profiles, by table name.
+type Profiles = BTreeMap<String, Vec<Profile>>;
+/// Each table's rows in source order, by table name.
+type Batches = BTreeMap<String, RecordBatch>;
+
+/// Every table read once, in source order, and profiled: the family's tables are traced
+/// to their entities and classified from these same batches, so no table is read twice.
+fn read_tables(wh: &Warehouse) -> Result<(Profiles, Batches), InitError> {
+    let mut profiles: BTreeMap<String, Vec<Profile>> = BTreeMap::new();
+    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
+    for t in &wh.tables {
+        let batch = wh.table_in_source_order(&t.name)?;
+        profiles.insert(
+            t.name.clone(),
+            batch
+                .columns()
+                .iter()
+                .map(|a| Profile::of(a.as_ref()))
+                .collect(),
+        );
+        batches.insert(t.name.clone(), batch);
+    }
+    Ok((profiles, batches))
+}
+
+/// The entity table and its family in plan order, each once (a split table has two plan
+/// entries), with the roles of their columns; the references they follow decide in
+/// `lookups` which other tables become dimensions.
+async fn family_tables(
+    wh: &Warehouse,
+    entity: &str,
+    family: &[FamilyTable],
+    dropped: &[(String, ForeignKey)],
+    base: &Known<'_>,
+    lookups: &mut Lookups,
+) -> Result<Vec<TableProposal>, InitError> {
+    let mut tables = Vec::new();
+    let mut seen = BTreeSet::new();
+    for ft in family {
+        if !seen.insert(ft.name.clone()) {
+            continue;
+        }
+        let entries: Vec<&FamilyTable> = family.iter().filter(|f| f.name == ft.name).collect();
+        let fate = match ft.parent {
+            None => Fate::Entity,
+            Some(p) => Fate::Family {
+                parent: family[p].name.clone(),
+            },
+        };
+        let known = Known {
+            depth: depth(family, ft),
+            ..*base
+        };
+        let columns = family_columns(wh, entity, &entries, dropped, &known, lookups).await?;
+        tables.push(TableProposal {
+            name: ft.name.clone(),
+            rows: rows(base.profiles, &ft.name),
+            fate,
+            columns,
+        });
+    }
+    Ok(tables)
+}
+
+/// The tables outside the family, in source order: a dimension when a released reference
+/// leads into it, otherwise left out with the reason, so none disappears unexplained.
+fn other_tables(
+    wh: &Warehouse,
+    entity: &str,
+    in_family: &BTreeSet<String>,
+    profiles: &BTreeMap<String, Vec<Profile>>,
+    lookups: &Lookups,
+) -> Vec<TableProposal> {
+    let mut tables = Vec::new();
+    for t in &wh.tables {
+        if in_family.contains(&t.name) {
+            continue;
+        }
+        let fate = match lookups.dimensions.get(&t.name) {
+            Some(reason) => Fate::Dimension {
+                reason: reason.clone(),
+            },
+            None => Fate::LeftOut {
+                reason: lookups.left_out.get(&t.name).cloned().unwrap_or_else(|| {
+                    format!("not in the family of {entity}, and no released column points into it")
+                }),
+            },
+        };
+        let columns = match fate {
+            Fate::Dimension { .. } => dimension_columns(wh, &t.name, profiles),
+            _ => Vec::new(),
+        };
+        tables.push(TableProposal {
+            name: t.name.clone(),
+            rows: rows(profiles, &t.name),
+            fate,
+            columns,
+        });
+    }
+    tables
 }
 
 fn rows(profiles: &BTreeMap<String, Vec<Profile>>, table: &str) -> usize {
@@ -554,43 +598,11 @@ async fn grouping_query(
                 .is_some_and(|h| h.primary_key.len() == 1)
             && personal(wh, &fk.ref_table, profiles).is_none()
     });
-    let describing = |alias: &str, table: &str| -> Vec<(String, String, usize)> {
-        let Some(m) = wh.table(table) else {
-            return Vec::new();
-        };
-        let is_key = |c: &str| {
-            m.primary_key.iter().any(|k| k == c)
-                || m.foreign_keys
-                    .iter()
-                    .any(|fk| fk.columns.iter().any(|k| k == c))
-                || keys::id_like(c)
-        };
-        m.columns
-            .iter()
-            .zip(&profiles[&m.name])
-            .filter(|(c, p)| {
-                !is_key(&c.name)
-                    && p.present() > 0
-                    && p.distinct_count >= 2
-                    && roles::identifying_name(&c.name, false).is_none()
-                    && p.dominant_pattern().is_none()
-                    && !p.numeric
-                    && !p.dates
-            })
-            .map(|(c, p)| {
-                (
-                    format!("{alias}.{}", q(&c.name)),
-                    format!("{}.{}", m.name, c.name),
-                    p.distinct_count,
-                )
-            })
-            .collect()
-    };
-    let mut candidates = describing("t", &t.name);
+    let mut candidates = describing(wh, profiles, "t", &t.name);
     let mut from = format!("{} t", q(&t.name));
     if let Some(fk) = hop {
         let h = wh.table(&fk.ref_table).expect("checked above");
-        candidates.extend(describing("h", &h.name));
+        candidates.extend(describing(wh, profiles, "h", &h.name));
         from.push_str(&format!(
             " LEFT JOIN {} h ON h.{} = t.{}",
             q(&h.name),
@@ -600,12 +612,80 @@ async fn grouping_query(
     }
     candidates.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
     let leaf = format!("t.{}", q(pk));
-    let mut levels: Vec<(String, String, usize)> = Vec::new();
     let leaves = rows(profiles, &t.name);
+    let levels = levels(wh, candidates, &leaf, leaves, &from).await?;
+    if levels.is_empty() {
+        return Ok(None);
+    }
+    let select: Vec<&str> = std::iter::once(leaf.as_str())
+        .chain(levels.iter().map(|l| l.0.as_str()))
+        .collect();
+    let sql = format!("SELECT DISTINCT {} FROM {from}", select.join(", "));
+    let used_hop = levels.iter().any(|l| l.0.starts_with("h."));
+    Ok(Some((
+        sql,
+        levels.into_iter().map(|l| l.1).collect(),
+        hop.filter(|_| used_hop).map(|fk| fk.ref_table.clone()),
+    )))
+}
+
+/// The columns of `table` that could group its rows, as (expression under `alias`,
+/// `table.column`, distinct values): keys, identifying names and shaped, numeric or date
+/// values are left to their own hierarchies, so only plain describing words remain.
+fn describing(
+    wh: &Warehouse,
+    profiles: &BTreeMap<String, Vec<Profile>>,
+    alias: &str,
+    table: &str,
+) -> Vec<(String, String, usize)> {
+    use crate::warehouse::quote_ident as q;
+    let Some(m) = wh.table(table) else {
+        return Vec::new();
+    };
+    let is_key = |c: &str| {
+        m.primary_key.iter().any(|k| k == c)
+            || m.foreign_keys
+                .iter()
+                .any(|fk| fk.columns.iter().any(|k| k == c))
+            || keys::id_like(c)
+    };
+    m.columns
+        .iter()
+        .zip(&profiles[&m.name])
+        .filter(|(c, p)| {
+            !is_key(&c.name)
+                && p.present() > 0
+                && p.distinct_count >= 2
+                && roles::identifying_name(&c.name, false).is_none()
+                && p.dominant_pattern().is_none()
+                && !p.numeric
+                && !p.dates
+        })
+        .map(|(c, p)| {
+            (
+                format!("{alias}.{}", q(&c.name)),
+                format!("{}.{}", m.name, c.name),
+                p.distinct_count,
+            )
+        })
+        .collect()
+}
+
+/// Up to two levels above `leaf` (which has `leaves` values), from `candidates` most
+/// values first: a level is kept only when the data shows each row of the level below
+/// has one value of it, since a hierarchy that is not a tree cannot generalize.
+async fn levels(
+    wh: &Warehouse,
+    candidates: Vec<(String, String, usize)>,
+    leaf: &str,
+    leaves: usize,
+    from: &str,
+) -> Result<Vec<(String, String, usize)>, InitError> {
+    let mut levels: Vec<(String, String, usize)> = Vec::new();
     for c in candidates {
         let (prev, prev_count) = levels
             .last()
-            .map_or((leaf.clone(), leaves), |l| (l.0.clone(), l.2));
+            .map_or((leaf.to_string(), leaves), |l| (l.0.clone(), l.2));
         // The first level may name each row (film titles for copies of films); every
         // later one must group.
         let grows = if levels.is_empty() {
@@ -629,19 +709,7 @@ async fn grouping_query(
             levels.push(c);
         }
     }
-    if levels.is_empty() {
-        return Ok(None);
-    }
-    let select: Vec<&str> = std::iter::once(leaf.as_str())
-        .chain(levels.iter().map(|l| l.0.as_str()))
-        .collect();
-    let sql = format!("SELECT DISTINCT {} FROM {from}", select.join(", "));
-    let used_hop = levels.iter().any(|l| l.0.starts_with("h."));
-    Ok(Some((
-        sql,
-        levels.into_iter().map(|l| l.1).collect(),
-        hop.filter(|_| used_hop).map(|fk| fk.ref_table.clone()),
-    )))
+    Ok(levels)
 }
 
 /// Roles for a dimension's columns: its key needs no label; identifying columns are left

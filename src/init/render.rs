@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::keys::KeyChange;
 use super::roles::{HierarchyPlan, Role};
-use super::{Fate, Proposal};
+use super::{Fate, Proposal, TableProposal};
 use crate::warehouse::quote_ident as q;
 
 /// The marker of a line the owner must look at (followed by `:` and the reason); `plan`
@@ -42,6 +42,33 @@ pub fn render(
 ) -> Rendered {
     let mut out = String::new();
     let mut files: Vec<(String, String)> = Vec::new();
+    preamble(&mut out, source, target, settings);
+    entity(p, &mut out);
+    let mut used_files = std::collections::BTreeSet::new();
+    for t in &p.tables {
+        table(t, files_dir, &mut used_files, &mut files, &mut out);
+    }
+    left_out(p, &mut out);
+    let _ = writeln!(
+        out,
+        "-- k = {}: every person's whole record hides among at least {} (see the README for the\n-- other models, algorithms and options).",
+        p.k, p.k
+    );
+    if p.asked_k != p.k {
+        let _ = writeln!(
+            out,
+            "{REVIEW}: k = {} was asked for, but {} has only {} rows, so k is lowered to {}: too few people to hide among",
+            p.asked_k, p.entity, p.k, p.k
+        );
+    }
+    let _ = writeln!(out, "ANONYMIZE {} WITH (k = {});", q(&p.entity), p.k);
+    sensitive_model(p, &mut out);
+    Rendered { text: out, files }
+}
+
+/// The header `--overwrite` recognises, the advice to the reader, and the `SET`s: the
+/// first thing an owner opening the file must see is that every line is a proposal.
+fn preamble(out: &mut String, source: &str, target: &str, settings: &[(String, String)]) {
     let _ = writeln!(out, "{HEADER}");
     let _ = writeln!(
         out,
@@ -52,7 +79,11 @@ pub fn render(
         let _ = writeln!(out, "SET {name} = {};", s(value));
     }
     let _ = writeln!(out, "SET target = {};\n", s(target));
+}
 
+/// The entity with why it was chosen and what else could have been, then the key
+/// changes: the keys decide the family, so they come before any table's roles.
+fn entity(p: &Proposal, out: &mut String) {
     let _ = writeln!(out, "-- The entity: {}", p.entity_reason);
     if !p.alternatives.is_empty() {
         let _ = writeln!(out, "-- Other tables that could be the entity:");
@@ -89,64 +120,76 @@ pub fn render(
         }
         out.push('\n');
     }
+}
 
-    let mut used_files = std::collections::BTreeSet::new();
-    for t in &p.tables {
-        match &t.fate {
-            Fate::Entity => {
-                let _ = writeln!(out, "-- {}: the entity table, {} rows.", q(&t.name), t.rows);
-            }
-            Fate::Family { parent } => {
-                let _ = writeln!(
-                    out,
-                    "-- {}: in the family, under {}, {} rows.",
-                    q(&t.name),
-                    q(parent),
-                    t.rows
-                );
-            }
-            Fate::Dimension { reason } => {
-                let _ = writeln!(
-                    out,
-                    "-- {}: released beside the family as a dimension ({reason}), {} rows.",
-                    q(&t.name),
-                    t.rows
-                );
-                let _ = writeln!(out, "LABEL TABLE {} AS DIMENSION;", q(&t.name));
-            }
-            Fate::LeftOut { .. } => continue,
+/// One released table: its fate as a comment, then a role line per column with its
+/// reason, so each decision can be reviewed where it is made. A table left out writes
+/// nothing here (it is listed after all the released ones).
+fn table(
+    t: &TableProposal,
+    files_dir: &str,
+    used_files: &mut std::collections::BTreeSet<String>,
+    files: &mut Vec<(String, String)>,
+    out: &mut String,
+) {
+    match &t.fate {
+        Fate::Entity => {
+            let _ = writeln!(out, "-- {}: the entity table, {} rows.", q(&t.name), t.rows);
         }
-        for c in &t.columns {
-            let Some(d) = &c.decision else {
-                let _ = writeln!(out, "--   {}: {}", q(&c.name), c.note);
-                continue;
-            };
-            let target = format!("{}.{}", q(&t.name), q(&c.name));
-            let role = match &d.role {
-                Role::Identifier => "IDENTIFIER".to_string(),
-                Role::Sensitive => "SENSITIVE".to_string(),
-                Role::Insensitive => "INSENSITIVE".to_string(),
-                Role::Qi(plan) => {
-                    let name = format!("{}.{}", t.name, c.name);
-                    let source =
-                        hierarchy_source(plan, &name, files_dir, &mut used_files, &mut files);
-                    let _ = writeln!(out, "CREATE HIERARCHY {} {source};", q(&name));
-                    format!("QUASI IDENTIFIER USING {}", q(&name))
-                }
-            };
-            let marker = if d.review {
-                format!("{REVIEW}:")
-            } else {
-                "--".to_string()
-            };
+        Fate::Family { parent } => {
             let _ = writeln!(
                 out,
-                "LABEL COLUMN {target} AS {role}; {marker} {}",
-                d.reason
+                "-- {}: in the family, under {}, {} rows.",
+                q(&t.name),
+                q(parent),
+                t.rows
             );
         }
-        out.push('\n');
+        Fate::Dimension { reason } => {
+            let _ = writeln!(
+                out,
+                "-- {}: released beside the family as a dimension ({reason}), {} rows.",
+                q(&t.name),
+                t.rows
+            );
+            let _ = writeln!(out, "LABEL TABLE {} AS DIMENSION;", q(&t.name));
+        }
+        Fate::LeftOut { .. } => return,
     }
+    for c in &t.columns {
+        let Some(d) = &c.decision else {
+            let _ = writeln!(out, "--   {}: {}", q(&c.name), c.note);
+            continue;
+        };
+        let target = format!("{}.{}", q(&t.name), q(&c.name));
+        let role = match &d.role {
+            Role::Identifier => "IDENTIFIER".to_string(),
+            Role::Sensitive => "SENSITIVE".to_string(),
+            Role::Insensitive => "INSENSITIVE".to_string(),
+            Role::Qi(plan) => {
+                let name = format!("{}.{}", t.name, c.name);
+                let source = hierarchy_source(plan, &name, files_dir, used_files, files);
+                let _ = writeln!(out, "CREATE HIERARCHY {} {source};", q(&name));
+                format!("QUASI IDENTIFIER USING {}", q(&name))
+            }
+        };
+        let marker = if d.review {
+            format!("{REVIEW}:")
+        } else {
+            "--".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "LABEL COLUMN {target} AS {role}; {marker} {}",
+            d.reason
+        );
+    }
+    out.push('\n');
+}
+
+/// The tables left out, each with its reason, so the owner sees what the release will not
+/// hold and how to bring a table back.
+fn left_out(p: &Proposal, out: &mut String) {
     let left_out: Vec<_> = p
         .tables
         .iter()
@@ -165,21 +208,6 @@ pub fn render(
         }
         out.push('\n');
     }
-    let _ = writeln!(
-        out,
-        "-- k = {}: every person's whole record hides among at least {} (see the README for the\n-- other models, algorithms and options).",
-        p.k, p.k
-    );
-    if p.asked_k != p.k {
-        let _ = writeln!(
-            out,
-            "{REVIEW}: k = {} was asked for, but {} has only {} rows, so k is lowered to {}: too few people to hide among",
-            p.asked_k, p.entity, p.k, p.k
-        );
-    }
-    let _ = writeln!(out, "ANONYMIZE {} WITH (k = {});", q(&p.entity), p.k);
-    sensitive_model(p, &mut out);
-    Rendered { text: out, files }
 }
 
 /// When columns are proposed SENSITIVE, the model that protects them, proposed for review

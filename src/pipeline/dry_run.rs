@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{prepare, Request};
 use crate::hierarchy::Hierarchy;
 use crate::init::{Profile, REVIEW};
-use crate::plan::{ColumnRole, PlannedColumn};
+use crate::plan::{ColumnRole, Plan, PlannedColumn};
 use crate::progress::Progress;
 use crate::warehouse::{numeric_value, quote_ident as q, render_value, Warehouse};
 
@@ -68,55 +68,9 @@ pub struct Estimate {
 pub async fn dry_run(req: &Request) -> Result<DryRun> {
     let progress = Progress::new();
     let (plan, configured, wh) = prepare(req, &progress).await?;
-    // Every released table read once, in source order: its columns' fates, the owners of
-    // its rows and its twins all look at the same rows.
-    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
-    let released = plan.tables.iter().map(|t| &t.name);
-    for name in released.chain(plan.dimensions.iter().map(|d| &d.name)) {
-        if !batches.contains_key(name) {
-            batches.insert(name.clone(), wh.table_in_source_order(name)?);
-        }
-    }
-    let mut tables = Vec::new();
+    let batches = read_released(&plan, &wh)?;
     let mut warnings = plan.warnings.clone();
-    let mut seen = std::collections::BTreeSet::new();
-    for ft in &plan.tables {
-        if !seen.insert(ft.name.clone()) {
-            continue;
-        }
-        let rows = row_count(&wh, &ft.name);
-        let parent = ft.parent.map(|p| plan.tables[p].name.clone());
-        let fan_out = match &parent {
-            Some(p) => fan_out(&wh, &ft.name, &ft.parent_fk, row_count(&wh, p)).await?,
-            None => None,
-        };
-        let mut columns = columns(
-            batches.get(&ft.name),
-            &ft.name,
-            &ft.columns,
-            &plan.hierarchies,
-            &mut warnings,
-            true,
-        );
-        if let Some((_, variant)) = plan.params.model.anatomy() {
-            anatomy_fates(ft, variant, &mut columns);
-        }
-        let keep = plan
-            .params
-            .keep
-            .iter()
-            .find(|k| k.name == ft.name)
-            .map(|k| k.percent);
-        tables.push(TableView {
-            name: ft.name.clone(),
-            parent,
-            rows,
-            fan_out,
-            keep,
-            at_most: None,
-            columns,
-        });
-    }
+    let mut tables = family_views(&plan, &wh, &batches, &mut warnings).await?;
     if plan.params.model.anatomy().is_none() {
         bound_rows(&batches, &plan, &mut tables, &mut warnings);
         twins(&batches, &plan, &mut warnings);
@@ -158,19 +112,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
     Ok(DryRun {
         entity: plan.entity.clone(),
         algorithm: configured.spec.name.to_string(),
-        model: match &plan.params.model {
-            crate::plan::Model::KAnonymity { k } => format!("k-anonymity, k = {k}"),
-            crate::plan::Model::LDiversity { l, diversity } => {
-                format!("l-diversity ({diversity:?}), l = {l}")
-            }
-            crate::plan::Model::Anatomy { l, variant, rules } => {
-                format!(
-                    "anatomy ({}), l = {l}, {} rule(s)",
-                    variant.name(),
-                    rules.len()
-                )
-            }
-        },
+        model: model_name(&plan.params.model),
         tables,
         dimensions,
         left_out: plan.left_out.clone(),
@@ -182,6 +124,86 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             time,
         },
     })
+}
+
+/// Every released table read once, in source order: its columns' fates, the owners of
+/// its rows and its twins all look at the same rows.
+fn read_released(plan: &Plan, wh: &Warehouse) -> Result<BTreeMap<String, RecordBatch>> {
+    let mut batches: BTreeMap<String, RecordBatch> = BTreeMap::new();
+    let released = plan.tables.iter().map(|t| &t.name);
+    for name in released.chain(plan.dimensions.iter().map(|d| &d.name)) {
+        if !batches.contains_key(name) {
+            batches.insert(name.clone(), wh.table_in_source_order(name)?);
+        }
+    }
+    Ok(batches)
+}
+
+/// One view per family table, each once (a split table has two plan entries), in plan
+/// order: its rows, its fan-out under its parent, its columns' fates and its `KEEP`.
+async fn family_views(
+    plan: &Plan,
+    wh: &Warehouse,
+    batches: &BTreeMap<String, RecordBatch>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<TableView>> {
+    let mut tables = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for ft in &plan.tables {
+        if !seen.insert(ft.name.clone()) {
+            continue;
+        }
+        let rows = row_count(wh, &ft.name);
+        let parent = ft.parent.map(|p| plan.tables[p].name.clone());
+        let fan_out = match &parent {
+            Some(p) => fan_out(wh, &ft.name, &ft.parent_fk, row_count(wh, p)).await?,
+            None => None,
+        };
+        let mut columns = columns(
+            batches.get(&ft.name),
+            &ft.name,
+            &ft.columns,
+            &plan.hierarchies,
+            warnings,
+            true,
+        );
+        if let Some((_, variant)) = plan.params.model.anatomy() {
+            anatomy_fates(ft, variant, &mut columns);
+        }
+        let keep = plan
+            .params
+            .keep
+            .iter()
+            .find(|k| k.name == ft.name)
+            .map(|k| k.percent);
+        tables.push(TableView {
+            name: ft.name.clone(),
+            parent,
+            rows,
+            fan_out,
+            keep,
+            at_most: None,
+            columns,
+        });
+    }
+    Ok(tables)
+}
+
+/// The privacy model as the plan's header names it, with its parameters.
+fn model_name(model: &crate::plan::Model) -> String {
+    match model {
+        crate::plan::Model::KAnonymity { k } => format!("k-anonymity, k = {k}"),
+        crate::plan::Model::LDiversity { l, diversity } => {
+            format!("l-diversity ({diversity:?}), l = {l}")
+        }
+        crate::plan::Model::Anatomy { l, variant, rules } => {
+            format!(
+                "anatomy ({}), l = {l}, {} rule(s)",
+                variant.name(),
+                rules.len()
+            )
+        }
+    }
 }
 
 fn row_count(wh: &Warehouse, table: &str) -> usize {

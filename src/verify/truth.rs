@@ -792,7 +792,21 @@ fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>)
         found
     });
 
-    let mut out = vec![Pairing::Outnumbered; rels.len()];
+    pair_rows(rels.len(), &rel_members, &src_rows, &flows, &no_candidate)
+}
+
+/// Turns the assignment between classes back into one between rows: the rows of a class
+/// are interchangeable, so each class's flow takes its members and its source rows in
+/// order. A row left over is outnumbered, or has no candidate at all when its class had
+/// none, which is the worse finding.
+fn pair_rows(
+    rels: usize,
+    rel_members: &[Vec<usize>],
+    src_rows: &[Vec<usize>],
+    flows: &[Vec<(usize, usize)>],
+    no_candidate: &[bool],
+) -> Vec<Pairing> {
+    let mut out = vec![Pairing::Outnumbered; rels];
     let mut taken = vec![0usize; src_rows.len()];
     for (class, members) in rel_members.iter().enumerate() {
         let mut members = members.iter();

@@ -25,7 +25,7 @@ use super::super::data::show_cell;
 use super::super::ldiv::{classify, label, Value};
 use super::super::truth::normalize;
 use super::super::{Check, VerifyError};
-use super::{binomial, Layout, Published, SaCol};
+use super::{binomial, Group, Layout, Published, SaCol};
 use crate::plan::{AnatomyRule, Plan, Variant};
 use crate::policy::RuleValue;
 
@@ -209,38 +209,7 @@ pub(super) fn rules(
     let mut memo: HashMap<(u64, u64, u64, u64, u64), bool> = HashMap::default();
     for (g, group) in layout.groups.iter().enumerate() {
         let size = group.members.len() as u64;
-        // (table, column, value) -> occurrences per tree (t-t), or slots holding it (v-v).
-        let mut held: HashMap<(usize, usize, Value), Vec<u64>> = HashMap::default();
-        match variant {
-            Variant::TreeTree => {
-                for (i, &tree) in trees_of[g].iter().enumerate() {
-                    for (s, tuple) in &published.trees[tree].map {
-                        let table = layout.slots[*s].table;
-                        for (k, col) in sa[table].iter().enumerate() {
-                            let v = value_of(tuple[k].as_deref(), col);
-                            let per_tree = held
-                                .entry((table, k, v))
-                                .or_insert_with(|| vec![0; trees_of[g].len()]);
-                            per_tree[i] += 1;
-                        }
-                    }
-                }
-            }
-            Variant::VertexVertex => {
-                for &s in &group.slots {
-                    let table = layout.slots[s].table;
-                    for (k, col) in sa[table].iter().enumerate() {
-                        let here: BTreeSet<Value> = published.at_slot[s]
-                            .keys()
-                            .map(|tuple| value_of(tuple[k].as_deref(), col))
-                            .collect();
-                        for v in here {
-                            held.entry((table, k, v)).or_insert_with(|| vec![0])[0] += 1;
-                        }
-                    }
-                }
-            }
-        }
+        let held = held(layout, published, sa, variant, group, &trees_of[g]);
         for (i, t) in targets.iter().enumerate() {
             let counts = held.get(&(t.table, t.column, t.value.clone()));
             let (m, p) = (u64::from(t.rule.m), t.rule.p);
@@ -289,4 +258,49 @@ pub(super) fn rules(
         ));
     }
     Ok(())
+}
+
+/// What a group publishes of each sensitive value, as (table, column, value) -> its
+/// occurrences per SA-tree (t-t), or the number of the group's slots holding it (v-v): the
+/// counts both measures of (p,m)-privacy are read from.
+fn held(
+    layout: &Layout,
+    published: &Published,
+    sa: &[Vec<SaCol>],
+    variant: Variant,
+    group: &Group,
+    trees: &[usize],
+) -> HashMap<(usize, usize, Value), Vec<u64>> {
+    let mut held: HashMap<(usize, usize, Value), Vec<u64>> = HashMap::default();
+    match variant {
+        Variant::TreeTree => {
+            for (i, &tree) in trees.iter().enumerate() {
+                for (s, tuple) in &published.trees[tree].map {
+                    let table = layout.slots[*s].table;
+                    for (k, col) in sa[table].iter().enumerate() {
+                        let v = value_of(tuple[k].as_deref(), col);
+                        let per_tree = held
+                            .entry((table, k, v))
+                            .or_insert_with(|| vec![0; trees.len()]);
+                        per_tree[i] += 1;
+                    }
+                }
+            }
+        }
+        Variant::VertexVertex => {
+            for &s in &group.slots {
+                let table = layout.slots[s].table;
+                for (k, col) in sa[table].iter().enumerate() {
+                    let here: BTreeSet<Value> = published.at_slot[s]
+                        .keys()
+                        .map(|tuple| value_of(tuple[k].as_deref(), col))
+                        .collect();
+                    for v in here {
+                        held.entry((table, k, v)).or_insert_with(|| vec![0])[0] += 1;
+                    }
+                }
+            }
+        }
+    }
+    held
 }

@@ -227,21 +227,8 @@ fn trees(
             // The row's tree, and for a child its parent row.
             let (tree, parent_row) = match parent {
                 None => {
-                    let group = link
-                        .as_ref()
-                        .and_then(|g| layout.group_index.get(g).copied());
-                    if group.is_none() {
-                        out.record(format!(
-                            "{name} {SA_ID} {key}: {GROUP} {} names no group of the QI side",
-                            link.as_deref().unwrap_or("NULL")
-                        ));
-                    }
-                    published.trees.push(SaTree {
-                        group,
-                        key: key.clone(),
-                        map: Vec::new(),
-                    });
-                    (Some(published.trees.len() - 1), None)
+                    let tree = root_tree(layout, &name, &key, link.as_deref(), published, out);
+                    (Some(tree), None)
                 }
                 Some(p) => {
                     let pr = link.as_ref().and_then(|k| by_key[p].get(k).copied());
@@ -266,18 +253,7 @@ fn trees(
             row_slot[ti][r] = slot;
             let Some(s) = slot else { continue };
             if let Some((p, pr)) = parent_row {
-                let above = row_slot[p][pr];
-                if above.is_some() && above != layout.slots[s].parent {
-                    let show = |x: Option<usize>| {
-                        x.map_or_else(|| "none".to_string(), |x| layout.slots[x].label.clone())
-                    };
-                    out.record(format!(
-                        "{name} {SA_ID} {key}: at slot {} under slot {}, but on the QI side that slot hangs under slot {}: the SA-trees must align as the QI-trees do",
-                        layout.slots[s].label,
-                        show(above),
-                        show(layout.slots[s].parent)
-                    ));
-                }
+                aligned(layout, &name, &key, s, row_slot[p][pr], out);
             }
             let values = tuple(side, sa_cols, &sa[ti], r);
             *published.at_slot[s].entry(values.clone()).or_default() += 1;
@@ -307,6 +283,56 @@ fn trees(
         tree.map.sort();
     }
     tree_shapes(plan, layout, &needed, published, &per_tree_slot, out);
+}
+
+/// Starts the SA-tree of an entity `__sa` row, in the group its `group_id` (`link`) names;
+/// returns the tree's index. A group that names nothing is reported, and the tree kept, so
+/// its rows are still checked against each other.
+fn root_tree(
+    layout: &Layout,
+    name: &str,
+    key: &str,
+    link: Option<&str>,
+    published: &mut Published,
+    out: &mut Check,
+) -> usize {
+    let group = link.and_then(|g| layout.group_index.get(g).copied());
+    if group.is_none() {
+        out.record(format!(
+            "{name} {SA_ID} {key}: {GROUP} {} names no group of the QI side",
+            link.unwrap_or("NULL")
+        ));
+    }
+    published.trees.push(SaTree {
+        group,
+        key: key.to_string(),
+        map: Vec::new(),
+    });
+    published.trees.len() - 1
+}
+
+/// Reports a row at slot `s` whose parent row sits at slot `above` where the QI side hangs
+/// `s` under another slot: SA-trees that do not align with the QI-trees re-link what
+/// anatomy separates.
+fn aligned(
+    layout: &Layout,
+    name: &str,
+    key: &str,
+    s: usize,
+    above: Option<usize>,
+    out: &mut Check,
+) {
+    if above.is_some() && above != layout.slots[s].parent {
+        let show = |x: Option<usize>| {
+            x.map_or_else(|| "none".to_string(), |x| layout.slots[x].label.clone())
+        };
+        out.record(format!(
+            "{name} {SA_ID} {key}: at slot {} under slot {}, but on the QI side that slot hangs under slot {}: the SA-trees must align as the QI-trees do",
+            layout.slots[s].label,
+            show(above),
+            show(layout.slots[s].parent)
+        ));
+    }
 }
 
 /// Every group has |G| SA-trees, each with exactly one row per slot of its group that an

@@ -22,7 +22,7 @@ use super::super::data::{show_cell, Rule, TableData};
 use super::super::truth::normalize;
 use super::super::Check;
 use super::flow::Network;
-use super::{Layout, Published, SaCol, Tuple};
+use super::{Group, Layout, Published, SaCol, Tuple};
 use crate::plan::{Plan, Variant};
 
 /// t-t: per SA-tree, the members whose source values it holds (empty where none does).
@@ -365,32 +365,10 @@ fn per_group(
             trees_of[g].push(i);
         }
     }
-    'groups: for (g, group) in layout.groups.iter().enumerate() {
-        let compared: Vec<usize> = group
-            .slots
-            .iter()
-            .copied()
-            .filter(|&s| {
-                let t = layout.slots[s].table;
-                !sa[t].is_empty() && published.complete[t]
-            })
-            .collect();
-        let mut members: HashMap<Map, Vec<usize>> = HashMap::default();
-        for &m in &group.members {
-            let mut map = Map::with_capacity(compared.len());
-            for &s in &compared {
-                // A missing row is the slots check's to report; an untraced one truthfulness's.
-                let Some(&(ti, r)) = layout.at.get(&(m, s)) else {
-                    continue 'groups;
-                };
-                let Some(t) = &values[ti][r] else {
-                    continue 'groups;
-                };
-                map.push((s, t.clone()));
-            }
-            map.sort();
-            members.entry(map).or_default().push(m);
-        }
+    for (g, group) in layout.groups.iter().enumerate() {
+        let Some(members) = member_maps(layout, group, published, sa, values) else {
+            continue;
+        };
         let mut published_maps: HashMap<&Map, u64> = HashMap::default();
         for &tree in &trees_of[g] {
             *published_maps
@@ -415,57 +393,112 @@ fn per_group(
         if extra == 0 && missing == 0 {
             continue;
         }
-        // Shown: one unmatched SA-tree against the unmatched member it is closest to.
-        let unmatched_member = |map: &Map, m: &Vec<usize>| {
-            (m.len() as u64) > published_maps.get(map).copied().unwrap_or(0)
-        };
-        let example = trees_of[g]
-            .iter()
-            .find(|&&t| {
-                let map = &published.trees[t].map;
-                published_maps.get(map).copied().unwrap_or(0) > wanted(map)
-            })
-            .and_then(|&t| {
-                let tree = &published.trees[t];
-                let (_, m, diff) = members
-                    .iter()
-                    .filter(|(map, m)| unmatched_member(map, m))
-                    .map(|(map, m)| {
-                        let diff = differences(&tree.map, map);
-                        (diff.len(), m[0], diff)
-                    })
-                    .min_by_key(|(n, m, _)| (*n, *m))?;
-                let shown: Vec<String> = diff
-                    .iter()
-                    .take(SHOWN_SLOTS)
-                    .map(|(s, sa, src)| {
-                        let show = |v: Option<&Tuple>| v.map_or_else(|| "nothing".to_string(), show_tuple);
-                        format!(
-                            "slot {}: {} where the member's row holds {}",
-                            layout.slots[*s].label,
-                            show(*sa),
-                            show(*src)
-                        )
-                    })
-                    .collect();
-                let more = diff.len().saturating_sub(SHOWN_SLOTS);
-                let more = if more > 0 {
-                    format!(" and {more} more slot(s)")
-                } else {
-                    String::new()
-                };
-                Some(format!(
-                    "; e.g. the SA-tree with root sa_id {} differs from the tree of {}, the closest, at {}{more}",
-                    tree.key,
-                    tables[0].describe(tables, m),
-                    shown.join("; ")
-                ))
-            })
-            .unwrap_or_default();
+        let example = example(
+            tables,
+            layout,
+            published,
+            &trees_of[g],
+            &members,
+            &published_maps,
+        );
         out.record(format!(
             "group {}: {missing} member(s) have no SA-tree holding their source values and {extra} SA-tree(s) hold values no member's rows hold at those slots{example}",
             group.label
         ));
     }
     pairs
+}
+
+/// The members of `group` as their source values at the slots an SA-tree publishes, each
+/// map with the members holding it; `None` when a member's row is missing or untraced: a
+/// missing row is the slots check's to report, an untraced one truthfulness's.
+fn member_maps(
+    layout: &Layout,
+    group: &Group,
+    published: &Published,
+    sa: &[Vec<SaCol>],
+    values: &[Vec<Option<Tuple>>],
+) -> Option<HashMap<Map, Vec<usize>>> {
+    let compared: Vec<usize> = group
+        .slots
+        .iter()
+        .copied()
+        .filter(|&s| {
+            let t = layout.slots[s].table;
+            !sa[t].is_empty() && published.complete[t]
+        })
+        .collect();
+    let mut members: HashMap<Map, Vec<usize>> = HashMap::default();
+    for &m in &group.members {
+        let mut map = Map::with_capacity(compared.len());
+        for &s in &compared {
+            let &(ti, r) = layout.at.get(&(m, s))?;
+            let t = values[ti][r].as_ref()?;
+            map.push((s, t.clone()));
+        }
+        map.sort();
+        members.entry(map).or_default().push(m);
+    }
+    Some(members)
+}
+
+/// A group's mismatch made concrete: one SA-tree (of `trees`) published more often than
+/// members hold it, against the unmatched member whose tree it is closest to, so the
+/// reader sees which slots differ rather than only counts. Empty when there is none.
+fn example(
+    tables: &[TableData],
+    layout: &Layout,
+    published: &Published,
+    trees: &[usize],
+    members: &HashMap<Map, Vec<usize>>,
+    published_maps: &HashMap<&Map, u64>,
+) -> String {
+    let wanted = |map: &Map| members.get(map).map_or(0, |m| m.len() as u64);
+    // Shown: one unmatched SA-tree against the unmatched member it is closest to.
+    let unmatched_member = |map: &Map, m: &Vec<usize>| {
+        (m.len() as u64) > published_maps.get(map).copied().unwrap_or(0)
+    };
+    trees
+        .iter()
+        .find(|&&t| {
+            let map = &published.trees[t].map;
+            published_maps.get(map).copied().unwrap_or(0) > wanted(map)
+        })
+        .and_then(|&t| {
+            let tree = &published.trees[t];
+            let (_, m, diff) = members
+                .iter()
+                .filter(|(map, m)| unmatched_member(map, m))
+                .map(|(map, m)| {
+                    let diff = differences(&tree.map, map);
+                    (diff.len(), m[0], diff)
+                })
+                .min_by_key(|(n, m, _)| (*n, *m))?;
+            let shown: Vec<String> = diff
+                .iter()
+                .take(SHOWN_SLOTS)
+                .map(|(s, sa, src)| {
+                    let show = |v: Option<&Tuple>| v.map_or_else(|| "nothing".to_string(), show_tuple);
+                    format!(
+                        "slot {}: {} where the member's row holds {}",
+                        layout.slots[*s].label,
+                        show(*sa),
+                        show(*src)
+                    )
+                })
+                .collect();
+            let more = diff.len().saturating_sub(SHOWN_SLOTS);
+            let more = if more > 0 {
+                format!(" and {more} more slot(s)")
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "; e.g. the SA-tree with root sa_id {} differs from the tree of {}, the closest, at {}{more}",
+                tree.key,
+                tables[0].describe(tables, m),
+                shown.join("; ")
+            ))
+        })
+        .unwrap_or_default()
 }
