@@ -174,7 +174,11 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
     }
     if let Some(path) = html {
         let title = format!("{title} ({students} students, seed {seed})");
-        write_page(path, &relanon::experiment::pages::experiment_page(&title, rows)?, &[])?;
+        write_page(
+            path,
+            &relanon::experiment::pages::experiment_page(&title, rows)?,
+            &[],
+        )?;
     }
     outln!("{}", experiment::markdown(rows));
     Ok(failures(&table.failed))
