@@ -174,11 +174,13 @@ fn group_starts(
         .try_fold(1usize, |n, &h| n.checked_mul(h as usize + 1));
     let mut starts = vec![0usize];
     for g in footer.metadata().row_groups() {
-        let last = *starts.last().unwrap_or(&0);
-        starts.push(last + usize::try_from(g.num_rows()).unwrap_or(usize::MAX / 2));
+        let last = starts.last().copied().unwrap_or(0);
+        let rows = usize::try_from(g.num_rows()).unwrap_or(usize::MAX);
+        starts.push(last.saturating_add(rows));
     }
     let tables_ok = !meta.tables.is_empty() && meta.rows.len() == meta.tables.len();
-    if nodes != starts.last().copied() || !tables_ok {
+    let groups_ok = starts.windows(2).all(|w| w[0] < w[1]);
+    if nodes != starts.last().copied() || !tables_ok || !groups_ok {
         return Err(unreadable(path, MALFORMED));
     }
     Ok(starts)
