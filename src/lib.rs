@@ -26,6 +26,7 @@ pub mod hierarchy;
 pub mod html;
 pub mod init;
 pub mod keymap;
+pub mod lattice_file;
 pub mod outputs;
 pub mod pipeline;
 pub mod plan;

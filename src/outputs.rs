@@ -2,12 +2,17 @@
 //! map, an HTML page) is checked before any work is done against the files the run reads
 //! (the source, the declarations, hierarchy files) and against each other; an existing file
 //! is replaced only with `--overwrite`, and only if it is something relanon wrote (a release
-//! with its report, a report, a key map, a page relanon drew). Anything else is the user's,
-//! and relanon refuses to touch it.
+//! with its report, a report, a key map, a page relanon drew, a lattice). Anything else is the
+//! user's, and relanon refuses to touch it. The signatures of what relanon writes are defined
+//! here (a lattice's: [`LATTICE_KEY`]).
 
 use std::path::{Path, PathBuf};
 
 use crate::warehouse::TargetKind;
+
+/// The first line of a declarations file `init` wrote (its signature: `--overwrite` only
+/// replaces such a file).
+pub const DECLARATIONS_HEADER: &str = "-- Declarations proposed by relanon init.";
 
 /// How a page relanon drew names its maker (`html::page` writes it in every page's head).
 pub const PAGE_GENERATOR: &str = "<meta name=\"generator\" content=\"relanon\">";
@@ -159,17 +164,10 @@ pub fn is_ours(kind: Kind, path: &Path) -> bool {
         Kind::Page => std::fs::read_to_string(path)
             .ok()
             .is_some_and(|t| t.starts_with("<!DOCTYPE html>") && t.contains(PAGE_GENERATOR)),
-        Kind::Lattice => {
-            use std::io::Read;
-            let mut head = [0u8; 16];
-            std::fs::File::open(path)
-                .and_then(|mut f| f.read_exact(&mut head))
-                .is_ok()
-                && &head == crate::pipeline::negotiate::MAGIC
-        }
+        Kind::Lattice => is_lattice(path),
         Kind::Declarations => std::fs::read_to_string(path)
             .ok()
-            .is_some_and(|t| t.starts_with(crate::init::HEADER)),
+            .is_some_and(|t| t.starts_with(DECLARATIONS_HEADER)),
         // A CSV cell cannot say who wrote it: the file is init's when the declarations it
         // sits beside (`<stem>-hierarchies/` beside `<stem>.sql` or `<stem>.decl.sql`) are
         // init's and read it.
@@ -195,6 +193,38 @@ pub fn is_ours(kind: Kind, path: &Path) -> bool {
                 })
         }
     }
+}
+
+/// The signature of a lattice `relanon lattice` writes: a Parquet file (starting with
+/// [`PARQUET_MAGIC`]) whose key-value metadata holds this key, valued the format version.
+pub const LATTICE_KEY: &str = "relanon.lattice";
+/// The first bytes of a Parquet file.
+pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
+/// The first bytes of a lattice relanon wrote in its earlier binary layout (format versions
+/// 1 and 2): still relanon's, so `--overwrite` replaces it.
+pub const LATTICE_BINARY_MAGIC: &[u8; 16] = b"relanon lattice\n";
+
+/// Whether `path` is a lattice relanon wrote, of any format version.
+fn is_lattice(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = [0u8; 16];
+    if file.read_exact(&mut head).is_err() {
+        return false;
+    }
+    if &head == LATTICE_BINARY_MAGIC {
+        return true;
+    }
+    head.starts_with(PARQUET_MAGIC)
+        && parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .is_ok_and(|m| {
+                m.file_metadata()
+                    .key_value_metadata()
+                    .is_some_and(|kv| kv.iter().any(|e| e.key == LATTICE_KEY))
+            })
 }
 
 fn json_object(path: &Path) -> Option<serde_json::Value> {

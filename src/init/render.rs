@@ -13,9 +13,8 @@ use crate::warehouse::quote_ident as q;
 /// lists the lines that still carry it.
 pub const REVIEW: &str = "-- review";
 
-/// The first line of every file `init` writes: what wrote it (so `--overwrite` replaces
-/// only such a file) and what to do with it.
-pub const HEADER: &str = "-- Declarations proposed by relanon init.";
+/// The first line of every file `init` writes: its signature, which `outputs` owns.
+pub use crate::outputs::DECLARATIONS_HEADER as HEADER;
 
 /// The text of a declarations file and the hierarchy files it reads.
 #[derive(Debug, Clone)]

@@ -792,6 +792,7 @@ fn return_free_heap() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn return_free_heap() {}
 
+pub mod answers;
 mod dry_run;
 mod init;
 pub mod negotiate;
