@@ -141,7 +141,7 @@ pub fn depth_first(
     let top: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
     // A lower bound of any node's LM sum: every cell at the node's levels, the floor's
     // entities' cells counted suppressed (1 each) instead.
-    let floor_losses = lattice.losses_of(&floor_entities);
+    let floor_losses = lattice.losses_of(floor_entities);
     let floor_cells: u64 = floor_entities.iter().map(|&e| lattice.tree_cells(e)).sum();
     let bound = |levels: &[u16]| -> i128 {
         let kept: f64 = floor_losses
@@ -166,13 +166,13 @@ pub fn depth_first(
         } else {
             Rc::new(lattice.roll_up(&from, &levels))
         };
-        let measured = criterion.measure(&lattice, &classes, &levels);
-        if let Some(c) = evaluate(&lattice, &measured, &levels, budget, entities, dm) {
+        let measured = criterion.measure(lattice, &classes, &levels);
+        if let Some(c) = evaluate(lattice, &measured, &levels, budget, entities, dm) {
             if best.as_ref().is_none_or(|b| c.key() < b.key()) {
                 best = Some(c);
             }
         }
-        for up in successors(&lattice, &levels).into_iter().rev() {
+        for up in successors(lattice, &levels).into_iter().rev() {
             // Every cell's loss at `up` (and above) already exceeds the best release's.
             let hopeless = !dm && best.as_ref().is_some_and(|b| bound(&up) > b.loss);
             if !hopeless {
