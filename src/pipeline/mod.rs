@@ -84,9 +84,10 @@ const MODEL_PARAMETERS: [&str; 4] = ["k", "l", "diversity", "variant"];
 
 /// Replaces the `ANONYMIZE` options of `policy` named in `with` (an option list as written
 /// inside `WITH (...)`), parsed by the declarations parser itself so values mean the same.
-/// Naming `model` also drops the file's `k`, `l`, `diversity` and `variant`, and its
-/// `algorithm` (with that algorithm's options) when that algorithm does not serve the model
-/// named; naming `algorithm` drops the file's options that algorithm does not read.
+/// Naming a model other than the file's also drops the file's `k`, `l`, `diversity` and
+/// `variant`, and its `algorithm` (with that algorithm's options) when that algorithm does not
+/// serve the model named; naming `algorithm` drops the file's options that algorithm does not
+/// read.
 fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()> {
     let Some(anonymize) = policy.anonymize.as_mut() else {
         bail!("{origin}: --with needs an ANONYMIZE statement to override; add `ANONYMIZE <entity> WITH (...);`");
@@ -111,8 +112,10 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
         };
     }
     // A new model makes the file's model parameters meaningless (l under k-anonymity is an
-    // error), so they go unless --with gives them again.
-    if options.contains_key("model") {
+    // error), so they go unless --with gives them again. Naming the model the file already
+    // has changes nothing.
+    let new_model = option_text(&options, "model");
+    if new_model.is_some() && new_model != Some(model_of_file(&anonymize.options)) {
         anonymize
             .options
             .retain(|name, _| !MODEL_PARAMETERS.contains(&name.as_str()));
@@ -151,6 +154,31 @@ fn override_options(policy: &mut Policy, with: &str, origin: &str) -> Result<()>
     }
     anonymize.options.extend(options);
     Ok(())
+}
+
+/// The text option `name` of `options`, lowercased, if written.
+fn option_text(
+    options: &std::collections::BTreeMap<String, crate::policy::OptionValue>,
+    name: &str,
+) -> Option<String> {
+    options.get(name).and_then(|o| match &o.value {
+        crate::policy::Value::Text(t) => Some(t.to_ascii_lowercase()),
+        crate::policy::Value::Number(_) => None,
+    })
+}
+
+/// The model a file's `ANONYMIZE` options declare: the one it names, else l-diversity where
+/// it gives `l` and no `k` (as the planner reads it), else k-anonymity.
+fn model_of_file(
+    options: &std::collections::BTreeMap<String, crate::policy::OptionValue>,
+) -> String {
+    option_text(options, "model").unwrap_or_else(|| {
+        if options.contains_key("l") && !options.contains_key("k") {
+            "l-diversity".to_string()
+        } else {
+            "k-anonymity".to_string()
+        }
+    })
 }
 
 /// The kind of model `options` name (`model = '...'`, with `diversity` as given), with the

@@ -156,6 +156,30 @@ fn key_pseudonyms_are_not_replayable() {
     );
 }
 
+/// Naming the model the file already has changes nothing: its k, algorithm and the
+/// algorithm's options stay (the file says k-anonymity by giving k). Another model still
+/// drops them.
+#[test]
+fn with_the_files_own_model_keeps_its_parameters() {
+    for with in ["model = 'k-anonymity'", "model = 'K-Anonymity'"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = anonymize_table2(dir.path(), &table2_text(), &["--with", with, "--json"]);
+        assert!(o.status.success(), "--with \"{with}\": {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+        assert_eq!(report["params"]["model"]["k"], 2, "{with}");
+        assert_eq!(report["params"]["algorithm"], "miracle", "{with}");
+        assert_eq!(report["params"]["threshold"], 1.0, "{with}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = anonymize_table2(
+        dir.path(),
+        &table2_text(),
+        &["--with", "model = 'l-diversity'"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("l-diversity needs l"), "{}", stderr(&o));
+}
+
 /// `--with` replaces the options it names and keeps the file's others; verify hears the same
 /// override, and a malformed or unknown option, or one the algorithm does not read, is refused
 /// with exit code 2.
