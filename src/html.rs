@@ -926,8 +926,38 @@ pub fn path_plot(
     lines(plot, (x_label, y_label), series, reference, None)
 }
 
+/// What the page tests read back from the SVG: shared by the report page's tests and the
+/// experiment pages'.
+#[cfg(test)]
+pub(crate) mod svg {
+    /// The value of attribute `name` in the start tag `tag`.
+    pub(crate) fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[start..].split('"').next()
+    }
+
+    /// Every start tag `<element ...>` in `svg`.
+    pub(crate) fn tags<'a>(svg: &'a str, element: &str) -> Vec<&'a str> {
+        let open = format!("<{element} ");
+        svg.match_indices(&open)
+            .map(|(i, _)| &svg[i..i + svg[i..].find('>').expect("tag closes")])
+            .collect()
+    }
+
+    /// A colour as SVG writes it.
+    pub(crate) fn hex(c: [u8; 3]) -> String {
+        format!("#{:02X}{:02X}{:02X}", c[0], c[1], c[2])
+    }
+
+    /// The inline SVG documents of a page, in order.
+    pub(crate) fn svgs(page: &str) -> Vec<&str> {
+        page.split("<svg ").skip(1).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::svg::{attr, hex, svgs, tags};
     use super::*;
 
     /// A report as report.json carries it, with `table` as the child table's name.
@@ -962,29 +992,6 @@ mod tests {
             "timings_ms": {"total": 12.0, "cluster": 1.0}
         }))
         .expect("the sample is a report")
-    }
-
-    /// The value of attribute `name` in the start tag `tag`.
-    fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
-        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-        tag[start..].split('"').next()
-    }
-
-    /// Every start tag `<element ...>` in `svg`.
-    fn tags<'a>(svg: &'a str, element: &str) -> Vec<&'a str> {
-        let open = format!("<{element} ");
-        svg.match_indices(&open)
-            .map(|(i, _)| &svg[i..i + svg[i..].find('>').expect("tag closes")])
-            .collect()
-    }
-
-    fn hex(c: [u8; 3]) -> String {
-        format!("#{:02X}{:02X}{:02X}", c[0], c[1], c[2])
-    }
-
-    /// The inline SVG documents of a page, in order.
-    fn svgs(page: &str) -> Vec<&str> {
-        page.split("<svg ").skip(1).collect()
     }
 
     #[test]

@@ -293,30 +293,8 @@ pub fn frontier_page(title: &str, rows: &[FrontierRow]) -> Result<String, HtmlEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::html::svg::{attr, hex, svgs, tags};
     use crate::html::{PLOT_COLOUR, REFERENCE_COLOUR, SERIES_COLOURS};
-
-    /// The value of attribute `name` in the start tag `tag`.
-    fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
-        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-        tag[start..].split('"').next()
-    }
-
-    /// Every start tag `<element ...>` in `svg`.
-    fn tags<'a>(svg: &'a str, element: &str) -> Vec<&'a str> {
-        let open = format!("<{element} ");
-        svg.match_indices(&open)
-            .map(|(i, _)| &svg[i..i + svg[i..].find('>').expect("tag closes")])
-            .collect()
-    }
-
-    fn hex(c: [u8; 3]) -> String {
-        format!("#{:02X}{:02X}{:02X}", c[0], c[1], c[2])
-    }
-
-    /// The inline SVG documents of a page, in order.
-    fn svgs(page: &str) -> Vec<&str> {
-        page.split("<svg ").skip(1).collect()
-    }
 
     fn row(algorithm: &str, l: usize, lm: f64, accuracy: Option<f64>) -> Row {
         Row {

@@ -122,7 +122,6 @@ fn subset_table(
         }
     };
     let batch = take_rows(&nodes.batch, mine)?;
-    let nqi = nodes.nqi();
     let qi = mine
         .iter()
         .flat_map(|&r| nodes.codes(r).iter().copied())
@@ -135,7 +134,6 @@ fn subset_table(
             ..s.clone()
         })
         .collect();
-    debug_assert_eq!(nodes.qi.len(), nodes.rows() * nqi);
     Ok(TableNodes {
         name: nodes.name.clone(),
         batch,

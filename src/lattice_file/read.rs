@@ -84,16 +84,19 @@ fn open(path: &Path) -> Result<File, LatticeFileError> {
     };
     let mut file = File::open(path).map_err(cannot)?;
     let total = file.metadata().map_err(cannot)?.len();
-    let mut head = [0u8; 20];
-    let got = read_up_to(&mut file, &mut head).map_err(cannot)?;
-    if got == head.len() && head[..16] == LATTICE_BINARY_MAGIC[..] {
+    let mut head = Vec::with_capacity(20);
+    (&mut file)
+        .take(20)
+        .read_to_end(&mut head)
+        .map_err(cannot)?;
+    if head.len() == 20 && head[..16] == LATTICE_BINARY_MAGIC[..] {
         let version = u32::from_le_bytes([head[16], head[17], head[18], head[19]]);
         return Err(unreadable(
             path,
             format!("format version {version}, this relanon reads {VERSION}"),
         ));
     }
-    if got < 4 || head[..4] != PARQUET_MAGIC[..] {
+    if head.len() < 4 || head[..4] != PARQUET_MAGIC[..] {
         return Err(unreadable(path, "it is not a Parquet file"));
     }
     let mut tail = [0u8; 4];
@@ -108,18 +111,6 @@ fn open(path: &Path) -> Result<File, LatticeFileError> {
         ));
     }
     Ok(file)
-}
-
-/// Reads as many bytes as `buf` holds, or as the file has.
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read(&mut buf[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    Ok(got)
 }
 
 /// The lattice's [`Meta`], once the file is known to be a lattice of this format version.

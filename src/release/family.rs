@@ -66,18 +66,18 @@ pub(super) fn tables(
             batch,
             lm_sum,
             lm_sum_by_column,
-        } = release_rows(
+        } = release_rows(&RowsOf {
             plan,
             forest,
             ti,
-            &rows,
-            Cells {
+            rows: &rows,
+            cells: Cells {
                 codes: &codes[ti],
                 anatomy,
             },
-            own.as_ref(),
-            &surrogate,
-        )?;
+            own: own.as_ref(),
+            surrogate: &surrogate,
+        })?;
         let nqi = nodes.nqi();
         let released_pk = ft.released_pk();
         let batch = sort_by_key(
@@ -258,27 +258,10 @@ struct RowsOf<'a> {
     surrogate: &'a [Option<Vec<Option<i64>>>],
 }
 
-/// The released columns of table `ti`'s kept `rows`: keys as the plan says (own pseudonyms
-/// `own`, the parent's or an ancestor's from `surrogate`, a surrogate column first), QI cells
-/// as hierarchy labels, identifiers left out, other cells as the source holds them.
-fn release_rows(
-    plan: &Plan,
-    forest: &Forest,
-    ti: usize,
-    rows: &[u32],
-    cells: Cells<'_>,
-    own: Option<&Vec<Option<i64>>>,
-    surrogate: &[Option<Vec<Option<i64>>>],
-) -> Result<Released, ReleaseError> {
-    let of = RowsOf {
-        plan,
-        forest,
-        ti,
-        rows,
-        cells,
-        own,
-        surrogate,
-    };
+/// The released columns of the kept rows: keys as the plan says (a surrogate column first),
+/// QI cells as hierarchy labels, identifiers left out, other cells as the source holds them.
+fn release_rows(of: &RowsOf<'_>) -> Result<Released, ReleaseError> {
+    let (plan, forest, ti, rows) = (of.plan, of.forest, of.ti, of.rows);
     let ft = &plan.tables[ti];
     let take = UInt32Array::from(rows.to_vec());
     let source = take_record_batch(&forest.tables[ti].batch, &take).map_err(internal)?;
@@ -287,7 +270,7 @@ fn release_rows(
         ..Built::default()
     };
     if let ReleasedKey::Surrogate(name) = &ft.key {
-        let own = own.as_ref().ok_or_else(|| {
+        let own = of.own.ok_or_else(|| {
             internal(format!(
                 "table {} has a surrogate key but no values",
                 ft.name
@@ -296,10 +279,10 @@ fn release_rows(
         out.push_ints(name, rows.iter().map(|&r| own[r as usize]).collect());
     }
     for (ci, col) in ft.columns.iter().enumerate() {
-        release_column(&of, &source, ci, col, &mut out)?;
+        release_column(of, &source, ci, col, &mut out)?;
     }
     if let Some(side) = of.cells.anatomy {
-        anatomy_ids(&of, side, &mut out);
+        anatomy_ids(of, side, &mut out);
     }
     let schema = Arc::new(Schema::new(out.fields));
     let batch = RecordBatch::try_new(schema, out.columns).map_err(internal)?;
@@ -372,7 +355,7 @@ fn release_column(
             out.push_ints(name, values);
         }
         ColumnRole::Key if !in_fk && pseudonymize => {
-            let own = of.own.as_ref().ok_or_else(|| {
+            let own = of.own.ok_or_else(|| {
                 internal(format!(
                     "key {}.{} has no released values",
                     ft.name, col.name

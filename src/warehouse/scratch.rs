@@ -36,12 +36,11 @@ impl Drop for Temporary<'_> {
 }
 
 impl Warehouse {
-    /// Registers `batch` as table `name` in the warehouse's session (replacing a leftover of
-    /// that name) until the returned guard drops.
+    /// Registers `batch` as table `name` in the warehouse's session until the returned guard
+    /// drops.
     pub fn temporary(&self, name: &str, batch: RecordBatch) -> Result<Temporary<'_>> {
         let ctx = self.context();
         let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
-        let _ = ctx.deregister_table(name);
         ctx.register_table(name, Arc::new(table))?;
         Ok(Temporary {
             ctx,

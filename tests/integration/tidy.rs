@@ -333,17 +333,16 @@ fn is_module(path: &[String]) -> bool {
 /// binary), cut to its longest prefix that is a module.
 fn referenced_modules(module: &[String], line: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
-    let text = line;
     for start in ["crate::", "super::", "relanon::"] {
         let mut from = 0;
-        while let Some(i) = text[from..].find(start) {
+        while let Some(i) = line[from..].find(start) {
             let at = from + i;
             from = at + start.len();
-            let before = text[..at].chars().last();
+            let before = line[..at].chars().last();
             if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
                 continue;
             }
-            let tail: String = text[at..]
+            let tail: String = line[at..]
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
                 .collect();

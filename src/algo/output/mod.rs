@@ -10,7 +10,8 @@
 //! released columns from the `Output`, not the plan) and carrying a [`Generalization`] of
 //! the forest projected onto them (`Forest::project`). The readers match on [`Output`], so
 //! the compiler lists each one that must learn the new kind (`release::materialize`, which
-//! picks a layout per variant, [`Output::kept`], utility and report). `verify` never sees an
+//! picks a layout per variant, [`Output::kept`], `utility::measure` and the pipeline's
+//! anatomy report). `verify` never sees an
 //! `Output`: it checks the declared model on the release.
 
 mod anatomy;
