@@ -50,6 +50,9 @@ pub struct Hierarchy {
     leaves: Vec<u32>,
     root: u32,
     total_leaves: u32,
+    /// [`Hierarchy::loss`] of every node, computed once: it is read for every pair of
+    /// nodes a clustering compares.
+    losses: Vec<f64>,
 }
 
 /// A hierarchy together with the leaf code of every row of its column.
@@ -95,6 +98,14 @@ impl Hierarchy {
 
     /// `gen(v1, v2)` of 001 Alg. 3: the lowest common ancestor.
     pub fn lca(&self, mut a: u32, mut b: u32) -> u32 {
+        // The clusterings ask this for every pair of nodes they compare, and a cluster's codes
+        // soon reach the root or equal the other side's: answer those without the walk.
+        if a == b {
+            return a;
+        }
+        if a == self.root || b == self.root {
+            return self.root;
+        }
         while self.depth[a as usize] > self.depth[b as usize] {
             a = self.parent[a as usize];
         }
@@ -110,10 +121,42 @@ impl Hierarchy {
 
     /// LM' of one cell (001 Def. 8): (leaves under the value - 1) / (leaves of the domain - 1).
     pub fn loss(&self, code: u32) -> f64 {
-        if self.total_leaves <= 1 {
-            return 0.0;
+        self.losses[code as usize]
+    }
+
+    /// A hierarchy whose root is code 0, so it holds `leaves[0]` leaves in all.
+    fn rooted_at_zero(
+        name: String,
+        labels: Vec<Option<String>>,
+        parent: Vec<u32>,
+        depth: Vec<u16>,
+        leaves: Vec<u32>,
+    ) -> Hierarchy {
+        let total_leaves = leaves.first().copied().unwrap_or(0);
+        Hierarchy {
+            name,
+            labels,
+            parent,
+            depth,
+            losses: Hierarchy::losses(&leaves, total_leaves),
+            leaves,
+            root: 0,
+            total_leaves,
         }
-        f64::from(self.leaves[code as usize] - 1) / f64::from(self.total_leaves - 1)
+    }
+
+    /// LM' of every node (see [`Hierarchy::loss`]).
+    fn losses(leaves: &[u32], total_leaves: u32) -> Vec<f64> {
+        leaves
+            .iter()
+            .map(|&l| {
+                if total_leaves <= 1 {
+                    0.0
+                } else {
+                    f64::from(l.saturating_sub(1)) / f64::from(total_leaves - 1)
+                }
+            })
+            .collect()
     }
 
     /// A one-level hierarchy: `leaves` (codes 1..) directly under the root `*` (code 0). The
@@ -124,19 +167,17 @@ impl Hierarchy {
             .chain(leaves.iter().copied())
             .map(|l| Some(l.to_string()))
             .collect();
-        Hierarchy {
-            name: name.to_string(),
+        Hierarchy::rooted_at_zero(
+            name.to_string(),
             labels,
-            parent: vec![0; n + 1],
-            depth: std::iter::once(0)
+            vec![0; n + 1],
+            std::iter::once(0)
                 .chain(std::iter::repeat_n(1, n))
                 .collect(),
-            leaves: std::iter::once(n as u32)
+            std::iter::once(n as u32)
                 .chain(std::iter::repeat_n(1, n))
                 .collect(),
-            root: 0,
-            total_leaves: n as u32,
-        }
+        )
     }
 
     /// Builds the hierarchy `name` for one column. `texts` are the column's values rendered
@@ -459,17 +500,8 @@ impl Builder {
             .filter_map(|i| self.labels[i].as_deref())
             .collect();
         not_leaves(column, &self.name, bad, Fix::AddTo(&leaf_labels))?;
-        let total_leaves = leaves[0];
         Ok(Built {
-            hierarchy: Hierarchy {
-                name: self.name,
-                labels: self.labels,
-                parent,
-                depth,
-                leaves,
-                root: 0,
-                total_leaves,
-            },
+            hierarchy: Hierarchy::rooted_at_zero(self.name, self.labels, parent, depth, leaves),
             codes,
         })
     }

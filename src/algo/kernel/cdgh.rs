@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 
-use crate::algo::kernel::pairwise::Pairwise;
+use crate::algo::kernel::pairwise::{Pairwise, Summary};
 use crate::algo::kernel::tree::{Clustering, Rep};
 use crate::algo::options::{Default, Kind, OptionSpec, Options};
 use crate::forest::Forest;
@@ -53,12 +53,30 @@ impl CdghParams {
     }
 }
 
-/// The open clusters with each one's [`Pairwise::weight`], kept beside them because every
-/// visited entity is compared with every open cluster.
+/// The open clusters with each one's [`Pairwise::weight`] and [`Pairwise::summary`],
+/// kept beside them because every visited entity is compared with every open cluster.
 #[derive(Default)]
 struct Open {
     reps: Vec<Rep>,
     weights: Vec<f64>,
+    summaries: Vec<Summary>,
+}
+
+/// A tree about to be compared with the open clusters: the node, its weight and its rows.
+struct Probe<'r> {
+    rep: &'r Rep,
+    weight: f64,
+    summary: Summary,
+}
+
+impl<'r> Probe<'r> {
+    fn new(pw: &Pairwise, rep: &'r Rep) -> Self {
+        Probe {
+            rep,
+            weight: pw.weight(rep),
+            summary: pw.summary(rep),
+        }
+    }
 }
 
 impl Open {
@@ -70,45 +88,82 @@ impl Open {
         self.reps.is_empty()
     }
 
-    fn push(&mut self, rep: Rep, weight: f64) {
+    fn push(&mut self, rep: Rep, weight: f64, summary: Summary) {
         self.reps.push(rep);
         self.weights.push(weight);
+        self.summaries.push(summary);
     }
 
     /// `remove`, not `swap_remove`: cluster indices break ties, so keep their order.
     fn remove(&mut self, i: usize) -> Rep {
         self.weights.remove(i);
+        self.summaries.remove(i);
         self.reps.remove(i)
     }
 
     fn merge_into(&mut self, pw: &Pairwise, i: usize, v: &Rep) {
         self.reps[i] = pw.merge(&self.reps[i], v);
         self.weights[i] = pw.weight(&self.reps[i]);
+        self.summaries[i] = pw.summary(&self.reps[i]);
+    }
+
+    /// Open cluster `i` as a [`Probe`] (for merging leftovers, line 14).
+    fn probe(&self, i: usize) -> Probe<'_> {
+        Probe {
+            rep: &self.reps[i],
+            weight: self.weights[i],
+            summary: self.summaries[i].clone(),
+        }
     }
 }
 
-/// Index and distance of the open cluster nearest to `v` of weight `wv` (Alg. 2 line 5; ties
-/// go to the lowest index so the result does not depend on thread scheduling).
-fn nearest(
-    pw: &Pairwise,
-    open: &Open,
-    v: &Rep,
-    wv: f64,
-    skip: Option<usize>,
-) -> Option<(usize, f64)> {
-    open.reps
-        .par_iter()
-        .zip(open.weights.par_iter())
-        .enumerate()
-        .filter(|(i, _)| Some(*i) != skip)
-        .map(|(i, (c, &wc))| (i, pw.distance_weighted(c, wc, v, wv)))
-        .reduce_with(|a, b| {
-            if b.1 < a.1 || (b.1 == a.1 && b.0 < a.0) {
-                b
-            } else {
-                a
-            }
+/// Index and distance of the open cluster nearest to `v` (Alg. 2 line 5; ties go to the
+/// lowest index so the result does not depend on thread scheduling).
+///
+/// Exact, but not exhaustive: clusters are ranked by a lower bound on their distance
+/// ([`Pairwise::lower_bound`]); the first few are measured, and then only those whose bound
+/// does not exceed the best distance found. A skipped cluster is farther than the nearest
+/// (the margin covers the rounding of two sums of the same non-negative terms), so the
+/// answer is the exhaustive one, ties included.
+fn nearest(pw: &Pairwise, open: &Open, v: &Probe, skip: Option<usize>) -> Option<(usize, f64)> {
+    let mut candidates: Vec<(f64, usize)> = (0..open.len())
+        .filter(|&i| Some(i) != skip)
+        .map(|i| {
+            let total = open.reps[i].member_count() as f64 * open.weights[i]
+                + v.rep.member_count() as f64 * v.weight;
+            let bound = pw.lower_bound(&open.reps[i], &open.summaries[i], v.rep, &v.summary);
+            (if total > 0.0 { bound / total } else { 0.0 }, i)
         })
+        .collect();
+    candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    // A few of the most promising on this thread find a near cluster; then one parallel
+    // round over what is left under the bound (a round per entity: handing work to the
+    // pool costs more than a small round saves).
+    let distance = |&(_, i): &(f64, usize)| {
+        let d = pw.distance_weighted(&open.reps[i], open.weights[i], v.rep, v.weight);
+        (i, d)
+    };
+    let (first, rest) = candidates.split_at(FIRST_ROUND.min(candidates.len()));
+    let best = first.iter().map(distance).reduce(nearer);
+    let cutoff = best.map_or(f64::INFINITY, |(_, d)| d * (1.0 + 1e-9) + 1e-12);
+    let rest = &rest[..rest.partition_point(|&(bound, _)| bound <= cutoff)];
+    let found = rest.par_iter().map(distance).reduce_with(nearer);
+    match (best, found) {
+        (Some(a), Some(b)) => Some(nearer(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// How many clusters [`nearest`] tries first, on the calling thread.
+const FIRST_ROUND: usize = 2;
+
+/// The nearer of two `(cluster, distance)` answers, the lower index on a tie.
+fn nearer(a: (usize, f64), b: (usize, f64)) -> (usize, f64) {
+    if b.1 < a.1 || (b.1 == a.1 && b.0 < a.0) {
+        b
+    } else {
+        a
+    }
 }
 
 /// 001 Alg. 2. `order` is the sequence entities are visited in (lines 2-12).
@@ -133,8 +188,8 @@ pub fn cluster(
     for &row in order {
         progress.advance(1);
         let v = Rep::from_forest(forest, 0, row);
-        let wv = pw.weight(&v);
-        let target = match nearest(pw, &open, &v, wv, None) {
+        let probe = Probe::new(pw, &v);
+        let target = match nearest(pw, &open, &probe, None) {
             None => None,
             Some((_, d)) if d > p.threshold && open.len() < p.climit => None,
             Some((i, _)) => Some(i),
@@ -144,7 +199,8 @@ pub fn cluster(
             if k == 1 {
                 ecs.push(v);
             } else {
-                open.push(v, wv);
+                let (weight, summary) = (probe.weight, probe.summary);
+                open.push(v, weight, summary);
             }
             continue;
         };
@@ -159,7 +215,7 @@ pub fn cluster(
         progress.stage("merging leftover clusters", left);
     }
     while open.len() > 1 {
-        let Some((j, _)) = nearest(pw, &open, &open.reps[0], open.weights[0], Some(0)) else {
+        let Some((j, _)) = nearest(pw, &open, &open.probe(0), Some(0)) else {
             break;
         };
         let other = open.remove(j);

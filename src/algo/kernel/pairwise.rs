@@ -38,12 +38,17 @@ pub struct Pairwise<'a> {
     shape: bool,
 }
 
-/// A matching of two sibling sets: pairs of indices plus the unmatched on each side.
-struct Matching {
-    pairs: Vec<(usize, usize)>,
-    /// Loss of the matched pairs plus the suppressed leftovers.
-    loss: f64,
+/// One copy of a tree below its root, as [`Pairwise::lower_bound`] reads it: rows per family
+/// table, and every node's table with its [`Pairwise::own_loss`].
+#[derive(Debug, Clone)]
+pub struct Summary {
+    rows: Vec<u32>,
+    own: Vec<(u16, f64)>,
 }
+
+/// Sibling sets up to this size keep their "still free" flags on the stack: a matching runs
+/// for every node of every distance, where allocating them was a measurable share.
+const FREE_ON_STACK: usize = 64;
 
 impl<'a> Pairwise<'a> {
     /// Pairwise anonymization where a suppressed row costs `price` times its weight.
@@ -68,6 +73,69 @@ impl<'a> Pairwise<'a> {
         self.weights[rep.table as usize] + rep.children.iter().map(|c| self.weight(c)).sum::<f64>()
     }
 
+    /// What [`Self::lower_bound`] reads of the subtree at `rep`, computed once per tree.
+    pub fn summary(&self, rep: &Rep) -> Summary {
+        let mut summary = Summary {
+            rows: vec![0; self.forest.tables.len()],
+            own: Vec::new(),
+        };
+        for c in &rep.children {
+            self.summarize(c, &mut summary);
+        }
+        summary
+    }
+
+    fn summarize(&self, rep: &Rep, summary: &mut Summary) {
+        summary.rows[rep.table as usize] += 1;
+        summary.own.push((rep.table, self.own_loss(rep)));
+        for c in &rep.children {
+            self.summarize(c, summary);
+        }
+    }
+
+    /// LM of one copy of a node's QIs as they stand: merging can only generalize them further,
+    /// since a common ancestor covers at least the leaves of either side.
+    fn own_loss(&self, rep: &Rep) -> f64 {
+        let t = &self.forest.tables[rep.table as usize];
+        rep.qi
+            .iter()
+            .zip(&t.hierarchies)
+            .map(|(&x, h)| h.loss(x))
+            .sum()
+    }
+
+    /// A lower bound on [`Self::loss`]`(a, b)` from the roots and the [`Summary`] of each side.
+    /// The loss is a sum per family table below the roots: a kept row pairs with a row of the
+    /// other side and costs all members its generalized node, never less than either side's
+    /// node as it stands; a suppressed row costs its own side's members its weight times the
+    /// price. So per table the bound is the larger of (i) the rows the side with more must
+    /// lose, a kept row needing a partner, and (ii), for either side, each of its rows at the
+    /// cheaper of being kept or suppressed, plus the other side's surplus rows suppressed.
+    pub fn lower_bound(&self, a: &Rep, sa: &Summary, b: &Rep, sb: &Summary) -> f64 {
+        let (ma, mb) = (a.member_count(), b.member_count());
+        let m = (ma + mb) as f64;
+        let keep_or_drop = |s: &Summary, members: usize| {
+            let mut per_table = vec![0.0; self.weights.len()];
+            for &(t, own) in &s.own {
+                let drop = members as f64 * self.weights[t as usize] * self.price;
+                per_table[t as usize] += (m * own).min(drop);
+            }
+            per_table
+        };
+        let (ka, kb) = (keep_or_drop(sa, ma), keep_or_drop(sb, mb));
+        let mut bound = m * self.node_loss(a, b);
+        for t in 0..self.weights.len() {
+            let (na, nb) = (sa.rows[t], sb.rows[t]);
+            let dropped = self.weights[t] * self.price;
+            let surplus_a = na.saturating_sub(nb) as f64 * ma as f64 * dropped;
+            let surplus_b = nb.saturating_sub(na) as f64 * mb as f64 * dropped;
+            bound += (surplus_a + surplus_b)
+                .max(ka[t] + surplus_b)
+                .max(kb[t] + surplus_a);
+        }
+        bound
+    }
+
     /// LM of one copy of a node's generalized QIs if `a` and `b` are merged (Alg. 5 lines 4-9:
     /// the node-only cost MiRaCleX matches siblings by).
     fn node_loss(&self, a: &Rep, b: &Rep) -> f64 {
@@ -84,14 +152,13 @@ impl<'a> Pairwise<'a> {
         let m = (a.member_count() + b.member_count()) as f64;
         let mut loss = m * self.node_loss(a, b);
         for ct in self.child_tables(a.table) {
-            loss += self
-                .match_sets(
-                    a.children_of(ct),
-                    b.children_of(ct),
-                    a.member_count(),
-                    b.member_count(),
-                )
-                .loss;
+            loss += self.match_sets(
+                a.children_of(ct),
+                b.children_of(ct),
+                a.member_count(),
+                b.member_count(),
+                None,
+            );
         }
         loss
     }
@@ -121,64 +188,67 @@ impl<'a> Pairwise<'a> {
             .map(|c| c.table as u16)
     }
 
-    /// Rows per child table under each of `reps` (all nodes of one table), `n` per node in
-    /// the table's child order: what [`Self::forced`] compares, counted once per matching
-    /// rather than once per candidate pair.
-    fn child_counts(&self, reps: &[Rep]) -> (usize, Vec<u32>) {
-        let Some(first) = reps.first() else {
-            return (0, Vec::new());
-        };
-        let children = &self.forest.tables[first.table as usize].children;
-        let n = children.len();
-        let mut counts = vec![0u32; reps.len() * n];
-        for (r, rep) in reps.iter().enumerate() {
-            for c in &rep.children {
-                if let Some(i) = children.iter().position(|g| g.table == c.table as usize) {
-                    counts[r * n + i] += 1;
-                }
-            }
-        }
-        (n, counts)
-    }
-
-    /// A lower bound on the suppression that pairing a node with child counts `a` (of `ma`
-    /// members) with one with counts `b` (of `mb`) forces one level down: per child table, the
-    /// side with more children loses at least the surplus, each child at least its own row's
-    /// price, for every member of that side.
-    fn forced(&self, table: u16, a: &[u32], ma: usize, b: &[u32], mb: usize) -> f64 {
-        let children = &self.forest.tables[table as usize].children;
-        a.iter()
-            .zip(b)
-            .zip(children)
-            .map(|((&na, &nb), g)| {
+    /// A lower bound on the suppression that pairing node `a` (of `ma` members) with node `b`
+    /// (of `mb`) forces one level down: per child table, the side with more children loses at
+    /// least the surplus, each child at least its own row's price, for every member of that
+    /// side.
+    fn forced(&self, a: &Rep, ma: usize, b: &Rep, mb: usize) -> f64 {
+        let children = &self.forest.tables[a.table as usize].children;
+        let one_table = children.len() == 1;
+        children
+            .iter()
+            .map(|g| {
+                let (na, nb) = if one_table {
+                    (a.children.len(), b.children.len())
+                } else {
+                    let t = g.table as u16;
+                    (a.children_of(t).len(), b.children_of(t).len())
+                };
                 let members = if na > nb { ma } else { mb };
-                (na.abs_diff(nb) as usize * members) as f64 * self.weights[g.table] * self.price
+                (na.abs_diff(nb) * members) as f64 * self.weights[g.table] * self.price
             })
             .sum()
     }
 
     /// AnonymizeSets (001 Alg. 4 for MiRaCle, Alg. 5 for MiRaCleX): greedy one-by-one matching
     /// of the smaller set into the larger (the paper requires |C1| <= |C2|); ties go to the
-    /// earliest candidate; the larger set's leftovers are suppressed (Alg. 4 line 9).
-    fn match_sets(&self, xs: &[Rep], ys: &[Rep], mx: usize, my: usize) -> Matching {
+    /// earliest candidate; the larger set's leftovers are suppressed (Alg. 4 line 9). Returns
+    /// the loss of the matched pairs plus the suppressed leftovers, and pushes the pairs
+    /// (indices into `xs`, `ys`) into `pairs` when given: a distance needs only the loss.
+    fn match_sets(
+        &self,
+        xs: &[Rep],
+        ys: &[Rep],
+        mx: usize,
+        my: usize,
+        mut pairs: Option<&mut Vec<(usize, usize)>>,
+    ) -> f64 {
         let swapped = xs.len() > ys.len();
         let (small, large, ms, ml) = if swapped {
             (ys, xs, my, mx)
         } else {
             (xs, ys, mx, my)
         };
-        let mut free = vec![true; large.len()];
-        let mut pairs = Vec::with_capacity(small.len());
+        let mut on_stack = [true; FREE_ON_STACK];
+        let mut on_heap = Vec::new();
+        let free: &mut [bool] = if large.len() <= FREE_ON_STACK {
+            &mut on_stack[..large.len()]
+        } else {
+            on_heap.resize(large.len(), true);
+            &mut on_heap
+        };
+        // Below a leaf table a pair's loss is its rank (the node's loss, nothing forced), so
+        // MiRaCleX need not compute it again for the winner.
+        let leaf = small
+            .first()
+            .is_some_and(|s| self.forest.tables[s.table as usize].children.is_empty());
         let mut loss = 0.0;
         let m = (ms + ml) as f64;
-        let (n, small_counts, large_counts) = if self.shape {
-            let (n, small_counts) = self.child_counts(small);
-            (n, small_counts, self.child_counts(large).1)
-        } else {
-            (0, Vec::new(), Vec::new())
-        };
         for (i, s) in small.iter().enumerate() {
             let mut best: Option<(usize, f64, f64)> = None;
+            // No candidate ranks below `s`'s own node at every member: the first that does
+            // wins every tie after it, so the scan stops there.
+            let floor = m * self.own_loss(s);
             for (j, l) in large.iter().enumerate() {
                 if !free[j] {
                     continue;
@@ -189,13 +259,7 @@ impl<'a> Pairwise<'a> {
                     let full = self.loss(s, l);
                     (full, full)
                 } else if self.shape {
-                    let forced = self.forced(
-                        s.table,
-                        &small_counts[i * n..][..n],
-                        ms,
-                        &large_counts[j * n..][..n],
-                        ml,
-                    );
+                    let forced = self.forced(s, ms, l, ml);
                     (m * self.node_loss(s, l) + forced, f64::NAN)
                 } else {
                     (m * self.node_loss(s, l), f64::NAN)
@@ -203,16 +267,24 @@ impl<'a> Pairwise<'a> {
                 if best.is_none_or(|(_, r, _)| rank < r) {
                     best = Some((j, rank, full));
                 }
+                if rank <= floor {
+                    break;
+                }
             }
             match best {
-                Some((j, _, full)) => {
+                Some((j, rank, full)) => {
                     free[j] = false;
-                    loss += if full.is_nan() {
-                        self.loss(s, &large[j])
-                    } else {
+                    let l = &large[j];
+                    loss += if !full.is_nan() {
                         full
+                    } else if leaf && s.member_count() + l.member_count() == ms + ml {
+                        rank
+                    } else {
+                        self.loss(s, l)
                     };
-                    pairs.push(if swapped { (j, i) } else { (i, j) });
+                    if let Some(pairs) = pairs.as_deref_mut() {
+                        pairs.push(if swapped { (j, i) } else { (i, j) });
+                    }
                 }
                 None => loss += ms as f64 * self.price * self.weight(s),
             }
@@ -222,7 +294,7 @@ impl<'a> Pairwise<'a> {
                 loss += ml as f64 * self.price * self.weight(l);
             }
         }
-        Matching { pairs, loss }
+        loss
     }
 
     /// Anonymize (001 Alg. 3): the merged representative of `a` and `b`, members of `a`
@@ -232,9 +304,8 @@ impl<'a> Pairwise<'a> {
         let mut children = Vec::new();
         for ct in self.child_tables(a.table) {
             let (xs, ys) = (a.children_of(ct), b.children_of(ct));
-            let mut pairs = self
-                .match_sets(xs, ys, a.member_count(), b.member_count())
-                .pairs;
+            let mut pairs = Vec::with_capacity(xs.len().min(ys.len()));
+            self.match_sets(xs, ys, a.member_count(), b.member_count(), Some(&mut pairs));
             // Keep the first side's order so representatives stay deterministic and readable.
             pairs.sort_unstable();
             for (i, j) in pairs {
@@ -275,6 +346,36 @@ mod tests {
                 // Weights 2 and 3: the distance divides by the unpriced total.
                 assert_eq!(pw.distance(&a, &b), price / 5.0);
                 assert_eq!(pw.merge(&a, &b).nodes(), 2);
+            }
+        }
+    }
+
+    /// The bound [`Pairwise::lower_bound`] prunes CDGH's search with never exceeds the loss
+    /// it stands for: over entities and merged clusters of varied shapes, every ranking and
+    /// price.
+    #[test]
+    fn the_lower_bound_never_exceeds_the_loss() {
+        let shapes: Vec<Vec<usize>> = (0..10usize)
+            .map(|e| (0..(e * 7) % 4).map(|j| (e + 3 * j) % 3).collect())
+            .collect();
+        let forest = shaped(&shapes);
+        for siblings in [
+            Siblings::BySubtree,
+            Siblings::ByNode,
+            Siblings::ByNodeAndShape,
+        ] {
+            for price in [0.5, 1.0, 3.0] {
+                let pw = Pairwise::new(&forest, siblings, price);
+                let mut trees: Vec<Rep> =
+                    (0..10).map(|e| Rep::from_forest(&forest, 0, e)).collect();
+                trees.push(pw.merge(&trees[1], &trees[2]));
+                trees.push(pw.merge(&trees[10], &trees[7]));
+                for a in &trees {
+                    for b in &trees {
+                        let bound = pw.lower_bound(a, &pw.summary(a), b, &pw.summary(b));
+                        assert!(bound <= pw.loss(a, b), "{bound} > {}", pw.loss(a, b));
+                    }
+                }
             }
         }
     }
