@@ -688,12 +688,16 @@ fn summary(r: &Report) -> String {
             format!("{} of {}", c.level, c.height),
         ]);
     }
-    let warning = if r.verified {
-        ""
+    let mut warning = if r.verified {
+        String::new()
     } else {
         "<p class=\"warning\">This release FAILED independent verification: it must not be \
          published.</p>\n"
+            .to_string()
     };
+    for w in r.rows_warnings() {
+        warning += &format!("<p class=\"warning\">{}</p>\n", escape(&w));
+    }
     format!(
         "<h2>Summary</h2>\n{warning}{}<p class=\"note\">LM is the share of information lost to \
          generalization: 0 keeps every value, 1 turns every value into <code>*</code>. \

@@ -216,7 +216,64 @@ pub struct Report {
     pub timings_ms: BTreeMap<String, f64>,
 }
 
+/// A table that keeps fewer than this share of its rows is a warning: every count and sum an
+/// analyst runs over it is then wrong by more than a fifth, and no label shows it.
+pub const ROWS_KEPT_WARNING: f64 = 0.8;
+
 impl Report {
+    /// One warning per family table that kept less than [`ROWS_KEPT_WARNING`] of its rows,
+    /// naming what the run could have set to keep more and what that costs.
+    pub fn rows_warnings(&self) -> Vec<String> {
+        let remedies = self.remedies();
+        self.tables
+            .iter()
+            .filter(|t| t.rows_in > 0)
+            .filter(|t| (t.released as f64) < ROWS_KEPT_WARNING * t.rows_in as f64)
+            .map(|t| {
+                let kept = 100.0 * t.released as f64 / t.rows_in as f64;
+                format!(
+                    "{} keeps {} of its {} rows ({kept:.0}%): every count and sum over it loses more than a fifth; to keep more, {}",
+                    t.name,
+                    t.released,
+                    t.rows_in,
+                    remedies.replace("{table}", &t.name)
+                )
+            })
+            .collect()
+    }
+
+    /// What this run's algorithm and model offer to keep more rows, cheapest first.
+    fn remedies(&self) -> String {
+        let option = |name: &str| {
+            self.params
+                .options
+                .0
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let mut offers = Vec::new();
+        if option("order").is_some_and(|o| o == "key") {
+            offers.push(
+                "order = 'shape' (the default: people whose trees match share a class; usually no more generalization)".to_string(),
+            );
+        }
+        if let Some(price) = option("suppression_price").and_then(|p| p.as_f64()) {
+            offers.push(format!(
+                "suppression_price = {} or KEEP 80 PERCENT OF {{table}} (more generalization: `relanon experiment frontier` draws the trade)",
+                2.0 * price
+            ));
+        }
+        let (letter, group) = match &self.params.model {
+            Model::KAnonymity { k } => ("k", *k),
+            Model::LDiversity { l, .. } | Model::Anatomy { l, .. } => ("l", *l),
+        };
+        offers.push(format!(
+            "a smaller {letter} than {group} (a weaker guarantee: `relanon plan` bounds the rows any release keeps)"
+        ));
+        offers.join(", or ")
+    }
+
     /// Counts the classes as the release shows them (`sizes`: entities per distinct released
     /// tree, from the verifier): two clusters released alike are one class, so the count,
     /// the smallest class, the histogram and DM follow the release, not the clustering.
@@ -526,7 +583,12 @@ impl Report {
         } else {
             "equivalence classes"
         };
-        let mut s = format!(
+        let mut s: String = self
+            .rows_warnings()
+            .iter()
+            .map(|w| format!("warning: {w}\n"))
+            .collect();
+        s += &format!(
             "{} entities: {} released in {} {classes} (smallest {}), {} suppressed\n",
             self.entity,
             self.entities_released,

@@ -115,7 +115,7 @@ fn run(
         search: Search::Pruned,
         candidates: options.optional_count("candidates"),
         threads: rayon::current_num_threads(),
-        by_shape: shape::aware(options),
+        by_shape: shape::aware(forest, options),
     };
     let clustering = cluster(forest, &dv, &order, params, progress);
     Ok(Output::Generalized(Generalization::from_clustering(

@@ -169,7 +169,7 @@ impl Shares {
                 .to_string(),
         };
         format!(
-            "the rows kept fall short of KEEP{tried}: {}; lower the percentage or k, or try order = 'shape' or another algorithm",
+            "the rows kept fall short of KEEP{tried}: {}; lower the percentage or k, or try another order or algorithm",
             short.join("; ")
         )
     }
@@ -246,7 +246,7 @@ mod tests {
             .expect_err("9 of 10 at most");
         assert_eq!(
             err,
-            "the rows kept fall short of KEEP at every suppression_price up to 4096: c keeps at best 9 of its 10 rows (90.0%) where KEEP at 9:1 asks for 95%; lower the percentage or k, or try order = 'shape' or another algorithm"
+            "the rows kept fall short of KEEP at every suppression_price up to 4096: c keeps at best 9 of its 10 rows (90.0%) where KEEP at 9:1 asks for 95%; lower the percentage or k, or try another order or algorithm"
         );
         let err = attempt(&UNPRICED, 50.0).map(|_| ()).expect_err("1 of 10");
         assert!(err.contains("(the algorithm has no suppression_price to trade generalization for rows): c keeps at best 1 of its 10 rows (10.0%)"), "{err}");

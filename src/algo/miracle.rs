@@ -46,7 +46,7 @@ fn run(
 ) -> Result<Output, String> {
     let order = shape::visit_order(forest, options);
     let siblings = match siblings {
-        Siblings::ByNode if shape::aware(options) => Siblings::ByNodeAndShape,
+        Siblings::ByNode if shape::aware(forest, options) => Siblings::ByNodeAndShape,
         other => other,
     };
     let pw = Pairwise::new(forest, siblings, shape::price(options));

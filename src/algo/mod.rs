@@ -22,8 +22,8 @@
 //! - `keep`: the `KEEP` floors, met around any algorithm by rerunning it at higher prices.
 //!
 //! Adding an algorithm is one module with its `Spec` and one line in [`ALGORITHMS`]. Every
-//! algorithm visits entities in key order (or, where it reads `order = 'shape'`, by tree
-//! shape) and counts its stages' work into the `Progress` handed in (entities visited or
+//! algorithm visits entities in key order, or, where it reads `order` (MiRaCle, MiRaCleX,
+//! ClusTree, CToff), by tree shape unless `order = 'key'`, and counts its stages' work into the `Progress` handed in (entities visited or
 //! placed, ClusTree's seeds tried).
 
 pub mod anatomy;

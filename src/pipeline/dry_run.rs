@@ -14,6 +14,7 @@ use crate::hierarchy::Hierarchy;
 use crate::init::{Profile, REVIEW};
 use crate::plan::{ColumnRole, Plan, PlannedColumn};
 use crate::progress::Progress;
+use crate::report::ROWS_KEPT_WARNING;
 use crate::warehouse::{numeric_value, quote_ident as q, render_value, Warehouse};
 
 /// The plan as a person reads it (and `--json` prints).
@@ -390,14 +391,15 @@ fn bound_rows(
                 *n += 1;
             }
         }
-        let most = most_kept(per_entity, group);
+        let most = most_kept(per_entity.clone(), group);
         view.at_most = Some(most);
-        if view.rows > 0 && 2 * most < view.rows {
+        if view.rows > 0 && (most as f64) < ROWS_KEPT_WARNING * view.rows as f64 {
             warnings.push(format!(
-                "{}: at most {most} of its {} rows ({:.0}%) can be released: the people of a class of {group} must hold equally many of its rows, and they hold very different numbers; expect the rest suppressed (choose a smaller k, or leave the table out of the family, to keep more)",
+                "{}: at most {most} of its {} rows ({:.0}%) can be released: the people of a class of {group} must hold equally many of its rows, and they hold very different numbers; expect the rest suppressed ({}, or leave the table out of the family, to keep more)",
                 view.name,
                 view.rows,
-                100.0 * most as f64 / view.rows as f64
+                100.0 * most as f64 / view.rows as f64,
+                smaller_group(&per_entity, group, view.rows)
             ));
         }
     }
@@ -449,6 +451,29 @@ fn most_kept(mut counts: Vec<usize>, group: usize) -> usize {
         best[i] = here;
     }
     best[n].unwrap_or(0)
+}
+
+/// The offer of a smaller class size with the rows it would let a release keep: the largest
+/// size under `group` whose bound reaches [`ROWS_KEPT_WARNING`] of `rows`, else the bound at
+/// classes of 2.
+fn smaller_group(per_entity: &[usize], group: usize, rows: usize) -> String {
+    let at = |size: usize| most_kept(per_entity.to_vec(), size);
+    let reaching = (2..group)
+        .rev()
+        .map(|size| (size, at(size)))
+        .find(|&(_, most)| most as f64 >= ROWS_KEPT_WARNING * rows as f64);
+    match reaching {
+        Some((size, most)) => format!(
+            "classes of {size} could keep up to {most} ({:.0}%)",
+            100.0 * most as f64 / rows.max(1) as f64
+        ),
+        None if group > 2 => format!(
+            "even classes of 2 could keep only {} ({:.0}%)",
+            at(2),
+            100.0 * at(2) as f64 / rows.max(1) as f64
+        ),
+        None => "choose a smaller class size".to_string(),
+    }
 }
 
 /// Warns of every column published unchanged that determines a quasi-identifier of its

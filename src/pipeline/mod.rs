@@ -434,6 +434,8 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     }
     check_target(req, &plan, &target)?;
     clean_debris(req, &target, progress)?;
+    // Dropped after the commit (or the error that ends the run): lists every temporary.
+    let _manifest = staging::Manifest::begin(&target)?;
     let forest = load(&plan, &wh, progress).await?;
     clock.lap("load");
     progress.phase("cluster", "clustering");

@@ -84,7 +84,7 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
         scans[t].storage_classes(c, piece)
     })
     .map_err(read_err)?;
-    let schemas: Vec<SchemaRef> = scans
+    let schemas: Vec<(SchemaRef, Vec<u8>)> = scans
         .iter()
         .enumerate()
         .map(|(t, scan)| {
@@ -94,9 +94,14 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
                     *c |= s;
                 }
             }
-            scan.schema(&classes)
+            (scan.schema(&classes), classes)
         })
         .collect();
+    let mut warnings = Vec::new();
+    for (scan, (_, classes)) in scans.iter().zip(&schemas) {
+        warnings.extend(scan.blobs_among_text(&conn, classes).map_err(read_err)?);
+    }
+    let schemas: Vec<SchemaRef> = schemas.into_iter().map(|(schema, _)| schema).collect();
     let pieces = on_readers(path, &conn, parallel, &jobs, |c, &(t, piece)| {
         scans[t].read_rows(c, &schemas[t], piece)
     })
@@ -131,7 +136,7 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
             catalog_pk,
         });
     }
-    let warnings = resolve_foreign_keys(&mut tables, raw_fks);
+    warnings.extend(resolve_foreign_keys(&mut tables, raw_fks));
     Ok((tables, warnings))
 }
 
@@ -285,6 +290,72 @@ impl TableScan {
         })
     }
 
+    /// A warning per column of text that also holds BLOBs, naming their rows (by rowid, the
+    /// first few) and saying they are read as text; an error when one is not text (valid
+    /// UTF-8), since no value of a text column can stand for it.
+    fn blobs_among_text(&self, conn: &Connection, seen: &[u8]) -> Result<Vec<String>, ReadError> {
+        let mut warnings = Vec::new();
+        let mixed = self
+            .columns
+            .iter()
+            .zip(seen)
+            .filter(|(_, &s)| s & SEEN_BLOB != 0 && s & SEEN_TEXT != 0);
+        for (c, _) in mixed {
+            let column = quote_ident(&c.name);
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {}, {column} FROM {} WHERE typeof({column}) = 'blob' ORDER BY 1",
+                self.rowid.map_or("NULL".to_string(), quote_ident),
+                quote_ident(&self.name)
+            ))?;
+            let mut rows = stmt.query([])?;
+            let (mut text, mut not_text) = (Vec::new(), Vec::new());
+            while let Some(row) = rows.next()? {
+                let rowid = row
+                    .get::<_, Option<i64>>(0)?
+                    .map_or_else(|| "?".to_string(), |r| r.to_string());
+                match row.get_ref(1)? {
+                    ValueRef::Blob(b) if std::str::from_utf8(b).is_err() => not_text.push(rowid),
+                    _ => text.push(rowid),
+                }
+            }
+            let named = |rowids: &[String]| {
+                let shown = rowids
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = rowids.len().saturating_sub(5);
+                if more > 0 {
+                    format!("{shown} and {more} more")
+                } else {
+                    shown
+                }
+            };
+            let find = format!(
+                "SELECT {}, {column} FROM {} WHERE typeof({column}) = 'blob'",
+                self.rowid.unwrap_or("rowid"),
+                quote_ident(&self.name)
+            );
+            if !not_text.is_empty() {
+                return Err(ReadError::Other(format!(
+                    "column '{}' of table '{}' holds text, and BLOBs that are not text at rowid {}: a column is read as one type, so store those values as text or clear them (find them with {find})",
+                    c.name,
+                    self.name,
+                    named(&not_text)
+                )));
+            }
+            warnings.push(format!(
+                "column '{}' of table '{}' holds text, and {} BLOB value(s) at rowid {}: they are read as the text they hold; store them as text to silence this (find them with {find})",
+                c.name,
+                self.name,
+                text.len(),
+                named(&text)
+            ));
+        }
+        Ok(warnings)
+    }
+
     /// The table's schema, from the storage classes of its columns.
     fn schema(&self, seen: &[u8]) -> SchemaRef {
         let fields: Vec<Field> = self
@@ -395,8 +466,12 @@ fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<SqliteC
 }
 
 /// Arrow type of a column from the kinds of value it stores (a bit set of SEEN_*).
+///
+/// Text beside a few BLOBs is text: a BLOB there is most often text a loader stored with the
+/// wrong class, and typing the column Binary would render every text value as hex.
+/// [`TableScan::blobs_among_text`] reads those BLOBs as text or refuses them.
 fn column_type(seen: u8, declared: &str) -> DataType {
-    if seen & SEEN_BLOB != 0 {
+    if seen & SEEN_BLOB != 0 && seen & SEEN_TEXT == 0 {
         DataType::Binary
     } else if seen & SEEN_TEXT != 0 {
         DataType::Utf8
@@ -460,6 +535,10 @@ impl ColumnBuilder {
             (ColumnBuilder::Text(b), ValueRef::Real(f)) => b.append_value(f.to_string()),
             (ColumnBuilder::Text(b), ValueRef::Text(t)) => {
                 b.append_value(String::from_utf8_lossy(t))
+            }
+            // Checked before the read (`blobs_among_text`): only BLOBs that are text.
+            (ColumnBuilder::Text(b), ValueRef::Blob(t)) => {
+                b.append_value(std::str::from_utf8(t).ok()?)
             }
             (ColumnBuilder::Blob(b), ValueRef::Null) => b.append_null(),
             (ColumnBuilder::Blob(b), ValueRef::Integer(i)) => b.append_value(i.to_string()),

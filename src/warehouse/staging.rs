@@ -14,12 +14,15 @@
 //!   on disk, and [`recover`] (run under the lock before anything else touches the target)
 //!   finishes the renames of a run that died in between. So a reader that goes through
 //!   relanon sees the whole previous set or the whole new one, never a mix.
-//! - **Debris.** [`clean`] removes temporaries and moved-aside copies that a dead run left
-//!   beside an output, and says which.
+//! - **Debris.** A run that writes a target lists every temporary it creates in a
+//!   [`Manifest`] (`.<target>.staged`) before creating it; [`recover`] removes what a dead
+//!   run's manifest lists, wherever it lies. [`clean`] removes temporaries and moved-aside
+//!   copies that a dead run left beside an output, and says which.
 //! - **Failpoints.** `RELANON_FAILPOINT=<step>` aborts the process at that named step (as a
 //!   kill -9 would), `pause:<step>` holds it there, for the fault-injection and signal tests;
-//!   nothing else reads it. Steps: `staged`, `before-journal`, `journal`, `aside`,
-//!   `renamed-<i>` (after the i-th rename), `committed`.
+//!   nothing else reads it. Steps: `staged`, `before-journal`, `journal-staged` (the
+//!   journal written under its temporary name), `journal`, `aside`, `renamed-<i>` (after the
+//!   i-th rename), `committed`.
 
 use std::fs::{self, File, TryLockError};
 use std::path::{Path, PathBuf};
@@ -40,12 +43,21 @@ fn in_flight() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 
 /// Creates `path` with `create` and tracks it, both under the in-flight lock, so a signal
 /// handler (which takes the lock for good) sees every temporary that exists: none can be
-/// created between its removal and the exit.
+/// created between its removal and the exit. While a run holds a [`Manifest`], the path is
+/// listed there (synced) before it is created, so a kill at any later system call leaves
+/// nothing the next run cannot find.
 pub(crate) fn create_tracked<T>(
     path: &Path,
     create: impl FnOnce(&Path) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
     let mut list = in_flight();
+    if let Some((_, file)) = manifest().as_mut() {
+        use std::io::Write;
+        let mut line = serde_json::to_vec(&absolute(path)).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        file.write_all(&line)?;
+        file.sync_data()?;
+    }
     let made = create(path)?;
     list.push(path.to_path_buf());
     Ok(made)
@@ -54,6 +66,72 @@ pub(crate) fn create_tracked<T>(
 /// `path` was committed or removed.
 pub(crate) fn untrack(path: &Path) {
     in_flight().retain(|p| p != path);
+}
+
+/// The manifest of the run writing a target, if one is: its path and the open file.
+static MANIFEST: Mutex<Option<(PathBuf, File)>> = Mutex::new(None);
+
+fn manifest() -> std::sync::MutexGuard<'static, Option<(PathBuf, File)>> {
+    MANIFEST
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `.<target>.staged`: every temporary a run creates for a target's set, listed before it
+/// exists. A key map's or a report page's temporary lies beside its own output, which the
+/// next run may not name, and the journal's own temporary has no journal to find it by:
+/// [`recover`] removes whatever the list names. Dropping the manifest (the run ended, its
+/// temporaries committed or removed) removes the file.
+#[derive(Debug)]
+pub struct Manifest {
+    path: PathBuf,
+}
+
+impl Manifest {
+    /// Starts listing this process's temporaries for `target` (call it under the exclusive
+    /// lock, after [`recover`]).
+    pub fn begin(target: &Path) -> Result<Manifest, WarehouseError> {
+        let path = beside(target, "staged")?;
+        let file = File::create(&path).map_err(|e| write_err(&path, e))?;
+        sync_dir(&parent_dir(&path));
+        *manifest() = Some((path.clone(), file));
+        Ok(Manifest { path })
+    }
+}
+
+impl Drop for Manifest {
+    fn drop(&mut self) {
+        let mut held = manifest();
+        if held.as_ref().is_some_and(|(p, _)| *p == self.path) {
+            *held = None;
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Removes every temporary `target`'s manifest lists, then the manifest; returns how many
+/// temporaries were left.
+fn clear_manifest(target: &Path) -> Result<usize, WarehouseError> {
+    let path = beside(target, "staged")?;
+    let text = match fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(write_err(&path, e)),
+    };
+    let mut removed = 0;
+    // A line cut short by the kill names a file that was never created.
+    for temp in text
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<PathBuf>(line).ok())
+    {
+        if fs::symlink_metadata(&temp).is_ok() {
+            remove_path(&temp).map_err(|e| write_err(&temp, e))?;
+            removed += 1;
+        }
+    }
+    fs::remove_file(&path).map_err(|e| write_err(&path, e))?;
+    sync_dir(&parent_dir(&path));
+    Ok(removed)
 }
 
 /// Lock files this process holds exclusively (so it may remove them).
@@ -75,6 +153,9 @@ pub fn remove_in_flight() -> Vec<PathBuf> {
         .into_iter()
         .filter(|p| remove_path(p).is_ok())
         .collect();
+    if let Some((path, _)) = manifest().take() {
+        let _ = fs::remove_file(path);
+    }
     // Held until the exit that follows: a writer waiting on it never creates its file.
     std::mem::forget(list);
     removed
@@ -322,6 +403,7 @@ pub fn commit_all(
     let journal_path = beside(journal_at, "commit")?;
     let temp = temp_sibling(&journal_path, "tmp")?;
     write_synced(&temp, &text, None).map_err(|e| write_err(&journal_path, e))?;
+    failpoint("journal-staged");
     fs::rename(&temp, &journal_path).map_err(|e| write_err(&journal_path, e))?;
     untrack(&temp);
     sync_dir(&parent_dir(&journal_path));
@@ -376,7 +458,20 @@ pub fn recover(target: &Path) -> Result<Option<String>, WarehouseError> {
     let journal_path = beside(target, "commit")?;
     let text = match fs::read(&journal_path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A run killed after its commit may have left the previous release moved aside.
+            let left = if interrupted(target) {
+                clear_manifest(target)? + clean(&[target])?.len()
+            } else {
+                0
+            };
+            return Ok((left > 0).then(|| {
+                format!(
+                    "removed {left} temporary file(s) an interrupted run on '{}' left",
+                    show(target)
+                )
+            }));
+        }
         Err(e) => return Err(write_err(&journal_path, e)),
     };
     let journal: Journal = serde_json::from_slice(&text).map_err(|e| WarehouseError::Write {
@@ -391,15 +486,19 @@ pub fn recover(target: &Path) -> Result<Option<String>, WarehouseError> {
     for (_, t) in &journal.renames {
         clean(&[t.as_path()])?;
     }
+    clear_manifest(target)?;
     Ok(Some(format!(
         "completed the commit of '{}' that an interrupted run left half done",
         show(target)
     )))
 }
 
-/// Whether a commit of `target` was left half done (readers refuse such a target).
+/// Whether a run on `target` was interrupted: a commit left half done (readers refuse such a
+/// target until it is finished) or temporaries listed in a manifest.
 pub fn interrupted(target: &Path) -> bool {
-    beside(target, "commit").is_ok_and(|p| p.exists())
+    ["commit", "staged"]
+        .iter()
+        .any(|tag| beside(target, tag).is_ok_and(|p| p.exists()))
 }
 
 #[cfg(test)]

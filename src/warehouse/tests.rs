@@ -223,6 +223,53 @@ async fn keeps_mixed_case_and_spaced_names() {
     ));
 }
 
+/// A text column holding a BLOB is read as text (the BLOB as the text it holds, with a
+/// warning naming its row), not as a Binary column that would show every value as hex; a
+/// BLOB that is not text is refused with its row named.
+#[tokio::test]
+async fn a_blob_among_text_is_named_and_text_stays_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mixed.db");
+    let conn = Connection::open(&path).expect("create");
+    conn.execute_batch(
+        "CREATE TABLE people (id INTEGER PRIMARY KEY, city TEXT, photo BLOB);
+         INSERT INTO people VALUES (1, 'Oslo', x'00ff'), (2, CAST('Bergen' AS BLOB), x'01'),
+                                   (3, 'Bergen', NULL);",
+    )
+    .expect("fill");
+    let wh = Warehouse::open(&path).await.expect("open");
+    let batch = wh
+        .read_table("people", None, &s(&["id"]))
+        .await
+        .expect("read");
+    assert_eq!(
+        column_texts(&batch, "city"),
+        texts(&[Some("Oslo"), Some("Bergen"), Some("Bergen")])
+    );
+    let warned: Vec<&String> = wh
+        .warnings()
+        .iter()
+        .filter(|w| w.contains("city"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{:?}", wh.warnings());
+    assert!(
+        warned[0].contains("1 BLOB value(s) at rowid 2"),
+        "{}",
+        warned[0]
+    );
+    // A column of BLOBs alone stays binary and unwarned.
+    assert!(!wh.warnings().iter().any(|w| w.contains("photo")));
+    conn.execute_batch("UPDATE people SET city = x'c328' WHERE id = 3")
+        .expect("not UTF-8");
+    drop(conn);
+    let err = Warehouse::open(&path).await.err().expect("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("'city'") && msg.contains("not text at rowid 3"),
+        "{msg}"
+    );
+}
+
 fn write_parquet_file(path: &Path, batch: &RecordBatch) {
     let file = std::fs::File::create(path).expect("create parquet");
     let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("writer");

@@ -355,3 +355,30 @@ fn plan_warns_of_a_hierarchy_that_does_not_fit() {
         "{out}"
     );
 }
+
+/// A text column of a child table whose values each belong to one customer (a ship-to name,
+/// repeated on every order of its customer, so under half as many values as rows) names the
+/// customer: an identifier, not a grouped quasi-identifier, whatever its distinct share.
+#[test]
+fn a_child_value_held_by_one_entity_is_an_identifier() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = source(dir.path(), "sales");
+    let db = rusqlite::Connection::open(&path).expect("open");
+    db.execute_batch(
+        r#"ALTER TABLE "Orders" ADD COLUMN "ShipName" TEXT;
+           UPDATE "Orders" SET "ShipName" = 'Ship to ' || "CustomerID";"#,
+    )
+    .expect("add ShipName");
+    let (values, rows): (i64, i64) = db
+        .query_row(
+            r#"SELECT COUNT(DISTINCT "ShipName"), COUNT(*) FROM "Orders""#,
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count");
+    assert!(2 * values < rows, "{values} values in {rows} rows");
+    drop(db);
+    let text = round_trip(dir.path(), "sales", &[]);
+    let line = line_of(&text, r#"LABEL COLUMN "Orders"."ShipName""#);
+    assert!(line.contains("AS IDENTIFIER"), "{line}");
+}

@@ -176,3 +176,61 @@ fn keep_out_of_reach_or_off_the_family_is_refused_and_nothing_is_written() {
     );
     assert!(!dir.path().join("rental-release.sqlite").exists());
 }
+
+/// The default visits by shape wherever the family has child tables: on the skewed fixture
+/// it keeps strictly more orders than key order, and key order's summary leads with a
+/// warning naming the table, its rows kept and the options that keep more.
+#[test]
+fn the_default_keeps_more_rows_than_key_order_and_warns_when_a_fifth_is_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "skew", "skew", &[]);
+    let (default, _) = anonymize(dir.path(), &decl, "algorithm = 'miraclex'");
+    let (by_key, _) = anonymize(dir.path(), &decl, "algorithm = 'miraclex', order = 'key'");
+    assert_eq!(default["params"]["order"], "shape", "{default}");
+    let (shape_kept, rows) = kept(&default, "Order");
+    let (key_kept, _) = kept(&by_key, "Order");
+    assert!(shape_kept > key_kept, "{shape_kept} against {key_kept}");
+    assert!(shape_kept * 5 >= rows * 4, "{shape_kept} of {rows}");
+    // The summary (no --json) leads with the loss, and names what keeps more.
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            decl.to_str().expect("UTF-8 path"),
+            "--overwrite",
+            "--with",
+            "algorithm = 'miraclex', order = 'key'",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "warning: Order keeps {key_kept} of its {rows} rows"
+        )),
+        "{out}"
+    );
+    for offer in [
+        "order = 'shape'",
+        "suppression_price = 2",
+        "KEEP 80 PERCENT OF Order",
+        "a smaller k than",
+    ] {
+        assert!(first.contains(offer), "{offer}: {first}");
+    }
+    // The default's summary has no such warning.
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            decl.to_str().expect("UTF-8 path"),
+            "--overwrite",
+        ],
+    );
+    assert!(
+        !stdout(&o).contains("warning: Order keeps"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -4,7 +4,7 @@
 //! Whole records are k-anonymous only when every member of a class publishes the same tree, so
 //! a class of trees with different child counts must suppress the children that find no
 //! partner, whatever their QIs. The clustering algorithms visit (CDGH) or seed (ClusTree,
-//! CToff) entities in an order; [`visit_order`] with `order = 'shape'` sorts them by their
+//! CToff) entities in an order; [`visit_order`] with `order = 'shape'` (the default) sorts them by their
 //! tree's shape (rows per table, then the shape itself, then the root QIs), so that
 //! neighbours in the order are trees whose children can be matched. [`price`] is what the
 //! data owner says a suppressed row costs against a fully generalized one: the pairwise and
@@ -28,9 +28,9 @@ pub const ORDER: OptionSpec = OptionSpec {
     name: "order",
     aliases: &[],
     kind: Kind::Choice(&[("shape", "shape"), ("key", "key")]),
-    default: Default::Choice("key"),
+    default: Default::Choice("shape"),
     check: None,
-    doc: "'key' visits entities in key order, as the papers do; 'shape' by their tree's shape (rows per table, largest first, then the root QIs), so that classes gather trees whose children match",
+    doc: "'shape' visits entities by their tree's shape (rows per table, largest first, then the root QIs), so that classes gather trees whose children match; 'key' in key order, as the papers do (a family without child tables is visited in key order either way)",
 };
 
 fn price_above_zero(p: f64) -> Result<(), String> {
@@ -46,14 +46,16 @@ pub fn price(options: &Options) -> f64 {
     options.number(PRICE.name)
 }
 
-/// Whether `options` (which must declare [`ORDER`]) ask for shape-aware clustering.
-pub fn aware(options: &Options) -> bool {
-    options.choice(ORDER.name) == "shape"
+/// Whether `options` (which must declare [`ORDER`]) ask for shape-aware clustering of
+/// `forest`. A family without child tables has one shape, so its entities keep key order:
+/// sorting them by their QIs alone would change single-table releases for no row kept.
+pub fn aware(forest: &Forest, options: &Options) -> bool {
+    options.choice(ORDER.name) == "shape" && forest.tables.len() > 1
 }
 
 /// The entities in the order `options` asks for (which must declare [`ORDER`]).
 pub fn visit_order(forest: &Forest, options: &Options) -> Vec<u32> {
-    if aware(options) {
+    if aware(forest, options) {
         by_shape(forest)
     } else {
         (0..forest.entities() as u32).collect()
