@@ -30,7 +30,7 @@ pub const ORDER: OptionSpec = OptionSpec {
     kind: Kind::Choice(&[("shape", "shape"), ("key", "key")]),
     default: Default::Choice("shape"),
     check: None,
-    doc: "'shape' visits entities by their tree's shape (rows per table, largest first, then the root QIs), so that classes gather trees whose children match; 'key' in key order, as the papers do (a family without child tables is visited in key order either way)",
+    doc: "'shape' visits entities by their tree's shape (rows per table, largest first, then the root QIs), so that classes gather trees whose children match (ClusTree, CToff: seeds and blocking, with candidates); 'key' in key order, as the papers do (a family without child tables is visited in key order either way)",
 };
 
 fn price_above_zero(p: f64) -> Result<(), String> {
