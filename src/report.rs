@@ -236,7 +236,8 @@ impl Report {
                     t.name,
                     t.released,
                     t.rows_in,
-                    remedies.replace("{table}", &t.name)
+                    // Quoted, as every identifier relanon writes: the offer is copied as SQL.
+                    remedies.replace("{table}", &format!("\"{}\"", t.name.replace('"', "\"\"")))
                 )
             })
             .collect()

@@ -214,7 +214,7 @@ fn the_default_keeps_more_rows_than_key_order_and_warns_when_a_fifth_is_lost() {
     for offer in [
         "order = 'shape'",
         "suppression_price = 2",
-        "KEEP 80 PERCENT OF Order",
+        "KEEP 80 PERCENT OF \"Order\"",
         "a smaller k than",
     ] {
         assert!(first.contains(offer), "{offer}: {first}");
