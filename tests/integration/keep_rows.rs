@@ -200,9 +200,18 @@ fn the_default_keeps_more_rows_than_key_order_and_warns_when_a_fifth_is_lost() {
             "--overwrite",
             "--with",
             "algorithm = 'miraclex', order = 'key'",
+            "--report",
+            "page.html",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("page.html")).expect("the page");
+    assert!(
+        page.contains(&format!(
+            "<p class=\"warning\">Order keeps {key_kept} of its {rows} rows"
+        )),
+        "the page leads with the loss too"
+    );
     let out = stdout(&o);
     let first = out.lines().next().unwrap_or_default();
     assert!(
@@ -233,4 +242,23 @@ fn the_default_keeps_more_rows_than_key_order_and_warns_when_a_fifth_is_lost() {
         "{}",
         stdout(&o)
     );
+}
+
+/// `plan` warns where even the best release keeps under four fifths of a table, and names
+/// the largest class size whose bound reaches it.
+#[test]
+fn plan_warns_of_a_bound_under_four_fifths_and_names_the_class_size_that_reaches_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = realworld_workspace(dir.path(), "skew", "skew", &[]);
+    let decl = decl.to_str().expect("UTF-8 path");
+    let o = relanon(dir.path(), &["plan", decl, "--with", "k = 20"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("warning: Order: at most 120 of its 168 rows (71%) can be released")
+            && stdout(&o).contains("classes of 16 could keep up to 144 (86%)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = relanon(dir.path(), &["plan", decl, "--with", "k = 16"]);
+    assert!(!stdout(&o).contains("can be released:"), "{}", stdout(&o));
 }
