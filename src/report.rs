@@ -254,7 +254,12 @@ impl Report {
                 .map(|(_, v)| v.clone())
         };
         let mut offers = Vec::new();
-        if option("order").is_some_and(|o| o == "key") {
+        // Shape order acts on a family with child tables, and for ClusTree and CToff only
+        // through their blocking.
+        let shape_acts = self.tables.len() > 1
+            && (matches!(self.params.algorithm.as_str(), "miracle" | "miraclex")
+                || option("candidates").is_some());
+        if shape_acts && option("order").is_some_and(|o| o == "key") {
             offers.push(
                 "order = 'shape' (the default: people whose trees match share a class; usually no more generalization)".to_string(),
             );
@@ -734,6 +739,38 @@ mod tests {
         // Sizes that do not account for the released entities change nothing.
         r.recount_classes(&[3, 3]);
         assert_eq!(r.equivalence_classes, 2);
+    }
+
+    /// A table under four fifths is a warning naming only what would act for this run: a
+    /// smaller l always; shape order for ClusTree only with blocking and below the entity.
+    #[test]
+    fn rows_warnings_offer_what_acts_for_the_run() {
+        let mut json = sample_json();
+        json["params"]["order"] = serde_json::json!("key");
+        json["tables"] = serde_json::json!([
+            {"name": "students", "rows_in": 4, "released": 4, "suppressed": 0,
+             "orphans_dropped": 0, "qi_columns": 1, "lm": 0.5},
+            {"name": "books", "rows_in": 10, "released": 7, "suppressed": 3,
+             "orphans_dropped": 0, "qi_columns": 1, "lm": 0.5}
+        ]);
+        let r: Report = serde_json::from_value(json.clone()).expect("a report");
+        let w = r.rows_warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("books keeps 7 of its 10 rows (70%)"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("a smaller l than 3"), "{}", w[0]);
+        assert!(
+            !w[0].contains("order = 'shape'"),
+            "ClusTree without blocking: {}",
+            w[0]
+        );
+        json["params"]["candidates"] = serde_json::json!(50);
+        let r: Report = serde_json::from_value(json).expect("a report");
+        assert!(r.rows_warnings()[0].contains("order = 'shape'"));
+        assert!(r.summary().starts_with("warning: books keeps 7"));
     }
 
     #[test]

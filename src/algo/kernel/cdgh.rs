@@ -62,7 +62,7 @@ struct Open {
     summaries: Vec<Summary>,
 }
 
-/// A tree about to be compared with the open clusters: the node, its weight and its rows.
+/// A tree about to be compared with the open clusters: the node, its weight and summary.
 struct Probe<'r> {
     rep: &'r Rep,
     weight: f64,
