@@ -51,13 +51,17 @@ pub(crate) fn create_tracked<T>(
     create: impl FnOnce(&Path) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
     let mut list = in_flight();
-    if let Some((_, file)) = manifest().as_mut() {
+    let mut manifests = manifest();
+    if !manifests.is_empty() {
         use std::io::Write;
         let mut line = serde_json::to_vec(&absolute(path)).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        file.write_all(&line)?;
-        file.sync_data()?;
+        for (_, file) in manifests.iter_mut() {
+            file.write_all(&line)?;
+            file.sync_data()?;
+        }
     }
+    drop(manifests);
     let made = create(path)?;
     list.push(path.to_path_buf());
     Ok(made)
@@ -68,10 +72,13 @@ pub(crate) fn untrack(path: &Path) {
     in_flight().retain(|p| p != path);
 }
 
-/// The manifest of the run writing a target, if one is: its path and the open file.
-static MANIFEST: Mutex<Option<(PathBuf, File)>> = Mutex::new(None);
+/// The manifests of the runs this process has writing targets: path and open file. A
+/// temporary is listed in each, since which run creates it is not known here; that is safe,
+/// because a manifest is read only by a recovery under its target's lock, that is once every
+/// run of the process that could have listed there is over.
+static MANIFEST: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
 
-fn manifest() -> std::sync::MutexGuard<'static, Option<(PathBuf, File)>> {
+fn manifest() -> std::sync::MutexGuard<'static, Vec<(PathBuf, File)>> {
     MANIFEST
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -94,18 +101,15 @@ impl Manifest {
         let path = beside(target, "staged")?;
         let file = File::create(&path).map_err(|e| write_err(&path, e))?;
         sync_dir(&parent_dir(&path));
-        *manifest() = Some((path.clone(), file));
+        manifest().push((path.clone(), file));
         Ok(Manifest { path })
     }
 }
 
 impl Drop for Manifest {
     fn drop(&mut self) {
-        let mut held = manifest();
-        if held.as_ref().is_some_and(|(p, _)| *p == self.path) {
-            *held = None;
-            let _ = fs::remove_file(&self.path);
-        }
+        manifest().retain(|(p, _)| *p != self.path);
+        let _ = fs::remove_file(&self.path);
     }
 }
 
@@ -153,7 +157,7 @@ pub fn remove_in_flight() -> Vec<PathBuf> {
         .into_iter()
         .filter(|p| remove_path(p).is_ok())
         .collect();
-    if let Some((path, _)) = manifest().take() {
+    for (path, _) in std::mem::take(&mut *manifest()) {
         let _ = fs::remove_file(path);
     }
     // Held until the exit that follows: a writer waiting on it never creates its file.
@@ -529,6 +533,33 @@ mod tests {
         ));
         assert!(!is_debris("r.sqlite", "r.sqlite", &["tmp"]));
         assert!(!is_debris(".r.sqlite.lock", "r.sqlite", &["tmp", "old"]));
+    }
+
+    /// A run killed while staging (its manifest never dropped) leaves temporaries beside
+    /// outputs the next run may not name; recovery of the target finds them by the manifest.
+    #[test]
+    fn recovery_removes_what_a_dead_runs_manifest_lists() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("release.sqlite");
+        let elsewhere = dir.path().join("keys");
+        fs::create_dir(&elsewhere).expect("mkdir");
+        let run = Manifest::begin(&target).expect("begin");
+        let key_map = elsewhere.join("keys.json");
+        let pending = stage_file(&key_map, b"{}", None).expect("staged");
+        let temp = pending.path().to_path_buf();
+        // Killed: nothing is dropped, the temporary and the manifest stay.
+        std::mem::forget(pending);
+        std::mem::forget(run);
+        let path = beside(&target, "staged").expect("beside");
+        manifest().retain(|(p, _)| *p != path);
+        untrack(&temp);
+        assert!(temp.exists() && path.exists() && interrupted(&target));
+        let said = recover(&target)
+            .expect("recovers")
+            .expect("says what it did");
+        assert!(said.contains("removed 1 temporary file(s)"), "{said}");
+        assert!(!temp.exists() && !path.exists() && !interrupted(&target));
+        assert_eq!(recover(&target).expect("nothing left"), None);
     }
 
     #[test]
