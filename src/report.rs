@@ -11,6 +11,7 @@ use crate::algo::Configured;
 use crate::plan::{ColumnRole, KeyPolicy, Model, OrphanPolicy, Plan};
 use crate::release::Materialized;
 use crate::utility::Utility;
+use crate::warehouse::quote_ident;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TableReport {
@@ -237,7 +238,7 @@ impl Report {
                     t.released,
                     t.rows_in,
                     // Quoted, as every identifier relanon writes: the offer is copied as SQL.
-                    remedies.replace("{table}", &format!("\"{}\"", t.name.replace('"', "\"\"")))
+                    remedies.replace("{table}", &quote_ident(&t.name))
                 )
             })
             .collect()

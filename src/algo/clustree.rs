@@ -100,11 +100,7 @@ fn run(
     // fixtures, so without `candidates` the seeds stay in key order.
     let candidates = options.optional_count("candidates");
     let by_shape = shape::aware(forest, options) && candidates.is_some();
-    let order = if by_shape {
-        shape::by_shape(forest)
-    } else {
-        (0..forest.entities() as u32).collect()
-    };
+    let order = shape::entities(forest, by_shape);
     let size = model.min_group();
     let rule = model.diversity().map(|(l, diversity)| diversify::Rule {
         l,

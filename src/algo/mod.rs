@@ -23,8 +23,8 @@
 //!
 //! Adding an algorithm is one module with its `Spec` and one line in [`ALGORITHMS`]. Every
 //! algorithm visits entities in key order, or, where it reads `order` (MiRaCle, MiRaCleX,
-//! ClusTree, CToff), by tree shape unless `order = 'key'`, and counts its stages' work into the `Progress` handed in (entities visited or
-//! placed, ClusTree's seeds tried).
+//! ClusTree, CToff), by tree shape unless `order = 'key'`, and counts its stages' work into
+//! the `Progress` handed in (entities visited or placed, ClusTree's seeds tried).
 
 pub mod anatomy;
 pub mod baseline;

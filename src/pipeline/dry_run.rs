@@ -43,7 +43,7 @@ pub struct TableView {
     /// `KEEP n PERCENT OF` this table: the percentage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep: Option<f64>,
-    /// The most rows of this family table any release can keep (see [`most_kept`]).
+    /// The most rows of this family table any release can keep (see [`most_kept_sorted`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_most: Option<usize>,
     pub columns: Vec<ColumnView>,
@@ -391,15 +391,17 @@ fn bound_rows(
                 *n += 1;
             }
         }
-        let most = most_kept(per_entity.clone(), group);
+        per_entity.sort_unstable_by(|a, b| b.cmp(a));
+        let most = most_kept_sorted(&per_entity, group);
         view.at_most = Some(most);
         if view.rows > 0 && (most as f64) < ROWS_KEPT_WARNING * view.rows as f64 {
+            let smaller = smaller_group(&per_entity, group, view.rows)
+                .map_or(String::new(), |offer| format!("{offer}, or "));
             warnings.push(format!(
-                "{}: at most {most} of its {} rows ({:.0}%) can be released: the people of a class of {group} must hold equally many of its rows, and they hold very different numbers; expect the rest suppressed ({}, or leave the table out of the family, to keep more)",
+                "{}: at most {most} of its {} rows ({:.0}%) can be released: the people of a class of {group} must hold equally many of its rows, and they hold very different numbers; expect the rest suppressed ({smaller}leave the table out of the family, to keep more)",
                 view.name,
                 view.rows,
                 100.0 * most as f64 / view.rows as f64,
-                smaller_group(&per_entity, group, view.rows)
             ));
         }
     }
@@ -430,13 +432,12 @@ fn bound_rows(
 const HEAVY_QIS: usize = 10;
 
 /// The most rows of a table a release in classes of at least `group` entities can keep,
-/// given each entity's number of rows (`counts`): entities sorted by count, cut into runs
+/// given each entity's number of rows (`counts`, sorted largest first): cut into runs
 /// of `group` to `2 * group - 1` (a larger run splits without loss), each run keeping its
 /// size times its smallest count, and any entity may be suppressed; exact, by dynamic
 /// programming over the sorted counts.
-fn most_kept(mut counts: Vec<usize>, group: usize) -> usize {
+fn most_kept_sorted(counts: &[usize], group: usize) -> usize {
     let group = group.max(1);
-    counts.sort_unstable_by(|a, b| b.cmp(a));
     let n = counts.len();
     let mut best: Vec<Option<usize>> = vec![None; n + 1];
     best[0] = Some(0);
@@ -453,27 +454,28 @@ fn most_kept(mut counts: Vec<usize>, group: usize) -> usize {
     best[n].unwrap_or(0)
 }
 
-/// The offer of a smaller class size with the rows it would let a release keep: the largest
-/// size under `group` whose bound reaches [`ROWS_KEPT_WARNING`] of `rows`, else the bound at
-/// classes of 2.
-fn smaller_group(per_entity: &[usize], group: usize, rows: usize) -> String {
-    let at = |size: usize| most_kept(per_entity.to_vec(), size);
-    let reaching = (2..group)
-        .rev()
-        .map(|size| (size, at(size)))
-        .find(|&(_, most)| most as f64 >= ROWS_KEPT_WARNING * rows as f64);
-    match reaching {
-        Some((size, most)) => format!(
-            "classes of {size} could keep up to {most} ({:.0}%)",
-            100.0 * most as f64 / rows.max(1) as f64
-        ),
-        None if group > 2 => format!(
-            "even classes of 2 could keep only {} ({:.0}%)",
-            at(2),
-            100.0 * at(2) as f64 / rows.max(1) as f64
-        ),
-        None => "choose a smaller class size".to_string(),
+/// The offer of a smaller class size with the rows it would let a release keep
+/// (`per_entity` sorted largest first): the largest size under `group` whose bound reaches
+/// [`ROWS_KEPT_WARNING`] of `rows`, else the bound at classes of 2; none below 3.
+fn smaller_group(per_entity: &[usize], group: usize, rows: usize) -> Option<String> {
+    let share = |most: usize| 100.0 * most as f64 / rows.max(1) as f64;
+    let mut last = None;
+    for size in (2..group).rev() {
+        let most = most_kept_sorted(per_entity, size);
+        if most as f64 >= ROWS_KEPT_WARNING * rows as f64 {
+            return Some(format!(
+                "classes of {size} could keep up to {most} ({:.0}%)",
+                share(most)
+            ));
+        }
+        last = Some(most);
     }
+    last.map(|most| {
+        format!(
+            "even classes of 2 could keep only {most} ({:.0}%)",
+            share(most)
+        )
+    })
 }
 
 /// Warns of every column published unchanged that determines a quasi-identifier of its
@@ -513,7 +515,12 @@ fn twins(
 
 #[cfg(test)]
 mod tests {
-    use super::most_kept;
+    use super::most_kept_sorted;
+
+    fn most_kept(mut counts: Vec<usize>, group: usize) -> usize {
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        most_kept_sorted(&counts, group)
+    }
 
     #[test]
     fn the_rows_a_class_can_keep() {

@@ -302,51 +302,47 @@ impl TableScan {
             .filter(|(_, &s)| s & SEEN_BLOB != 0 && s & SEEN_TEXT != 0);
         for (c, _) in mixed {
             let column = quote_ident(&c.name);
-            let mut stmt = conn.prepare(&format!(
-                "SELECT {}, {column} FROM {} WHERE typeof({column}) = 'blob' ORDER BY 1",
+            // A table without rowids has no row number to name: its rows are counted, and
+            // the query finds them.
+            let find = format!(
+                "SELECT {}, {column} FROM {} WHERE typeof({column}) = 'blob'",
                 self.rowid.map_or("NULL".to_string(), quote_ident),
                 quote_ident(&self.name)
-            ))?;
+            );
+            let mut stmt = conn.prepare(&format!("{find} ORDER BY 1"))?;
             let mut rows = stmt.query([])?;
             let (mut text, mut not_text) = (Vec::new(), Vec::new());
             while let Some(row) = rows.next()? {
-                let rowid = row
-                    .get::<_, Option<i64>>(0)?
-                    .map_or_else(|| "?".to_string(), |r| r.to_string());
+                let rowid = row.get::<_, Option<i64>>(0)?;
                 match row.get_ref(1)? {
                     ValueRef::Blob(b) if std::str::from_utf8(b).is_err() => not_text.push(rowid),
                     _ => text.push(rowid),
                 }
             }
-            let named = |rowids: &[String]| {
-                let shown = rowids
+            let named = |rowids: &[Option<i64>]| {
+                let shown: Vec<String> = rowids
                     .iter()
+                    .flatten()
                     .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                    .map(i64::to_string)
+                    .collect();
                 let more = rowids.len().saturating_sub(5);
-                if more > 0 {
-                    format!("{shown} and {more} more")
-                } else {
-                    shown
+                match (shown.is_empty(), more) {
+                    (true, _) => format!("in {} row(s)", rowids.len()),
+                    (false, 0) => format!("at rowid {}", shown.join(", ")),
+                    (false, more) => format!("at rowid {} and {more} more", shown.join(", ")),
                 }
             };
-            let find = format!(
-                "SELECT {}, {column} FROM {} WHERE typeof({column}) = 'blob'",
-                self.rowid.unwrap_or("rowid"),
-                quote_ident(&self.name)
-            );
             if !not_text.is_empty() {
                 return Err(ReadError::Other(format!(
-                    "column '{}' of table '{}' holds text, and BLOBs that are not text at rowid {}: a column is read as one type, so store those values as text or clear them (find them with {find})",
+                    "column '{}' of table '{}' holds text, and BLOBs that are not text {}: a column is read as one type, so store those values as text or clear them (find them with {find})",
                     c.name,
                     self.name,
                     named(&not_text)
                 )));
             }
             warnings.push(format!(
-                "column '{}' of table '{}' holds text, and {} BLOB value(s) at rowid {}: they are read as the text they hold; store them as text to silence this (find them with {find})",
+                "column '{}' of table '{}' holds text, and {} BLOB value(s) {}: they are read as the text they hold; store them as text to silence this (find them with {find})",
                 c.name,
                 self.name,
                 text.len(),

@@ -66,17 +66,7 @@ struct Open {
 struct Probe<'r> {
     rep: &'r Rep,
     weight: f64,
-    summary: Summary,
-}
-
-impl<'r> Probe<'r> {
-    fn new(pw: &Pairwise, rep: &'r Rep) -> Self {
-        Probe {
-            rep,
-            weight: pw.weight(rep),
-            summary: pw.summary(rep),
-        }
-    }
+    summary: &'r Summary,
 }
 
 impl Open {
@@ -112,7 +102,7 @@ impl Open {
         Probe {
             rep: &self.reps[i],
             weight: self.weights[i],
-            summary: self.summaries[i].clone(),
+            summary: &self.summaries[i],
         }
     }
 }
@@ -131,7 +121,7 @@ fn nearest(pw: &Pairwise, open: &Open, v: &Probe, skip: Option<usize>) -> Option
         .map(|i| {
             let total = open.reps[i].member_count() as f64 * open.weights[i]
                 + v.rep.member_count() as f64 * v.weight;
-            let bound = pw.lower_bound(&open.reps[i], &open.summaries[i], v.rep, &v.summary);
+            let bound = pw.lower_bound(&open.reps[i], &open.summaries[i], v.rep, v.summary);
             (if total > 0.0 { bound / total } else { 0.0 }, i)
         })
         .collect();
@@ -188,7 +178,12 @@ pub fn cluster(
     for &row in order {
         progress.advance(1);
         let v = Rep::from_forest(forest, 0, row);
-        let probe = Probe::new(pw, &v);
+        let (weight, summary) = (pw.weight(&v), pw.summary(&v));
+        let probe = Probe {
+            rep: &v,
+            weight,
+            summary: &summary,
+        };
         let target = match nearest(pw, &open, &probe, None) {
             None => None,
             Some((_, d)) if d > p.threshold && open.len() < p.climit => None,
@@ -199,7 +194,6 @@ pub fn cluster(
             if k == 1 {
                 ecs.push(v);
             } else {
-                let (weight, summary) = (probe.weight, probe.summary);
                 open.push(v, weight, summary);
             }
             continue;

@@ -4,8 +4,8 @@
 //! Whole records are k-anonymous only when every member of a class publishes the same tree, so
 //! a class of trees with different child counts must suppress the children that find no
 //! partner, whatever their QIs. The clustering algorithms visit (CDGH) or seed (ClusTree,
-//! CToff) entities in an order; [`visit_order`] with `order = 'shape'` (the default) sorts them by their
-//! tree's shape (rows per table, then the shape itself, then the root QIs), so that
+//! CToff) entities in an order; [`visit_order`] with `order = 'shape'` (the default) sorts
+//! them by their tree's shape (rows per table, then the shape itself, then the root QIs), so that
 //! neighbours in the order are trees whose children can be matched. [`price`] is what the
 //! data owner says a suppressed row costs against a fully generalized one: the pairwise and
 //! diversify costs multiply every suppressed row's weight by it.
@@ -55,7 +55,12 @@ pub fn aware(forest: &Forest, options: &Options) -> bool {
 
 /// The entities in the order `options` asks for (which must declare [`ORDER`]).
 pub fn visit_order(forest: &Forest, options: &Options) -> Vec<u32> {
-    if aware(forest, options) {
+    entities(forest, aware(forest, options))
+}
+
+/// Every entity, sorted by [`by_shape`] or else in key order.
+pub fn entities(forest: &Forest, shaped: bool) -> Vec<u32> {
+    if shaped {
         by_shape(forest)
     } else {
         (0..forest.entities() as u32).collect()
