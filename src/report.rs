@@ -76,6 +76,18 @@ pub struct ReportParams {
     /// the `suppression_price` above).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keep: Vec<KeepFloor>,
+    /// Shards the entities were anonymized in (`--shards`); only the count, never which
+    /// entity was in which. (Absent when 1, and from earlier reports.)
+    #[serde(default = "one_shard", skip_serializing_if = "is_one_shard")]
+    pub shards: usize,
+}
+
+fn one_shard() -> usize {
+    1
+}
+
+fn is_one_shard(n: &usize) -> bool {
+    *n == 1
 }
 
 /// One `KEEP n PERCENT OF table`.
@@ -120,6 +132,7 @@ impl ReportParams {
                     percent: k.percent,
                 })
                 .collect(),
+            shards: algorithm.shards,
         }
     }
 }
@@ -603,6 +616,12 @@ impl Report {
             self.smallest_ec.map_or("-".to_string(), |n| n.to_string()),
             self.suppressed_entities
         );
+        if self.params.shards > 1 {
+            s += &format!(
+                "  anonymized in {} shards of whole trees\n",
+                self.params.shards
+            );
+        }
         for t in &self.tables {
             s += &format!(
                 "  {:<20} {:>9} rows in  {:>9} released  {:>7} suppressed ({:.1}%)  LM {:.3}{}\n",

@@ -38,6 +38,7 @@ pub mod negotiate;
 pub mod options;
 pub mod output;
 pub mod shape_only;
+pub mod shards;
 pub mod spec;
 pub mod topdown;
 
@@ -85,6 +86,17 @@ pub struct Configured {
     pub options: Options,
     /// The plan's `KEEP` floors, which [`Configured::run`] meets or refuses.
     pub keep: Vec<KeepRows>,
+    /// Shards the entities are split into (`--shards`); 1 runs over the whole forest.
+    pub shards: usize,
+}
+
+/// How an algorithm takes `--shards`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharding {
+    /// Each shard is anonymized on its own (local recoding, clustering).
+    Split,
+    /// One decision for the whole population (global recoding): run unsplit.
+    Whole,
 }
 
 impl Configured {
@@ -96,6 +108,10 @@ impl Configured {
         model: &Model,
         progress: &Progress,
     ) -> Result<Output, String> {
+        if self.shards > 1 && self.sharding()? == Sharding::Split {
+            let n = self.shards;
+            return shards::run(self, forest, model, n, progress);
+        }
         let (output, options) = keep::run(
             self.spec,
             &self.options,
@@ -106,6 +122,21 @@ impl Configured {
         )?;
         self.options = options;
         Ok(output)
+    }
+}
+
+impl Configured {
+    /// How this algorithm takes shards: the lattice's node is chosen over the whole
+    /// population (a node's class counts are over every entity), so it runs whole; anatomy's
+    /// groups are refused for now.
+    pub fn sharding(&self) -> Result<Sharding, String> {
+        if std::ptr::eq(self.spec, &lattice::LATTICE) {
+            Ok(Sharding::Whole)
+        } else if std::ptr::eq(self.spec, &anatomy::ANATOMY) {
+            Err("model = 'anatomy' forms its groups over the whole population and is not split into shards yet: drop --shards".to_string())
+        } else {
+            Ok(Sharding::Split)
+        }
     }
 }
 
@@ -150,6 +181,7 @@ pub fn configure(plan: &Plan) -> Result<Configured, ConfigError> {
         spec,
         options,
         keep: plan.params.keep.clone(),
+        shards: 1,
     })
 }
 

@@ -35,6 +35,10 @@ pub struct AnonymizeArgs {
     /// single-table baselines; such a release must never be published).
     #[arg(long)]
     allow_unverified: bool,
+    /// Split the entities into N shards, each with its whole tree, anonymized one at a time
+    /// (contiguous ranges of the shape order; each shard holds at least k entities).
+    #[arg(long, value_name = "N")]
+    shards: Option<usize>,
 }
 
 /// Anonymizes, prints the summary (or the report as JSON) and says where the release went;
@@ -46,6 +50,7 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     req.with = args.overrides.with;
     req.key_map = args.key_map;
     req.allow_unverified = args.allow_unverified;
+    req.shards = args.shards;
     // Written with the release, as one set.
     req.page = args.report.clone();
     let watch = Watch::start(quiet);

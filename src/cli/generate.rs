@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use relanon::warehouse::write_staged;
+use relanon::warehouse::{write_parquet_streamed, write_staged, TargetKind};
 
 use super::Generated;
 
@@ -31,6 +31,15 @@ pub struct GenerateArgs {
 /// Writes the warehouse atomically and says where.
 pub fn generate(args: GenerateArgs, quiet: bool) -> Result<ExitCode> {
     let (students, seed) = (args.students, args.seed);
+    // TPC-H into Parquet is written batch by batch: SF 10 does not fit in memory whole.
+    if matches!(args.kind, Generated::Tpch) && TargetKind::of(&args.out) == TargetKind::Parquet {
+        let streams = relanon::generate::tpch_streams(args.sf)?;
+        let path = write_parquet_streamed(&args.out, streams, args.overwrite)?.commit()?;
+        if !quiet {
+            outln!("wrote {}", path.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let set = match args.kind {
         Generated::University => relanon::generate::university(students, seed),
         Generated::Table2 => relanon::generate::table2(),

@@ -161,7 +161,7 @@ fn take_rows(batch: &RecordBatch, rows: &[u32]) -> Result<RecordBatch, ForestErr
 
 impl Forest {
     /// The table whose rows table `t`'s rows hang under, if any.
-    fn parent_table(&self, t: usize) -> Option<usize> {
+    pub(crate) fn parent_table(&self, t: usize) -> Option<usize> {
         self.tables
             .iter()
             .position(|p| p.children.iter().any(|g| g.table == t))

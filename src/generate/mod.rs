@@ -44,7 +44,7 @@ pub use synthetic::{
     SYNTHETIC_COURSES, SYNTHETIC_MAJORS, SYNTHETIC_STUDENTS, YEAR_LEVELS,
 };
 
-pub use tpch::{tpch, TpchError};
+pub use tpch::{tpch, tpch_streams, TpchError};
 
 pub use university::{
     university, university_book_hierarchy_csv, university_course_hierarchy_csv, CourseSpec,

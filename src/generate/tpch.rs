@@ -28,7 +28,7 @@ use tpchgen_arrow::{
     CustomerArrow, LineItemArrow, NationArrow, OrderArrow, PartArrow, RegionArrow, SupplierArrow,
 };
 
-use crate::warehouse::{ForeignKey, ReleaseSet, ReleaseTable};
+use crate::warehouse::{ForeignKey, ReleaseSet, ReleaseTable, StreamedTable};
 
 /// Rows per generated batch: large enough that per-batch overhead vanishes, small enough that
 /// a batch in both types (generated, converted) is a few megabytes.
@@ -51,98 +51,127 @@ pub enum TpchError {
 /// 6 M line items): customer, orders, lineitem, nation, region, part and supplier, with
 /// TPC-H's primary keys (`lineitem`'s is `(l_orderkey, l_linenumber)`) and foreign keys.
 pub fn tpch(sf: f64) -> Result<ReleaseSet, TpchError> {
-    if !(sf.is_finite() && sf > 0.0) {
-        return Err(TpchError::ScaleFactor(sf));
+    let mut tables = Vec::new();
+    for streamed in tpch_streams(sf)? {
+        let name = TABLES
+            .iter()
+            .find(|t| t.0 == streamed.name)
+            .expect("every stream is one of TABLES");
+        let batch = collect(name.0, streamed)?;
+        let (table_name, pk, fks) = *name;
+        tables.push(ReleaseTable {
+            name: table_name.into(),
+            batch,
+            primary_key: pk.iter().map(|c| c.to_string()).collect(),
+            foreign_keys: fks.iter().map(|&(c, t, r)| fk(c, t, r)).collect(),
+        });
     }
-    let region = collect(
-        "region",
-        RegionArrow::schema_ref(),
-        RegionArrow::new(RegionGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
-    let nation = collect(
-        "nation",
-        NationArrow::schema_ref(),
-        NationArrow::new(NationGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
-    let part = collect(
-        "part",
-        PartArrow::schema_ref(),
-        PartArrow::new(PartGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
-    let supplier = collect(
-        "supplier",
-        SupplierArrow::schema_ref(),
-        SupplierArrow::new(SupplierGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
-    let customer = collect(
-        "customer",
-        CustomerArrow::schema_ref(),
-        CustomerArrow::new(CustomerGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
-    let orders = collect(
-        "orders",
-        OrderArrow::schema_ref(),
-        OrderArrow::new(OrderGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
-    let lineitem = collect(
-        "lineitem",
-        LineItemArrow::schema_ref(),
-        LineItemArrow::new(LineItemGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
-    )?;
     Ok(ReleaseSet {
-        tables: vec![
-            table("region", region, &["r_regionkey"], &[]),
-            table(
-                "nation",
-                nation,
-                &["n_nationkey"],
-                &[fk("n_regionkey", "region", "r_regionkey")],
-            ),
-            table("part", part, &["p_partkey"], &[]),
-            table(
-                "supplier",
-                supplier,
-                &["s_suppkey"],
-                &[fk("s_nationkey", "nation", "n_nationkey")],
-            ),
-            table(
-                "customer",
-                customer,
-                &["c_custkey"],
-                &[fk("c_nationkey", "nation", "n_nationkey")],
-            ),
-            table(
-                "orders",
-                orders,
-                &["o_orderkey"],
-                &[fk("o_custkey", "customer", "c_custkey")],
-            ),
-            table(
-                "lineitem",
-                lineitem,
-                &["l_orderkey", "l_linenumber"],
-                &[
-                    fk("l_orderkey", "orders", "o_orderkey"),
-                    fk("l_partkey", "part", "p_partkey"),
-                    fk("l_suppkey", "supplier", "s_suppkey"),
-                ],
-            ),
-        ],
+        tables,
         views: vec![],
     })
 }
 
-fn table(
-    name: &str,
-    batch: RecordBatch,
-    primary_key: &[&str],
-    foreign_keys: &[ForeignKey],
-) -> ReleaseTable {
-    ReleaseTable {
+/// Each table's name, primary key and foreign keys `(column, table, column)`, in the order
+/// they are generated (a table after those it references).
+type TableShape = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str, &'static str)],
+);
+
+const TABLES: [TableShape; 7] = [
+    ("region", &["r_regionkey"], &[]),
+    (
+        "nation",
+        &["n_nationkey"],
+        &[("n_regionkey", "region", "r_regionkey")],
+    ),
+    ("part", &["p_partkey"], &[]),
+    (
+        "supplier",
+        &["s_suppkey"],
+        &[("s_nationkey", "nation", "n_nationkey")],
+    ),
+    (
+        "customer",
+        &["c_custkey"],
+        &[("c_nationkey", "nation", "n_nationkey")],
+    ),
+    (
+        "orders",
+        &["o_orderkey"],
+        &[("o_custkey", "customer", "c_custkey")],
+    ),
+    (
+        "lineitem",
+        &["l_orderkey", "l_linenumber"],
+        &[
+            ("l_orderkey", "orders", "o_orderkey"),
+            ("l_partkey", "part", "p_partkey"),
+            ("l_suppkey", "supplier", "s_suppkey"),
+        ],
+    ),
+];
+
+/// The TPC-H tables at scale factor `sf` as streams of converted batches (see the module
+/// doc), generated as they are read: what `generate tpch` writes to Parquet without holding
+/// a table (SF 10's line items are 60 M rows).
+pub fn tpch_streams(sf: f64) -> Result<Vec<StreamedTable>, TpchError> {
+    if !(sf.is_finite() && sf > 0.0) {
+        return Err(TpchError::ScaleFactor(sf));
+    }
+    Ok(vec![
+        stream(
+            "region",
+            RegionArrow::schema_ref(),
+            RegionArrow::new(RegionGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+        stream(
+            "nation",
+            NationArrow::schema_ref(),
+            NationArrow::new(NationGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+        stream(
+            "part",
+            PartArrow::schema_ref(),
+            PartArrow::new(PartGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+        stream(
+            "supplier",
+            SupplierArrow::schema_ref(),
+            SupplierArrow::new(SupplierGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+        stream(
+            "customer",
+            CustomerArrow::schema_ref(),
+            CustomerArrow::new(CustomerGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+        stream(
+            "orders",
+            OrderArrow::schema_ref(),
+            OrderArrow::new(OrderGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+        stream(
+            "lineitem",
+            LineItemArrow::schema_ref(),
+            LineItemArrow::new(LineItemGenerator::new(sf, 1, 1)).with_batch_size(BATCH_ROWS),
+        ),
+    ])
+}
+
+/// One generator's batches, each converted as it comes.
+fn stream(
+    name: &'static str,
+    generated: SchemaRef,
+    batches: impl Iterator<Item = Result<RecordBatch, ArrowError>> + 'static,
+) -> StreamedTable {
+    let schema = converted_schema(&generated);
+    let converted = Arc::clone(&schema);
+    StreamedTable {
         name: name.into(),
-        batch,
-        primary_key: primary_key.iter().map(|c| c.to_string()).collect(),
-        foreign_keys: foreign_keys.to_vec(),
+        schema,
+        batches: Box::new(batches.map(move |b| b.and_then(|b| convert(&converted, &b)))),
     }
 }
 
@@ -154,23 +183,17 @@ fn fk(column: &str, ref_table: &str, ref_column: &str) -> ForeignKey {
     }
 }
 
-/// Every batch of one generator, converted as it comes (so only one generated batch is alive
-/// at a time) and concatenated into one batch of the converted schema.
-fn collect(
-    name: &'static str,
-    generated: SchemaRef,
-    batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>,
-) -> Result<RecordBatch, TpchError> {
+/// Every batch of a stream concatenated into one batch of its schema.
+fn collect(name: &'static str, streamed: StreamedTable) -> Result<RecordBatch, TpchError> {
     let wrap = |source| TpchError::Arrow {
         table: name,
         source,
     };
-    let schema = converted_schema(&generated);
-    let converted = batches
-        .map(|b| convert(&schema, &b?))
+    let batches = streamed
+        .batches
         .collect::<Result<Vec<_>, _>>()
         .map_err(wrap)?;
-    concat_batches(&schema, &converted).map_err(wrap)
+    concat_batches(&streamed.schema, &batches).map_err(wrap)
 }
 
 /// The type relanon keeps for a generated column type (see the module doc).

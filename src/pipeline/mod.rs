@@ -53,6 +53,9 @@ pub struct Request {
     /// `--with 'k = 10, algorithm = ...'`: `ANONYMIZE` options that replace the file's
     /// options of the same name (the others stay), so one declarations file serves a sweep.
     pub with: Option<String>,
+    /// `--shards N`: split the entities into N shards anonymized one at a time (None or 1:
+    /// one run over every entity).
+    pub shards: Option<usize>,
 }
 
 impl Request {
@@ -424,6 +427,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     if req.key_map.is_some() && plan.params.model.anatomy().is_some() {
         progress.warn("the key map leads each released row back to its source row, and so to its sensitive values, which anatomy publishes apart from it: keep the key map with the source, never with the release");
     }
+    shard(req, &mut algorithm, progress)?;
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
     // Held to the end: no other run writes or reads this target meanwhile. What the checks
@@ -437,6 +441,14 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     // Dropped after the commit (or the error that ends the run): lists every temporary.
     let _manifest = staging::Manifest::begin(&target)?;
     let forest = load(&plan, &wh, progress).await?;
+    if algorithm.shards > 1 {
+        algo::shards::check(
+            forest.entities(),
+            algorithm.shards,
+            plan.params.model.min_group(),
+        )
+        .map_err(|e| anyhow!(e))?;
+    }
     clock.lap("load");
     progress.phase("cluster", "clustering");
     let output = algorithm
@@ -505,6 +517,26 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         report_path,
         verdict,
     })
+}
+
+/// Sets the shards `--shards` asks for on the algorithm: refused where the algorithm cannot
+/// be split, said where it runs whole anyway.
+fn shard(req: &Request, algorithm: &mut Configured, progress: &Progress) -> Result<()> {
+    let Some(n) = req.shards else {
+        return Ok(());
+    };
+    if n == 0 {
+        bail!("--shards 0: a run needs at least one shard; give a count of 1 or more");
+    }
+    algorithm.shards = n;
+    if n > 1 && algorithm.sharding().map_err(|e| anyhow!(e))? == algo::Sharding::Whole {
+        progress.warn(format!(
+            "--shards {n}: algorithm = '{}' recodes the whole population globally, so it runs over every entity at once",
+            algorithm.spec.name
+        ));
+        algorithm.shards = 1;
+    }
+    Ok(())
 }
 
 /// The report's anatomy section, for an anatomy: its groups and rules, and the SA side's

@@ -31,7 +31,10 @@ mod write;
 
 pub use render::{numeric_value, render_value};
 pub use scratch::{Scratch, Temporary};
-pub use write::{write_staged, ReleaseSet, ReleaseTable, Staged, TargetKind};
+pub use write::{
+    write_parquet_streamed, write_staged, ReleaseSet, ReleaseTable, Staged, StreamedTable,
+    TargetKind,
+};
 
 /// What went wrong reading or writing a warehouse. Every message is one line and says what
 /// to do.

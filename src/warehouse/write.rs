@@ -131,6 +131,67 @@ pub fn write_staged(
 ) -> Result<Staged, WarehouseError> {
     let kind = TargetKind::of(target);
     validate(release, kind)?;
+    let staged = stage_target(target, kind, overwrite)?;
+    match kind {
+        TargetKind::Sqlite => write_sqlite(staged.path(), release)?,
+        TargetKind::Parquet => write_parquet(staged.path(), release)?,
+    }
+    Ok(staged)
+}
+
+/// A table whose rows arrive batch by batch (a generator's), never held whole.
+pub struct StreamedTable {
+    pub name: String,
+    pub schema: arrow::datatypes::SchemaRef,
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch, arrow::error::ArrowError>>>,
+}
+
+/// Writes tables that arrive as batch streams into a staged Parquet directory, one batch in
+/// memory at a time (and the row group the writer is filling), for a warehouse larger than
+/// memory. Parquet only: a directory of Parquet files carries no keys to write.
+pub fn write_parquet_streamed(
+    target: &Path,
+    tables: Vec<StreamedTable>,
+    overwrite: bool,
+) -> Result<Staged, WarehouseError> {
+    if TargetKind::of(target) != TargetKind::Parquet {
+        return Err(WarehouseError::Message(format!(
+            "'{}' is a SQLite target, and only a Parquet directory is written batch by batch: give a directory (no .sqlite / .db ending)",
+            show(target)
+        )));
+    }
+    let staged = stage_target(target, TargetKind::Parquet, overwrite)?;
+    for t in tables {
+        let path = staged.path().join(format!("{}.parquet", t.name));
+        let err = |e: &dyn std::fmt::Display| write_err(&path, e);
+        let file = File::create_new(&path).map_err(|e| err(&e))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
+        let mut writer = ArrowWriter::try_new(file, t.schema, Some(props)).map_err(|e| err(&e))?;
+        for batch in t.batches {
+            let batch = batch.map_err(|e| {
+                WarehouseError::Message(format!(
+                    "cannot produce the rows of table '{}': {}",
+                    t.name,
+                    one_line(e)
+                ))
+            })?;
+            writer.write(&batch).map_err(|e| err(&e))?;
+        }
+        let file = writer.into_inner().map_err(|e| err(&e))?;
+        file.sync_all().map_err(|e| err(&e))?;
+    }
+    Ok(staged)
+}
+
+/// Checks that `target` may be written (absent, or replaceable under `overwrite`) and
+/// reserves its staged temporary, empty, beside it.
+fn stage_target(
+    target: &Path,
+    kind: TargetKind,
+    overwrite: bool,
+) -> Result<Staged, WarehouseError> {
     match fs::symlink_metadata(target) {
         Ok(_) if !overwrite => return Err(WarehouseError::TargetExists { path: show(target) }),
         Ok(meta) => check_replaceable(target, &meta)?,
@@ -153,18 +214,13 @@ pub fn write_staged(
         TargetKind::Parquet => fs::create_dir(t),
     })
     .map_err(|e| write_err(&temp, e))?;
-    let staged = Staged {
+    Ok(Staged {
         temp,
         target: target.to_path_buf(),
         kind,
         overwrite,
         committed: false,
-    };
-    match kind {
-        TargetKind::Sqlite => write_sqlite(staged.path(), release)?,
-        TargetKind::Parquet => write_parquet(staged.path(), release)?,
-    }
-    Ok(staged)
+    })
 }
 
 /// Guards --overwrite: only something that looks like a warehouse may be replaced.

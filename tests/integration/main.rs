@@ -34,6 +34,8 @@
 //!   budget or refused below its shape floor.
 //! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
 //!   drawn on a pseudo-terminal (each skipped without its tool unless `CI` is set).
+//! - `shards`: `--shards N` releases that verify, keys and rows that carry no shard, bad
+//!   shard counts refused.
 //! - `tidy`: ARCHITECTURE.md's invariants as a text scan of src/, each failing with the rule
 //!   it names and the lines that break it.
 
@@ -58,6 +60,7 @@ mod negotiate;
 mod progress;
 mod properties;
 mod realworld;
+mod shards;
 mod table2;
 mod tidy;
 mod tpch;
