@@ -384,9 +384,8 @@ fn parentless_warnings(plan: &Plan, forest: &forest::Forest) -> Vec<String> {
 async fn assemble(
     plan: &Plan,
     wh: &Warehouse,
-    materialized: &release::Materialized,
+    mut tables: Vec<ReleaseTable>,
 ) -> Result<ReleaseSet> {
-    let mut tables: Vec<ReleaseTable> = materialized.tables.clone();
     for d in &plan.dimensions {
         let columns = d.released_columns();
         let kept_pk = d.primary_key.iter().all(|c| columns.contains(c));
@@ -440,15 +439,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     clean_debris(req, &target, progress)?;
     // Dropped after the commit (or the error that ends the run): lists every temporary.
     let _manifest = staging::Manifest::begin(&target)?;
-    let forest = load(&plan, &wh, progress).await?;
-    if algorithm.shards > 1 {
-        algo::shards::check(
-            forest.entities(),
-            algorithm.shards,
-            plan.params.model.min_group(),
-        )
-        .map_err(|e| anyhow!(e))?;
-    }
+    let forest = load(&plan, &wh, algorithm.shards, progress).await?;
     clock.lap("load");
     progress.phase("cluster", "clustering");
     let output = algorithm
@@ -457,7 +448,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     return_free_heap();
     clock.lap("cluster");
     progress.phase("materialize", "building the released tables");
-    let materialized = release::materialize(&plan, &forest, &output)?;
+    let mut materialized = release::materialize(&plan, &forest, &output)?;
     clock.lap("materialize");
     progress.phase(
         "utility",
@@ -471,7 +462,8 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     drop(output);
     drop(forest);
     progress.phase("assemble", "dimension tables and views");
-    let set = assemble(&plan, &wh, &materialized).await?;
+    // Written, then let go: verify reads the staged copy; the report needs keys and stats.
+    let set = assemble(&plan, &wh, std::mem::take(&mut materialized.tables)).await?;
     clock.lap("assemble");
     progress.phase("write", "staging the release");
     let staged = write_staged(&target, &set, req.overwrite)?;
@@ -592,8 +584,13 @@ impl Clock {
 }
 
 /// The entity forest, with what the data owner should know about it, refused when it holds
-/// fewer entities than a class needs.
-async fn load(plan: &Plan, wh: &Warehouse, progress: &Progress) -> Result<forest::Forest> {
+/// fewer entities than a class needs, or than `shards` classes need.
+async fn load(
+    plan: &Plan,
+    wh: &Warehouse,
+    shards: usize,
+    progress: &Progress,
+) -> Result<forest::Forest> {
     progress.phase("load", "loading the entity forest");
     let forest = forest::load(plan, wh).await?;
     for w in parentless_warnings(plan, &forest) {
@@ -615,6 +612,9 @@ async fn load(plan: &Plan, wh: &Warehouse, progress: &Progress) -> Result<forest
             plan.entity,
             plan.tables[0].name
         );
+    }
+    if shards > 1 {
+        algo::shards::check(forest.entities(), shards, k).map_err(|e| anyhow!(e))?;
     }
     for w in diversity_warnings(plan, &forest)? {
         progress.warn(w);

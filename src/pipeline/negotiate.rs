@@ -46,7 +46,7 @@ pub async fn build(req: &Request, partial: Option<f64>, progress: &Progress) -> 
     if plan.params.model.anatomy().is_some() {
         bail!("the lattice generalizes QI values, and the declarations ask for model = 'anatomy', which publishes them exactly; negotiate a k-anonymity or l-diversity model (or anonymize with the anatomy as declared)");
     }
-    let forest = load(&plan, &wh, progress).await?;
+    let forest = load(&plan, &wh, 1, progress).await?;
     let lattice = Lattice::new(&forest);
     check_size(&lattice, &forest, partial)?;
     let (sensitive, no_distinct) = distinct_measure(&plan, &forest);
@@ -312,7 +312,7 @@ pub async fn compute_nodes(
         return Ok(());
     }
     let (plan, _, wh) = prepare(req, progress).await?;
-    let forest = load(&plan, &wh, progress).await?;
+    let forest = load(&plan, &wh, 1, progress).await?;
     let lattice = Lattice::new(&forest);
     let rows = tree_rows(&forest);
     let distinct = built.meta.no_distinct.is_none();

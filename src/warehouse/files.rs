@@ -2,9 +2,9 @@
 //! named by file stem. CSV files have a header row and fields separated by the declared
 //! delimiter (`SET csv_delimiter`, default `,`).
 //!
-//! Files are read eagerly into memory: the anonymizer scans every family table in full
-//! anyway, and a corrupt file is then reported when the warehouse opens, not halfway
-//! through a run.
+//! A CSV file is read eagerly into memory, so a malformed row is reported when the warehouse
+//! opens, not halfway through a run. A Parquet file is opened by its footer (schema, row
+//! count; a truncated or foreign file fails there) and read by each query as it needs.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -18,7 +18,8 @@ use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::{
-    one_line, show, ColumnMeta, LoadedTable, SourceKind, SourceOptions, TableMeta, WarehouseError,
+    one_line, show, ColumnMeta, LoadedTable, Rows, SourceKind, SourceOptions, TableMeta,
+    WarehouseError,
 };
 
 #[derive(Clone, Copy, PartialEq)]
@@ -144,12 +145,12 @@ fn load_tables(
     let mut tables = Vec::with_capacity(found.len());
     let mut warnings = Vec::new();
     for (stem, path, kind) in &found {
-        let (schema, batches) = match kind {
-            FileKind::Parquet => read_parquet(path)?,
+        let (schema, rows) = match kind {
+            FileKind::Parquet => open_parquet(path)?,
             FileKind::Csv => {
                 let (schema, batches, warning) = read_csv(path, options.csv_delimiter)?;
                 warnings.extend(warning);
-                (schema, batches)
+                (schema, Rows::Memory(batches))
             }
         };
         let meta = TableMeta {
@@ -161,7 +162,7 @@ fn load_tables(
         tables.push(LoadedTable {
             meta,
             schema,
-            batches,
+            rows,
             catalog_pk: false,
         });
     }
@@ -198,7 +199,35 @@ fn header_line(path: &Path) -> String {
     line
 }
 
-fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
+/// A Parquet file's plain schema and row count, from its footer.
+fn open_parquet(path: &Path) -> Result<(SchemaRef, Rows), WarehouseError> {
+    let err = |msg: String| WarehouseError::Parquet {
+        path: show(path),
+        msg,
+    };
+    let file = File::open(path).map_err(|e| err(one_line(e)))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(one_line(e)))?;
+    let schema = Arc::clone(builder.schema());
+    check_unique_columns(&schema, err)?;
+    let rows = builder.metadata().file_metadata().num_rows();
+    let rows = usize::try_from(rows).map_err(|_| err(format!("its footer counts {rows} rows")))?;
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_data_type(plain_type(f.data_type())))
+        .collect();
+    let plain = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    Ok((
+        plain,
+        Rows::Parquet {
+            path: path.to_path_buf(),
+            rows,
+        },
+    ))
+}
+
+/// A Parquet file's rows, whole, in file order and plain types.
+pub(super) fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
     let err = |msg: String| WarehouseError::Parquet {
         path: show(path),
         msg,

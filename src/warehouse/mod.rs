@@ -2,8 +2,9 @@
 //! DataFusion, and writing a release atomically. Knows tables, columns and keys; knows
 //! nothing of entities, hierarchies or clusters.
 //!
-//! Sources are loaded whole into memory tables at `open` (a corrupt file fails there, not
-//! mid-run); identifiers are case-preserving (DataFusion's normalization is off) and strings
+//! SQLite and CSV sources are loaded whole into memory tables at `open` (a corrupt file fails
+//! there, not mid-run); a Parquet file is a listing table read by each query as it needs
+//! (its footer checked at `open`), so a warehouse larger than memory can be read; identifiers are case-preserving (DataFusion's normalization is off) and strings
 //! are `Utf8`; [`session`] makes every DataFusion session with those settings, the utility's
 //! and the attack's scratch sessions included. Queries promise no row order;
 //! `table_in_source_order` gives the rows as loaded. A SQLite file is read on every thread, a
@@ -238,10 +239,20 @@ pub fn quote_ident(id: &str) -> String {
 pub(crate) struct LoadedTable {
     pub meta: TableMeta,
     pub schema: SchemaRef,
-    pub batches: Vec<RecordBatch>,
+    pub rows: Rows,
     /// Whether `meta.primary_key` came from the source's own catalog (SQLite), which a
     /// declaration may repeat but not contradict.
     pub catalog_pk: bool,
+}
+
+/// Where a table's rows are: in memory, or in a Parquet file read as queries need it.
+#[derive(Clone)]
+pub(crate) enum Rows {
+    /// Read whole at `open` (SQLite, CSV).
+    Memory(Vec<RecordBatch>),
+    /// A Parquet file, its footer read at `open` (a truncated or foreign file fails there),
+    /// its rows streamed by each query: a warehouse larger than memory can be read.
+    Parquet { path: PathBuf, rows: usize },
 }
 
 /// An opened warehouse: its catalog and a DataFusion context with every table registered
@@ -252,8 +263,8 @@ pub struct Warehouse {
     pub tables: Vec<TableMeta>,
     ctx: SessionContext,
     catalog_pk: Vec<bool>,
-    /// Each table's rows as loaded, parallel to `tables` (shared with DataFusion's copy).
-    loaded: Vec<(SchemaRef, Vec<RecordBatch>)>,
+    /// Each table's rows, parallel to `tables` (in memory, shared with DataFusion's copy).
+    loaded: Vec<(SchemaRef, Rows)>,
     warnings: Vec<String>,
 }
 
@@ -362,8 +373,8 @@ impl Warehouse {
         let mut catalog_pk = Vec::with_capacity(loaded.len());
         let mut rows = Vec::with_capacity(loaded.len());
         for t in loaded {
-            rows.push((Arc::clone(&t.schema), t.batches.clone()));
-            let provider = MemTable::try_new(t.schema, vec![t.batches]).map_err(|e| {
+            rows.push((Arc::clone(&t.schema), t.rows.clone()));
+            let provider = provider(&ctx, &t).map_err(|e| {
                 WarehouseError::Message(format!(
                     "cannot load table '{}' from '{}': {}",
                     t.meta.name,
@@ -371,18 +382,15 @@ impl Warehouse {
                     one_line(e)
                 ))
             })?;
-            ctx.register_table(
-                TableReference::bare(t.meta.name.as_str()),
-                Arc::new(provider),
-            )
-            .map_err(|e| {
-                WarehouseError::Message(format!(
-                    "cannot register table '{}' from '{}': {}",
-                    t.meta.name,
-                    show(path),
-                    one_line(e)
-                ))
-            })?;
+            ctx.register_table(TableReference::bare(t.meta.name.as_str()), provider)
+                .map_err(|e| {
+                    WarehouseError::Message(format!(
+                        "cannot register table '{}' from '{}': {}",
+                        t.meta.name,
+                        show(path),
+                        one_line(e)
+                    ))
+                })?;
             tables.push(t.meta);
             catalog_pk.push(t.catalog_pk);
         }
@@ -583,7 +591,15 @@ impl Warehouse {
     /// partitions and collects them as they finish. A table without a key has no other
     /// order to be visited in reproducibly.
     pub fn table_in_source_order(&self, table: &str) -> Result<RecordBatch, WarehouseError> {
-        let (schema, batches) = &self.loaded[self.resolve_table(table)?];
+        let (schema, rows) = &self.loaded[self.resolve_table(table)?];
+        let read;
+        let batches = match rows {
+            Rows::Memory(batches) => batches,
+            Rows::Parquet { path, .. } => {
+                read = files::read_parquet(path)?.1;
+                &read
+            }
+        };
         arrow::compute::concat_batches(schema, batches).map_err(|e| {
             WarehouseError::Message(format!(
                 "cannot read table '{table}' in source order: {}",
@@ -592,10 +608,12 @@ impl Warehouse {
         })
     }
 
-    /// The table's rows as loaded, counted without copying them.
+    /// The table's rows, counted without reading them.
     pub fn row_count(&self, table: &str) -> Result<usize, WarehouseError> {
-        let (_, batches) = &self.loaded[self.resolve_table(table)?];
-        Ok(batches.iter().map(RecordBatch::num_rows).sum())
+        Ok(match &self.loaded[self.resolve_table(table)?].1 {
+            Rows::Memory(batches) => batches.iter().map(RecordBatch::num_rows).sum(),
+            Rows::Parquet { rows, .. } => *rows,
+        })
     }
 
     /// One concatenated batch of the table (all columns, or the listed ones), ordered by
@@ -652,6 +670,46 @@ impl Warehouse {
             sql: query.clone(),
             msg: one_line(e),
         })
+    }
+}
+
+/// The DataFusion table over a loaded table's rows: a memory table, or a listing table of
+/// its one Parquet file read with the table's (plain) types, cast from the file's where they
+/// differ.
+fn provider(
+    ctx: &SessionContext,
+    t: &LoadedTable,
+) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
+    use datafusion::datasource::file_format::parquet::ParquetFormat;
+    use datafusion::datasource::listing::{
+        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+    };
+    match &t.rows {
+        Rows::Memory(batches) => Ok(Arc::new(MemTable::try_new(
+            Arc::clone(&t.schema),
+            vec![batches.clone()],
+        )?)),
+        Rows::Parquet { path, .. } => {
+            // A file URL, not a path string: a path string with `*`, `?` or `[` in it
+            // would be taken for a glob.
+            let url = std::path::absolute(path)
+                .ok()
+                .and_then(|p| url::Url::from_file_path(p).ok())
+                .ok_or_else(|| {
+                    datafusion::error::DataFusionError::Plan(format!(
+                        "'{}' cannot be named as a file URL",
+                        show(path)
+                    ))
+                })?;
+            let format =
+                ParquetFormat::default().with_options(ctx.state().default_table_options().parquet);
+            // No extension filter: the file was chosen by name already, in any case.
+            let options = ListingOptions::new(Arc::new(format)).with_file_extension("");
+            let config = ListingTableConfig::new(ListingTableUrl::try_new(url, None)?)
+                .with_listing_options(options)
+                .with_schema(Arc::clone(&t.schema));
+            Ok(Arc::new(ListingTable::try_new(config)?))
+        }
     }
 }
 

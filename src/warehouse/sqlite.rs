@@ -132,7 +132,7 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
         tables.push(LoadedTable {
             meta,
             schema,
-            batches,
+            rows: super::Rows::Memory(batches),
             catalog_pk,
         });
     }

@@ -953,10 +953,17 @@ async fn one_parquet_file_is_a_source_and_a_delimiter_without_csv_is_reported() 
     );
 }
 
+/// A SQLite or CSV table's batches, as loaded.
+fn in_memory(table: &LoadedTable) -> &[RecordBatch] {
+    match &table.rows {
+        super::Rows::Memory(batches) => batches,
+        super::Rows::Parquet { .. } => panic!("{} is a Parquet table", table.meta.name),
+    }
+}
+
 /// Every value of column `name` over all of a loaded table's batches, as rendered.
 fn loaded_texts(table: &LoadedTable, name: &str) -> Vec<Option<String>> {
-    table
-        .batches
+    in_memory(table)
         .iter()
         .flat_map(|b| column_texts(b, name))
         .collect()
@@ -1025,7 +1032,7 @@ fn large_tables_are_read_in_rowid_pieces_on_every_thread_in_rowid_order() {
     }
     // The pieces do not depend on the thread count, so neither do the batches.
     for (a, b) in one.iter().zip(&two) {
-        assert_eq!(a.batches, b.batches, "{}", a.meta.name);
+        assert_eq!(in_memory(a), in_memory(b), "{}", a.meta.name);
     }
 }
 
@@ -1079,4 +1086,36 @@ fn a_wal_database_loads_with_the_commits_in_its_log() {
         loaded_texts(&tables[0], "x"),
         texts(&[Some("1"), Some("200000")])
     );
+}
+
+/// A Parquet table is read by the queries, not held: counted from its footer, read in file
+/// order on request, queried through a file URL (a directory named like a glob is no glob).
+#[tokio::test]
+async fn parquet_tables_are_streamed_not_loaded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("data [2024] *");
+    std::fs::create_dir(&src).expect("mkdir");
+    let path = src.join("people.parquet");
+    let file = std::fs::File::create(&path).expect("create parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1))
+        .build();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(file, people().schema(), Some(props)).expect("writer");
+    w.write(&people()).expect("write");
+    w.close().expect("close");
+    let wh = Warehouse::open(&src).await.expect("open");
+    assert!(matches!(wh.loaded[0].1, super::Rows::Parquet { .. }));
+    assert_eq!(wh.row_count("people").expect("count"), people().num_rows());
+    let in_order = wh.table_in_source_order("people").expect("in order");
+    assert_eq!(
+        column_texts(&in_order, "Name"),
+        column_texts(&people(), "Name")
+    );
+    let batches = wh
+        .sql("SELECT COUNT(*) AS n FROM \"people\" WHERE \"pid\" > 0")
+        .await
+        .expect("query");
+    let n = numeric_value(batches[0].column(0).as_ref(), 0).expect("a count");
+    assert_eq!(n as usize, people().num_rows());
 }
