@@ -20,6 +20,8 @@
 //!   `anatomy/`, `shape_only` (the reference grouping by tree shape), `baseline/` (001 Sec.
 //!   III: universal, per-table, bitmap).
 //! - `keep`: the `KEEP` floors, met around any algorithm by rerunning it at higher prices.
+//! - `shards`: `--shards N`, any splittable algorithm run on shards of whole trees, the
+//!   outputs put together into one over the whole forest.
 //!
 //! Adding an algorithm is one module with its `Spec` and one line in [`ALGORITHMS`]. Every
 //! algorithm visits entities in key order, or, where it reads `order` (MiRaCle, MiRaCleX,

@@ -10,7 +10,8 @@
 //! similar QIs, stay together. Each shard takes about the same number of rows (a tree's rows,
 //! all tables), and at least the model's smallest class of entities; a short last range joins
 //! the one before it. A `KEEP` floor is a share of a table's rows, so each shard is held to
-//! it: each meets it, and so does the union. Global recoding (`lattice`) chooses one node for
+//! it: each meets it, and so does the union. The entities the shards suppressed whole are
+//! tried once more together, as a last shard. Global recoding (`lattice`) chooses one node for
 //! the whole population and is never split; anatomy's groups are not split yet.
 
 use crate::algo::{keep, Configured, Generalization, Output};
@@ -128,8 +129,45 @@ pub fn run(
         next_group = absorb(&mut merged, forest, &g, &rows, next_group);
         options = highest_price(options, used);
     }
+    remainder(configured, forest, model, &mut merged, next_group, progress);
     configured.options = options;
     Ok(Output::Generalized(merged))
+}
+
+/// The entities the shards suppressed whole, anonymized together as one more shard: each
+/// was left without partners in its own shard (the fewer than k left at a shard's end), and
+/// together they may find some. Nothing released changes, so the `KEEP` floors the shards
+/// met still hold and the remainder is held to none; where it releases nothing (too few, or
+/// the algorithm refuses them) they stay suppressed, which is always safe.
+fn remainder(
+    configured: &Configured,
+    forest: &Forest,
+    model: &Model,
+    merged: &mut Generalization,
+    next_group: u32,
+    progress: &Progress,
+) {
+    let rest: Vec<u32> = (0..forest.entities() as u32)
+        .filter(|&e| !merged.kept[0][e as usize])
+        .collect();
+    if rest.len() < model.min_group().max(2) || rest.len() == forest.entities() {
+        return;
+    }
+    let Ok((sub, rows)) = forest.subset(&rest) else {
+        return;
+    };
+    let run = keep::run(
+        configured.spec,
+        &configured.options,
+        &[],
+        &sub,
+        model,
+        progress,
+    );
+    if let Ok((Output::Generalized(g), _)) = run {
+        merged.suppressed_entities -= rest.len();
+        absorb(merged, forest, &g, &rows, next_group);
+    }
 }
 
 /// Copies a shard's generalization into the whole forest's (`rows[t][i]` is the forest row
@@ -210,6 +248,34 @@ mod tests {
         // the fourth and every small one.
         assert_eq!(shards[0], vec![0, 2, 4]);
         assert_eq!(shards[1], vec![1, 3, 5, 6, 7]);
+    }
+
+    /// Four shards of five single-row entities at k = 3 each close one class and suppress
+    /// the two left over; tried again together, the eight make two more classes.
+    #[test]
+    fn entities_a_shard_suppresses_are_tried_again_together() {
+        use crate::algo::{miracle, Options};
+        let forest = shaped(&vec![vec![]; 20]);
+        let model = Model::KAnonymity { k: 3 };
+        let mut configured = Configured {
+            spec: &miracle::MIRACLEX,
+            options: Options::defaults(miracle::MIRACLEX.options),
+            keep: Vec::new(),
+            shards: 4,
+        };
+        let out = configured
+            .run(&forest, &model, &Progress::new())
+            .expect("runs");
+        let Output::Generalized(g) = out else {
+            panic!("MiRaCleX generalizes");
+        };
+        assert_eq!(
+            g.ec_sizes,
+            vec![3; 6],
+            "four from the shards, two from the rest"
+        );
+        assert_eq!(g.suppressed_entities, 2);
+        assert_eq!(g.kept[0].iter().filter(|&&k| k).count(), 18);
     }
 
     #[test]
