@@ -108,7 +108,7 @@ pub fn run(
     let mut merged = Generalization::empty(forest);
     let mut next_group = 0u32;
     let mut options = configured.options.clone();
-    for entities in &shards {
+    for (i, entities) in shards.iter().enumerate() {
         let (sub, rows) = forest
             .subset(entities)
             .map_err(|e| format!("cannot cut a shard: {e}"))?;
@@ -119,7 +119,15 @@ pub fn run(
             &sub,
             model,
             progress,
-        )?;
+        )
+        .map_err(|e| {
+            format!(
+                "in shard {} of {} ({} entities): {e}",
+                i + 1,
+                shards.len(),
+                entities.len()
+            )
+        })?;
         let Output::Generalized(g) = out else {
             return Err(format!(
                 "algorithm = '{}' publishes an anatomy, whose groups are not split into shards yet: drop --shards",
