@@ -400,8 +400,15 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let n = shards.min(w.entities / w.k.max(1)).max(1);
+        let mut text = build(&w, dir.path());
+        // A third of the warehouses with a child table hold it to a floor, which every
+        // shard must then meet.
+        let floor = !w.parents.is_empty() && (w.seed / 6) % 3 == 1;
+        if floor {
+            text += &format!("KEEP 60 PERCENT OF {};\n", q(NAMES[1]));
+        }
         let req = Request {
-            text: build(&w, dir.path()),
+            text,
             base: dir.path().to_path_buf(),
             origin: "random.sql".into(),
             key_map: Some(dir.path().join("keys.json")),
@@ -415,8 +422,13 @@ proptest! {
             // exceed its budget: refusing is the right answer (as unsharded).
             Err(e) if diverse(w.algorithm) && format!("{e:#}").contains("no entity can be released") => return Ok(()),
             Err(e) if w.algorithm.starts_with("lattice") && format!("{e:#}").contains("even generalizing every column to '*' suppresses") => return Ok(()),
+            Err(e) if floor && format!("{e:#}").contains("the rows kept fall short of KEEP") => return Ok(()),
             Err(e) => return Err(TestCaseError::fail(format!("--shards {n}: {e:#}\n{}", req.text))),
         };
+        if floor {
+            let t = outcome.report.tables.iter().find(|t| t.name == NAMES[1]).expect("the floored table");
+            prop_assert!(t.released * 100 >= 60 * t.rows_in, "{} of {} kept under KEEP 60 in {} shards", t.released, t.rows_in, n);
+        }
         prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
         let expected = if w.algorithm.starts_with("lattice") { 1 } else { n };
         prop_assert_eq!(outcome.report.params.shards, expected);
