@@ -521,7 +521,7 @@ async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, For
     };
     let schema = batches.first().map(|b| b.schema());
     let batch = match schema {
-        Some(s) => arrow::compute::concat_batches(&s, &batches)
+        Some(s) => crate::warehouse::concat_owned(&s, batches)
             .map_err(|e| ForestError::Internal(e.to_string()))?,
         // An empty table yields no batches; give it the query's shape.
         None => {

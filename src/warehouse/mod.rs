@@ -666,11 +666,43 @@ impl Warehouse {
         let planned: SchemaRef = Arc::clone(df.schema().inner());
         let batches = df.collect().await.map_err(err)?;
         let schema = batches.first().map_or(planned, |b| b.schema());
-        arrow::compute::concat_batches(&schema, &batches).map_err(|e| WarehouseError::Query {
+        concat_owned(&schema, batches).map_err(|e| WarehouseError::Query {
             sql: query.clone(),
             msg: one_line(e),
         })
     }
+}
+
+/// `batches` as one batch of `schema`, concatenated a column at a time, each column's pieces
+/// let go once copied: the peak is the batches and one column, not the batches twice (at
+/// TPC-H SF 1 a whole line-item table).
+pub fn concat_owned(
+    schema: &SchemaRef,
+    mut batches: Vec<RecordBatch>,
+) -> Result<RecordBatch, arrow::error::ArrowError> {
+    if batches.len() == 1 {
+        return Ok(batches.swap_remove(0));
+    }
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut per_column: Vec<Vec<arrow::array::ArrayRef>> =
+        vec![Vec::with_capacity(batches.len()); schema.fields().len()];
+    for batch in batches {
+        for (i, column) in batch.columns().iter().enumerate() {
+            per_column[i].push(Arc::clone(column));
+        }
+    }
+    let mut columns = Vec::with_capacity(per_column.len());
+    for (pieces, field) in per_column.into_iter().zip(schema.fields()) {
+        let column = if pieces.is_empty() {
+            arrow::array::new_empty_array(field.data_type())
+        } else {
+            let refs: Vec<&dyn arrow::array::Array> = pieces.iter().map(|a| a.as_ref()).collect();
+            arrow::compute::concat(&refs)?
+        };
+        columns.push(column);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options)
 }
 
 /// The DataFusion table over a loaded table's rows: a memory table, or a listing table of

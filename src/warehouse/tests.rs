@@ -1119,3 +1119,21 @@ async fn parquet_tables_are_streamed_not_loaded() {
     let n = numeric_value(batches[0].column(0).as_ref(), 0).expect("a count");
     assert_eq!(n as usize, people().num_rows());
 }
+
+/// Concatenating a column at a time gives what `concat_batches` gives, for several batches,
+/// one, or none.
+#[test]
+fn concatenating_by_column_equals_concatenating_batches() {
+    let all = people();
+    let schema = all.schema();
+    let pieces = vec![
+        all.slice(0, 1),
+        all.slice(1, 0),
+        all.slice(1, all.num_rows() - 1),
+    ];
+    let expected = arrow::compute::concat_batches(&schema, &pieces).expect("concat");
+    assert_eq!(concat_owned(&schema, pieces).expect("by column"), expected);
+    assert_eq!(concat_owned(&schema, vec![all.clone()]).expect("one"), all);
+    let none = concat_owned(&schema, Vec::new()).expect("none");
+    assert_eq!((none.num_rows(), none.schema()), (0, schema));
+}
