@@ -494,6 +494,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     report.recount_classes(&verdict.class_sizes);
     clock.lap("verify");
     report.timings_ms = clock.total();
+    wh.unchanged()?;
     let report_path = report_path(&target);
     let outputs = stage_beside(req, staged, &report, &materialized)?;
     staging::failpoint("staged");

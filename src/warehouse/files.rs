@@ -222,8 +222,15 @@ fn open_parquet(path: &Path) -> Result<(SchemaRef, Rows), WarehouseError> {
         Rows::Parquet {
             path: path.to_path_buf(),
             rows,
+            stamp: stamp(path),
         },
     ))
+}
+
+/// A file's length and modification time, where the file system gives them.
+pub(super) fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
 }
 
 /// A Parquet file's rows, whole, in file order and plain types.

@@ -252,7 +252,12 @@ pub(crate) enum Rows {
     Memory(Vec<RecordBatch>),
     /// A Parquet file, its footer read at `open` (a truncated or foreign file fails there),
     /// its rows streamed by each query: a warehouse larger than memory can be read.
-    Parquet { path: PathBuf, rows: usize },
+    Parquet {
+        path: PathBuf,
+        rows: usize,
+        /// Length and modification time at open: a file replaced mid-run is noticed.
+        stamp: Option<(u64, std::time::SystemTime)>,
+    },
 }
 
 /// An opened warehouse: its catalog and a DataFusion context with every table registered
@@ -606,6 +611,23 @@ impl Warehouse {
                 one_line(e)
             ))
         })
+    }
+
+    /// Refuses a source whose Parquet files changed since `open`: the queries read the files
+    /// again, so a run that saw two versions of one table must not be committed.
+    pub fn unchanged(&self) -> Result<(), WarehouseError> {
+        for (t, (_, rows)) in self.tables.iter().zip(&self.loaded) {
+            if let Rows::Parquet { path, stamp, .. } = rows {
+                if files::stamp(path) != *stamp {
+                    return Err(WarehouseError::Message(format!(
+                        "source file '{}' (table '{}') changed while the run read it: run again once nothing writes to the source",
+                        show(path),
+                        t.name
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The table's rows, counted without reading them.

@@ -1118,6 +1118,14 @@ async fn parquet_tables_are_streamed_not_loaded() {
         .expect("query");
     let n = numeric_value(batches[0].column(0).as_ref(), 0).expect("a count");
     assert_eq!(n as usize, people().num_rows());
+    // The queries read the file again: a file replaced since open is refused.
+    wh.unchanged().expect("nothing changed yet");
+    write_parquet_file(&path, &people().slice(0, 1));
+    let err = wh.unchanged().expect_err("the file was replaced");
+    assert!(
+        err.to_string().contains("changed while the run read it"),
+        "{err}"
+    );
 }
 
 /// Concatenating a column at a time gives what `concat_batches` gives, for several batches,
