@@ -50,7 +50,7 @@ pub fn render(
     left_out(p, &mut out);
     let _ = writeln!(
         out,
-        "-- k = {}: every person's whole record hides among at least {} (see the README for the\n-- other models, algorithms and options).",
+        "-- k = {}: every person's whole record hides among at least {} (docs/declarations.md lists the\n-- other models, algorithms and options).",
         p.k, p.k
     );
     if p.asked_k != p.k {
