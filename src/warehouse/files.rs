@@ -199,26 +199,30 @@ fn header_line(path: &Path) -> String {
     line
 }
 
-/// A Parquet file's plain schema and row count, from its footer.
-fn open_parquet(path: &Path) -> Result<(SchemaRef, Rows), WarehouseError> {
-    let err = |msg: String| WarehouseError::Parquet {
-        path: show(path),
-        msg,
-    };
+/// A reader of a Parquet file, its footer read and its column names checked.
+fn parquet_reader(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, WarehouseError> {
+    let err = |msg: String| parquet_error(path, msg);
     let file = File::open(path).map_err(|e| err(one_line(e)))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(one_line(e)))?;
-    let schema = Arc::clone(builder.schema());
-    check_unique_columns(&schema, err)?;
+    check_unique_columns(builder.schema(), err)?;
+    Ok(builder)
+}
+
+fn parquet_error(path: &Path, msg: String) -> WarehouseError {
+    WarehouseError::Parquet {
+        path: show(path),
+        msg,
+    }
+}
+
+/// A Parquet file's plain schema and row count, from its footer.
+fn open_parquet(path: &Path) -> Result<(SchemaRef, Rows), WarehouseError> {
+    let builder = parquet_reader(path)?;
     let rows = builder.metadata().file_metadata().num_rows();
-    let rows = usize::try_from(rows).map_err(|_| err(format!("its footer counts {rows} rows")))?;
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone().with_data_type(plain_type(f.data_type())))
-        .collect();
-    let plain = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let rows = usize::try_from(rows)
+        .map_err(|_| parquet_error(path, format!("its footer counts {rows} rows")))?;
     Ok((
-        plain,
+        plain_schema(builder.schema()),
         Rows::Parquet {
             path: path.to_path_buf(),
             rows,
@@ -235,19 +239,12 @@ pub(super) fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
 
 /// A Parquet file's rows, whole, in file order and plain types.
 pub(super) fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), WarehouseError> {
-    let err = |msg: String| WarehouseError::Parquet {
-        path: show(path),
-        msg,
-    };
-    let file = File::open(path).map_err(|e| err(one_line(e)))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(one_line(e)))?;
+    let err = |e: &dyn std::fmt::Display| parquet_error(path, one_line(e));
+    let builder = parquet_reader(path)?;
     let schema = Arc::clone(builder.schema());
-    let reader = builder.build().map_err(|e| err(one_line(e)))?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(one_line(e)))?;
-    check_unique_columns(&schema, err)?;
-    plain_types(schema, batches).map_err(|e| err(one_line(e)))
+    let reader = builder.build().map_err(|e| err(&e))?;
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
+    plain_types(schema, batches).map_err(|e| err(&e))
 }
 
 /// The plain Arrow type a column is held as: one string type and one binary type whatever
@@ -262,6 +259,16 @@ fn plain_type(data_type: &DataType) -> DataType {
     }
 }
 
+/// `schema` with every column's [`plain_type`].
+fn plain_schema(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_data_type(plain_type(f.data_type())))
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
 fn plain_types(
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
@@ -273,12 +280,7 @@ fn plain_types(
     {
         return Ok((schema, batches));
     }
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone().with_data_type(plain_type(f.data_type())))
-        .collect();
-    let plain = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let plain = plain_schema(&schema);
     let batches = batches
         .iter()
         .map(|b| {

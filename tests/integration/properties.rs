@@ -347,95 +347,113 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     text
 }
 
+/// Anonymizes `w` (its first child table held to `KEEP 60 PERCENT` when `floor`, in `shards`
+/// when given) and checks the release: the floor kept, classes of at least k, every entity
+/// released or suppressed once, the shards recorded, and the independent verifier passing
+/// inside `anonymize` and standalone. A refusal the data rules out passes: too few distinct
+/// values for l, a lattice whose shapes alone exceed its budget, a floor no price reaches.
+fn released_and_verified(
+    w: &Warehouse,
+    floor: bool,
+    shards: Option<usize>,
+) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut text = build(w, dir.path());
+    if floor {
+        text += &format!("KEEP 60 PERCENT OF {};\n", q(NAMES[1]));
+    }
+    let req = Request {
+        text,
+        base: dir.path().to_path_buf(),
+        origin: "random.sql".into(),
+        key_map: Some(dir.path().join("keys.json")),
+        shards,
+        ..Request::default()
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let outcome = match rt.block_on(anonymize(&req, &Progress::new())) {
+        Ok(o) => o,
+        Err(e) => {
+            let e = format!("{e:#}");
+            // The kernel's shape floor is checked against a brute force in its unit tests.
+            let right = (diverse(w.algorithm) && e.contains("no entity can be released"))
+                || (w.algorithm.starts_with("lattice")
+                    && e.contains("even generalizing every column to '*' suppresses"))
+                || (floor && e.contains("the rows kept fall short of KEEP"));
+            if right {
+                return Ok(());
+            }
+            return Err(TestCaseError::fail(format!(
+                "--shards {shards:?}: {e}\n{}",
+                req.text
+            )));
+        }
+    };
+    let report = &outcome.report;
+    if floor {
+        let t = report
+            .tables
+            .iter()
+            .find(|t| t.name == NAMES[1])
+            .expect("the floored table");
+        prop_assert!(
+            t.released * 100 >= 60 * t.rows_in,
+            "{} of {} kept under KEEP 60",
+            t.released,
+            t.rows_in
+        );
+    }
+    prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
+    let split = shards
+        .filter(|_| !w.algorithm.starts_with("lattice"))
+        .unwrap_or(1);
+    prop_assert_eq!(report.params.shards, split);
+    prop_assert!(report.smallest_ec.unwrap_or(w.k) >= w.k);
+    prop_assert_eq!(
+        report.entities_released + report.suppressed_entities,
+        w.entities
+    );
+    let verdict = rt
+        .block_on(verify_release(
+            &req,
+            None,
+            Some(&dir.path().join("keys.json")),
+            &Progress::new(),
+        ))
+        .expect("verify runs");
+    prop_assert!(
+        verdict.passed(),
+        "--shards {:?}: {}\n{}",
+        shards,
+        verdict.summary(),
+        req.text
+    );
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(Config { cases: cases("RELANON_WAREHOUSE_CASES", 64), rng_seed: RngSeed::Fixed(20261122), failure_persistence: None, ..Config::default() })]
 
     #[test]
     fn random_snowflakes_always_pass_verify(w in warehouse()) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut text = build(&w, dir.path());
         // A third of the warehouses with a child table hold it to a floor of 60% of its rows:
         // a release then keeps it, or the run is refused.
         let floor = !w.parents.is_empty() && (w.seed / 6) % 3 == 0;
-        if floor {
-            text += &format!("KEEP 60 PERCENT OF {};\n", q(NAMES[1]));
-        }
-        let req = Request {
-            text,
-            base: dir.path().to_path_buf(),
-            origin: "random.sql".into(),
-            key_map: Some(dir.path().join("keys.json")),
-            ..Request::default()
-        };
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let outcome = rt.block_on(anonymize(&req, &Progress::new()));
-        let outcome = match outcome {
-            Ok(o) => o,
-            // Too few distinct entity values for l: refusing is the right answer.
-            Err(e) if diverse(w.algorithm) && format!("{e:#}").contains("no entity can be released") => return Ok(()),
-            // The trees' shapes alone leave more than the budget below k: refusing is right
-            // (the kernel's floor is checked against a brute force in its unit tests).
-            Err(e) if w.algorithm.starts_with("lattice") && format!("{e:#}").contains("even generalizing every column to '*' suppresses") => return Ok(()),
-            // No price (or no algorithm's run) keeps the floor: refusing is right.
-            Err(e) if floor && format!("{e:#}").contains("the rows kept fall short of KEEP") => return Ok(()),
-            Err(e) => return Err(TestCaseError::fail(format!("{e:#}\n{}", req.text))),
-        };
-        if floor {
-            let t = outcome.report.tables.iter().find(|t| t.name == NAMES[1]).expect("the floored table");
-            prop_assert!(t.released * 100 >= 60 * t.rows_in, "{} of {} kept under KEEP 60", t.released, t.rows_in);
-        }
-        prop_assert!(outcome.report.smallest_ec.unwrap_or(w.k) >= w.k);
-        prop_assert_eq!(outcome.report.entities_released + outcome.report.suppressed_entities, w.entities);
-        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")), &Progress::new())).expect("verify runs");
-        prop_assert!(verdict.passed(), "{}", verdict.summary());
+        released_and_verified(&w, floor, None)?;
     }
 
     /// Shards: a random snowflake anonymized in 1, 2 or 5 shards of whole trees (as many as
     /// hold k entities each) passes the independent verifier, inside `anonymize` and
-    /// standalone: the union of k-anonymous (l-diverse) shards is what verify accepts.
+    /// standalone: the union of k-anonymous (l-diverse) shards is what verify accepts. A
+    /// third are held to a floor, which every shard must then meet.
     #[test]
     fn sharded_snowflakes_always_pass_verify(
         w in warehouse(),
         shards in prop::sample::select(&[1usize, 2, 5][..]),
     ) {
-        let dir = tempfile::tempdir().expect("tempdir");
         let n = shards.min(w.entities / w.k.max(1)).max(1);
-        let mut text = build(&w, dir.path());
-        // A third of the warehouses with a child table hold it to a floor, which every
-        // shard must then meet.
         let floor = !w.parents.is_empty() && (w.seed / 6) % 3 == 1;
-        if floor {
-            text += &format!("KEEP 60 PERCENT OF {};\n", q(NAMES[1]));
-        }
-        let req = Request {
-            text,
-            base: dir.path().to_path_buf(),
-            origin: "random.sql".into(),
-            key_map: Some(dir.path().join("keys.json")),
-            shards: Some(n),
-            ..Request::default()
-        };
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let outcome = match rt.block_on(anonymize(&req, &Progress::new())) {
-            Ok(o) => o,
-            // A shard with too few distinct values for l, or a lattice whose shapes alone
-            // exceed its budget: refusing is the right answer (as unsharded).
-            Err(e) if diverse(w.algorithm) && format!("{e:#}").contains("no entity can be released") => return Ok(()),
-            Err(e) if w.algorithm.starts_with("lattice") && format!("{e:#}").contains("even generalizing every column to '*' suppresses") => return Ok(()),
-            Err(e) if floor && format!("{e:#}").contains("the rows kept fall short of KEEP") => return Ok(()),
-            Err(e) => return Err(TestCaseError::fail(format!("--shards {n}: {e:#}\n{}", req.text))),
-        };
-        if floor {
-            let t = outcome.report.tables.iter().find(|t| t.name == NAMES[1]).expect("the floored table");
-            prop_assert!(t.released * 100 >= 60 * t.rows_in, "{} of {} kept under KEEP 60 in {} shards", t.released, t.rows_in, n);
-        }
-        prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
-        let expected = if w.algorithm.starts_with("lattice") { 1 } else { n };
-        prop_assert_eq!(outcome.report.params.shards, expected);
-        prop_assert!(outcome.report.smallest_ec.unwrap_or(w.k) >= w.k);
-        prop_assert_eq!(outcome.report.entities_released + outcome.report.suppressed_entities, w.entities);
-        let verdict = rt.block_on(verify_release(&req, None, Some(&dir.path().join("keys.json")), &Progress::new())).expect("verify runs");
-        prop_assert!(verdict.passed(), "--shards {}: {}\n{}", n, verdict.summary(), req.text);
+        released_and_verified(&w, floor, Some(n))?;
     }
 
     /// Anatomy (000 Ch. 3), both variants, with or without a rule on one value or on every
