@@ -158,9 +158,9 @@ pub fn is_ours(kind: Kind, path: &Path) -> bool {
             report.is_file() && is_ours(Kind::ReportJson, &report)
         }
         Kind::ReportJson => json_object(path).is_some_and(|v| v.get("relanon_version").is_some()),
-        Kind::KeyMap => std::fs::read_to_string(path)
-            .ok()
-            .is_some_and(|t| serde_json::from_str::<crate::keymap::KeyMap>(&t).is_ok()),
+        Kind::KeyMap => std::fs::File::open(path).ok().is_some_and(|f| {
+            serde_json::from_reader::<_, crate::keymap::KeyMap>(std::io::BufReader::new(f)).is_ok()
+        }),
         Kind::Page => std::fs::read_to_string(path)
             .ok()
             .is_some_and(|t| t.starts_with("<!DOCTYPE html>") && t.contains(PAGE_GENERATOR)),

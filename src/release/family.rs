@@ -131,7 +131,7 @@ pub(super) fn tables(
 /// released table and one entry here.
 fn add_pairs(keys: &mut KeyMap, table: &str, pairs: crate::keymap::TableKeys) {
     match keys.tables.get_mut(table) {
-        Some(entry) => entry.pairs.extend(pairs.pairs),
+        Some(entry) => entry.extend(pairs),
         None => {
             keys.tables.insert(table.to_string(), pairs);
         }

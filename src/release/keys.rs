@@ -161,7 +161,7 @@ pub(super) fn key_pairs(
             .map(index)
             .collect::<Result<_, _>>()?,
     };
-    let mut pairs = Vec::with_capacity(rows.len());
+    let mut keys = TableKeys::new(ft.primary_key.clone(), ft.released_pk());
     for &r in rows {
         let source: Vec<KeyValue> = source_cols
             .iter()
@@ -180,17 +180,14 @@ pub(super) fn key_pairs(
                 .collect(),
         };
         let group = groups[r as usize];
-        pairs.push(KeyPair {
+        keys.push(KeyPair {
             source,
             released,
             group: (group != NO_GROUP).then_some(group),
-        });
+        })
+        .map_err(internal)?;
     }
-    Ok(TableKeys {
-        columns: ft.primary_key.clone(),
-        released_columns: ft.released_pk(),
-        pairs,
-    })
+    Ok(keys)
 }
 
 /// Rows sorted by released key (then parent key); a table without a primary key is then

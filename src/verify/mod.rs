@@ -197,12 +197,6 @@ pub enum VerifyError {
         found: String,
         expected: String,
     },
-    #[error("the key map has a pair for table '{table}' with {found} value(s) for a {expected}-column key: pass an intact key map written by anonymize")]
-    KeyMapArity {
-        table: String,
-        expected: usize,
-        found: usize,
-    },
     #[error("the plan is inconsistent: {0}; re-plan from the declarations")]
     Plan(String),
 }

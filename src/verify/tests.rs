@@ -834,21 +834,30 @@ fn pseudonymized() -> (Vec<Table>, KeyMap) {
     let mut map = KeyMap::default();
     map.tables.insert(
         "students".to_string(),
-        TableKeys {
-            columns: vec!["sid".to_string()],
-            released_columns: vec![],
-            pairs: pairs(&[1, 2, 3, 4], &sid),
-        },
+        TableKeys::from_pairs(vec!["sid".to_string()], vec![], pairs(&[1, 2, 3, 4], &sid))
+            .expect("one-column keys"),
     );
     map.tables.insert(
         "courses".to_string(),
-        TableKeys {
-            columns: vec!["cid".to_string()],
-            released_columns: vec![],
-            pairs: pairs(&[10, 11, 20, 21, 30, 40], &cid),
-        },
+        TableKeys::from_pairs(
+            vec!["cid".to_string()],
+            vec![],
+            pairs(&[10, 11, 20, 21, 30, 40], &cid),
+        )
+        .expect("one-column keys"),
     );
     (rel, map)
+}
+
+/// `map` with table `table`'s pairs changed by `edit`.
+fn edited(map: &KeyMap, table: &str, edit: impl FnOnce(&mut Vec<KeyPair>)) -> KeyMap {
+    let mut map = map.clone();
+    let keys = map.tables.get_mut(table).expect("the map has the table");
+    let mut pairs: Vec<KeyPair> = keys.pairs().collect();
+    edit(&mut pairs);
+    *keys = TableKeys::from_pairs(keys.columns.clone(), keys.released_columns.clone(), pairs)
+        .expect("edits keep the arity");
+    map
 }
 
 #[tokio::test]
@@ -877,11 +886,10 @@ async fn pseudonymized_keys_are_traced_through_the_key_map() {
     );
 
     // A map that sends course 10's pseudonym to course 20 moves it to another student.
-    let mut bad = map.clone();
-    if let Some(courses) = bad.tables.get_mut("courses") {
-        courses.pairs[0].source = vec![KeyValue::Int(20)];
-        courses.pairs[2].source = vec![KeyValue::Int(10)];
-    }
+    let bad = edited(&map, "courses", |pairs| {
+        pairs[0].source = vec![KeyValue::Int(20)];
+        pairs[2].source = vec![KeyValue::Int(10)];
+    });
     let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&bad), None)
         .await
         .expect("verify runs");
@@ -896,10 +904,9 @@ async fn pseudonymized_keys_are_traced_through_the_key_map() {
         &["courses key 560", "belongs to students key 1"],
     );
 
-    let mut missing = map.clone();
-    if let Some(students) = missing.tables.get_mut("students") {
-        students.pairs.remove(0);
-    }
+    let missing = edited(&map, "students", |pairs| {
+        pairs.remove(0);
+    });
     let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&missing), None)
         .await
         .expect("verify runs");
@@ -910,19 +917,18 @@ async fn pseudonymized_keys_are_traced_through_the_key_map() {
     );
 
     // A released key listed twice with two source keys: the first pair counts.
-    let mut twice = map.clone();
     let mut doubled = None;
-    if let Some(students) = twice.tables.get_mut("students") {
-        let mut again = students.pairs[0].clone();
-        again.source = students.pairs[1].source.clone();
-        doubled = Some((again.released.clone(), students.pairs[0].source.clone()));
-        students.pairs.push(again);
-    }
+    let twice = edited(&map, "students", |pairs| {
+        let mut again = pairs[0].clone();
+        again.source = pairs[1].source.clone();
+        doubled = Some((again.released.clone(), pairs[0].source.clone()));
+        pairs.push(again);
+    });
     let (released, kept) = doubled.expect("the map has students");
     let v = run_with(&plan(2), &source_db(), &rel, Keys::Map(&twice), None)
         .await
         .expect("verify runs");
-    let show = |k: &[KeyValue]| truth::render_key_value(&k[0]);
+    let show = |k: &[KeyValue]| k[0].to_string();
     assert_caught(
         &v,
         "truthfulness",

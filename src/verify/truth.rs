@@ -12,7 +12,7 @@ use super::hier::{Hier, ROOT};
 use super::keys::{key_hash, KeyIndex};
 use super::matching::complete;
 use super::{Check, Keys, VerifyError};
-use crate::keymap::{KeyMap, KeyPair, KeyValue};
+use crate::keymap::{KeyMap, TableKeys};
 use crate::plan::{FamilyTable, Plan};
 
 /// Traces every released row to its source row (filling `rel_to_src`, parents first, since
@@ -51,17 +51,10 @@ pub(super) fn check(
     Ok(())
 }
 
-pub(super) fn render_key_value(v: &KeyValue) -> String {
-    match v {
-        KeyValue::Int(i) => i.to_string(),
-        KeyValue::Text(s) => s.clone(),
-    }
-}
-
 /// Released key -> source key for one table, in the plan's PK column order: the key map's
 /// pairs indexed by released key ([`KeyIndex`]), each key rendered when it is asked for.
 struct Translation<'m> {
-    pairs: &'m [KeyPair],
+    pairs: &'m TableKeys,
     /// Per PK column of the plan, its column in the key map's source keys.
     perm: Vec<usize>,
     /// Per released key column of the plan, its column in the key map's released keys.
@@ -71,11 +64,14 @@ struct Translation<'m> {
 
 impl Translation<'_> {
     fn released(&self, i: usize) -> Option<Vec<String>> {
-        Some(render_key(&self.pairs[i].released, &self.released_perm))
+        Some(released_key(self.pairs, i, &self.released_perm))
     }
 
     fn source(&self, i: usize) -> Vec<String> {
-        render_key(&self.pairs[i].source, &self.perm)
+        self.perm
+            .iter()
+            .map(|&c| self.pairs.source_text(i, c))
+            .collect()
     }
 
     /// The source key of the first pair released as `released`.
@@ -86,8 +82,9 @@ impl Translation<'_> {
     }
 }
 
-fn render_key(values: &[KeyValue], perm: &[usize]) -> Vec<String> {
-    perm.iter().map(|&i| render_key_value(&values[i])).collect()
+/// Pair `i`'s released key, in the plan's released column order.
+fn released_key(pairs: &TableKeys, i: usize, perm: &[usize]) -> Vec<String> {
+    perm.iter().map(|&c| pairs.released_text(i, c)).collect()
 }
 
 /// The key map's [`Translation`] for one table; a released key sent to two source keys is a
@@ -154,25 +151,11 @@ fn translation<'m>(
             expected: format!("released as {}", released_pk.join(", ")),
         });
     };
-    for pair in &tk.pairs {
-        let sides = [
-            (pair.source.len(), perm.len()),
-            (pair.released.len(), released_perm.len()),
-        ];
-        for (found, expected) in sides {
-            if found != expected {
-                return Err(VerifyError::KeyMapArity {
-                    table: ft.name.clone(),
-                    expected,
-                    found,
-                });
-            }
-        }
-    }
-    let released_key = |i: usize| Some(render_key(&tk.pairs[i].released, &released_perm));
-    let index = KeyIndex::new(tk.pairs.len(), released_key, key_hash);
+    // Each pair's arity is its columns' (`TableKeys::push` refuses others).
+    let released_key = |i: usize| Some(released_key(tk, i, &released_perm));
+    let index = KeyIndex::new(tk.len(), released_key, key_hash);
     let m = Translation {
-        pairs: &tk.pairs,
+        pairs: tk,
         perm,
         released_perm,
         index,

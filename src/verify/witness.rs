@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 
 use super::data::TableData;
-use super::truth::render_key_value;
 use crate::keymap::KeyMap;
 use crate::plan::Plan;
 
@@ -28,10 +27,8 @@ pub(super) fn from_key_map(
             if t.rel_pk.is_empty() || tk.columns != ft.primary_key {
                 return groups;
             }
-            let by_key: HashMap<Vec<String>, u32> = tk
-                .pairs
-                .iter()
-                .filter_map(|p| Some((p.released.iter().map(render_key_value).collect(), p.group?)))
+            let by_key: HashMap<Vec<String>, u32> = (0..tk.len())
+                .filter_map(|i| Some((tk.released_key(i), tk.group(i)?)))
                 .collect();
             for (r, g) in groups.iter_mut().enumerate() {
                 *g = t

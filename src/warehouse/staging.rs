@@ -344,19 +344,33 @@ impl Drop for Pending {
 /// Writes `bytes` under a temporary sibling of `path` (synced; on unix with `mode`), to be
 /// committed with the run's other outputs.
 pub fn stage_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<Pending, WarehouseError> {
+    stage_written(path, mode, |w| w.write_all(bytes))
+}
+
+/// [`stage_file`] for an output written as it is produced (`write` gets a buffered writer),
+/// so a large one (a key map) is never held whole.
+pub fn stage_written(
+    path: &Path,
+    mode: Option<u32>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<Pending, WarehouseError> {
     let parent = parent_dir(path);
     fs::create_dir_all(&parent).map_err(|e| write_err(&parent, e))?;
     let temp = temp_sibling(path, "tmp")?;
     let pending = Pending::new(temp, path.to_path_buf());
-    write_synced(&pending.temp, bytes, mode).map_err(|e| write_err(path, e))?;
+    write_synced(&pending.temp, mode, write).map_err(|e| write_err(path, e))?;
     Ok(pending)
 }
 
-/// Creates `temp` (tracked, so a signal removes it) and writes `bytes` to it, synced.
-pub(crate) fn write_synced(temp: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+/// Creates `temp` (tracked, so a signal removes it) with its mode set before anything is in
+/// it (a key map is never readable by others, not even while written), writes it and syncs.
+pub(crate) fn write_synced(
+    temp: &Path,
+    mode: Option<u32>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write;
-    let mut file = create_tracked(temp, |p| File::create_new(p))?;
-    file.write_all(bytes)?;
+    let file = create_tracked(temp, |p| File::create_new(p))?;
     #[cfg(unix)]
     if let Some(mode) = mode {
         use std::os::unix::fs::PermissionsExt;
@@ -364,7 +378,10 @@ pub(crate) fn write_synced(temp: &Path, bytes: &[u8], mode: Option<u32>) -> std:
     }
     #[cfg(not(unix))]
     let _ = mode;
-    file.sync_all()
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out)?;
+    out.flush()?;
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()
 }
 
 /// `p` made absolute against the working directory (the journal must not depend on it).
@@ -406,7 +423,7 @@ pub fn commit_all(
     let text = serde_json::to_vec(&journal).map_err(|e| write_err(journal_at, e))?;
     let journal_path = beside(journal_at, "commit")?;
     let temp = temp_sibling(&journal_path, "tmp")?;
-    write_synced(&temp, &text, None).map_err(|e| write_err(&journal_path, e))?;
+    write_synced(&temp, None, |w| w.write_all(&text)).map_err(|e| write_err(&journal_path, e))?;
     failpoint("journal-staged");
     fs::rename(&temp, &journal_path).map_err(|e| write_err(&journal_path, e))?;
     untrack(&temp);

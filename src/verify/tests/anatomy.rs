@@ -919,17 +919,16 @@ fn linked(
     let mut map = KeyMap::default();
     map.tables.insert(
         "patients".to_string(),
-        TableKeys {
-            columns: vec!["pid".to_string()],
-            released_columns: vec![],
-            pairs: (1..=n)
-                .map(|k| KeyPair {
-                    source: vec![KeyValue::Int(k)],
-                    released: vec![KeyValue::Int(released(k))],
-                    group: None,
-                })
-                .collect(),
-        },
+        TableKeys::from_pairs(
+            vec!["pid".to_string()],
+            vec![],
+            (1..=n).map(|k| KeyPair {
+                source: vec![KeyValue::Int(k)],
+                released: vec![KeyValue::Int(released(k))],
+                group: None,
+            }),
+        )
+        .expect("one-column keys"),
     );
     (plan, src, rel, map)
 }
