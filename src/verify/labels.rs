@@ -20,11 +20,14 @@ use arrow::datatypes::DataType;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::data::{Content, Rule, TableData};
+use super::data::{Content, Rule, Side, TableData};
 use super::fates::declared_role;
+use super::keys::{key_hash, KeyIndex};
 use super::Check;
+use super::VerifyError;
 use crate::plan::{ColumnRole, HierarchyDef, Plan};
 use crate::policy::Role;
+use crate::warehouse::{quote_ident, Warehouse};
 
 /// The generalized cells of one QI column: released cells whose text differs from the source
 /// value of the row they were traced to (untraced rows are truthfulness's to report).
@@ -147,6 +150,11 @@ fn plain_number(v: &str) -> bool {
     !whole.is_empty() && all_digits(whole) && parts.next().is_none_or(all_digits)
 }
 
+/// A plain number of at least [`SHORT_NUMBER`] characters.
+fn long_number(v: &str) -> bool {
+    plain_number(v) && v.chars().count() >= SHORT_NUMBER
+}
+
 /// (start, end) in bytes of the first alphanumeric run of `s`.
 fn first_run(s: &str) -> Option<(usize, usize)> {
     let start = s.char_indices().find(|(_, ch)| ch.is_alphanumeric())?.0;
@@ -175,6 +183,76 @@ fn cannot_start_any(dt: &DataType, runs: &FxHashSet<&str>) -> bool {
     digits_first && !runs.iter().any(|r| r.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Which cells can hold a value found in labels: those whose first alphanumeric run is one of
+/// the labels' runs.
+struct Admits<'r> {
+    /// The first byte of every run: most cells start with their first run, and are turned
+    /// away on that byte alone.
+    starts: [bool; 256],
+    runs: &'r FxHashSet<&'r str>,
+}
+
+impl<'r> Admits<'r> {
+    fn new(runs: &'r FxHashSet<&'r str>) -> Admits<'r> {
+        let mut starts = [false; 256];
+        for run in runs {
+            if let Some(&b) = run.as_bytes().first() {
+                starts[usize::from(b)] = true;
+            }
+        }
+        Admits { starts, runs }
+    }
+
+    fn admits(&self, v: &str) -> bool {
+        let lead = v.as_bytes().first().copied().unwrap_or(b' ');
+        if lead.is_ascii_alphanumeric() && !self.starts[usize::from(lead)] {
+            return false;
+        }
+        first_run(v).is_some_and(|(start, end)| self.runs.contains(&v[start..end]))
+    }
+}
+
+/// Distinct entities per value, counted as (value, entity) pairs come.
+#[derive(Default)]
+struct Holders<'v> {
+    ids: FxHashMap<Cow<'v, str>, usize>,
+    pairs: Vec<(usize, usize)>,
+}
+
+impl<'v> Holders<'v> {
+    fn add(&mut self, v: Cow<'v, str>, entity: usize) {
+        let id = self.id(v);
+        self.pairs.push((id, entity));
+    }
+
+    /// A value held by a row whose entity is unknown: searched, its holders not counted.
+    fn note(&mut self, v: Cow<'v, str>) {
+        self.id(v);
+    }
+
+    fn id(&mut self, v: Cow<'v, str>) -> usize {
+        match self.ids.get(v.as_ref()) {
+            Some(&id) => id,
+            None => {
+                let id = self.ids.len();
+                self.ids.insert(v, id);
+                id
+            }
+        }
+    }
+
+    /// Each value with the number of distinct entities holding it.
+    fn counted(mut self) -> Vec<(Cow<'v, str>, usize)> {
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        let mut count = vec![0usize; self.ids.len()];
+        for (id, _) in self.pairs {
+            count[id] += 1;
+        }
+        self.ids.into_iter().map(|(v, id)| (v, count[id])).collect()
+    }
+}
+
 /// The values of source column `col` of `t` whose first alphanumeric run is one of `runs`,
 /// each with the number of distinct entities holding it (`entity`: each source row's).
 fn holders<'t>(
@@ -183,45 +261,87 @@ fn holders<'t>(
     entity: &[Option<usize>],
     runs: &FxHashSet<&str>,
 ) -> Vec<(Cow<'t, str>, usize)> {
-    // The first byte of every run: most cells start with their first run, and are turned
-    // away on that byte alone.
-    let mut starts = [false; 256];
-    for run in runs {
-        if let Some(&b) = run.as_bytes().first() {
-            starts[usize::from(b)] = true;
-        }
-    }
-    let mut ids: FxHashMap<Cow<'t, str>, usize> = FxHashMap::default();
-    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let admits = Admits::new(runs);
+    let mut found = Holders::default();
     let texts = t.src.texts(col);
     for (s, e) in entity.iter().enumerate() {
         let (Some(e), Some(v)) = (e, texts.get(s)) else {
             continue;
         };
-        let lead = v.as_bytes().first().copied().unwrap_or(b' ');
-        if lead.is_ascii_alphanumeric() && !starts[usize::from(lead)] {
-            continue;
+        if admits.admits(&v) {
+            found.add(v, *e);
         }
-        if !first_run(&v).is_some_and(|(start, end)| runs.contains(&v[start..end])) {
-            continue;
-        }
-        let id = match ids.get(v.as_ref()) {
-            Some(&id) => id,
-            None => {
-                let id = ids.len();
-                ids.insert(v, id);
-                id
+    }
+    found.counted()
+}
+
+/// [`holders`] of a column the source side does not hold (an IDENTIFIER of a keyed table,
+/// left out of verify's read): streamed from the source with the table's key, a batch at a
+/// time, each admitted cell's row found by its key. A key shared by several source rows
+/// names no one row: such a cell's value is searched all the same, its holder not counted
+/// (fewer holders, never more).
+async fn streamed_holders(
+    source: &Warehouse,
+    t: &TableData,
+    column: &str,
+    entity: &[Option<usize>],
+    runs: &FxHashSet<&str>,
+) -> Result<Vec<(Cow<'static, str>, usize)>, VerifyError> {
+    let key_names: Vec<&String> = t.src_pk.iter().map(|&c| &t.src.names()[c]).collect();
+    let select: Vec<String> = key_names
+        .iter()
+        .map(|c| quote_ident(c))
+        .chain(std::iter::once(quote_ident(column)))
+        .collect();
+    let query = format!(
+        "SELECT {} FROM {} WHERE {} IS NOT NULL",
+        select.join(", "),
+        quote_ident(&t.name),
+        quote_ident(column)
+    );
+    let admits = Admits::new(runs);
+    let mut found: Holders<'static> = Holders::default();
+    let row_key = |r: usize| t.src.key(&t.src_pk, r);
+    // Built at the first admitted cell: most identifier columns admit none.
+    let mut index: Option<KeyIndex> = None;
+    let n_keys = key_names.len();
+    source
+        .for_each_batch(&query, |batch| {
+            let cells = Side::new(batch.clone());
+            let texts = cells.texts(n_keys);
+            for r in 0..batch.num_rows() {
+                let Some(v) = texts.get(r).filter(|v| admits.admits(v)) else {
+                    continue;
+                };
+                let Some(key) = (0..n_keys)
+                    .map(|c| cells.cell(c, r))
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                let index =
+                    index.get_or_insert_with(|| KeyIndex::new(t.src.rows(), row_key, key_hash));
+                let mut rows = index.matches(&key, row_key, key_hash);
+                let value = Cow::Owned(v.into_owned());
+                match (rows.next(), rows.next()) {
+                    (Some(row), None) => {
+                        if let Some(e) = entity[row] {
+                            found.add(value, e);
+                        }
+                    }
+                    (Some(_), Some(_)) => found.note(value),
+                    // Not a row verify holds (another entry of a split table).
+                    (None, _) => {}
+                }
             }
-        };
-        pairs.push((id, *e));
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut count = vec![0usize; ids.len()];
-    for (id, _) in pairs {
-        count[id] += 1;
-    }
-    ids.into_iter().map(|(v, id)| (v, count[id])).collect()
+        })
+        .await
+        .map_err(|source| VerifyError::Read {
+            side: "source",
+            table: t.name.clone(),
+            source,
+        })?;
+    Ok(found.counted())
 }
 
 impl Rare {
@@ -244,19 +364,29 @@ impl Rare {
         runs: &FxHashSet<&str>,
         own: bool,
     ) -> Rare {
-        let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
         if cannot_start_any(t.src.data_type(col), runs) {
-            return Rare { name, by_run };
+            return Rare::of(name, [], k, false);
         }
         let found = holders(t, col, entity, runs);
         // Whether the column holds numbers only: read only when a long number was found.
-        let long_number = |v: &str| plain_number(v) && v.chars().count() >= SHORT_NUMBER;
         let numbers = own && found.iter().any(|(v, _)| long_number(v)) && {
             let texts = t.src.texts(col);
             (0..t.src.rows())
                 .filter_map(|s| texts.get(s))
                 .all(|v| plain_number(&v))
         };
+        Rare::of(name, found, k, numbers)
+    }
+
+    /// The rare values among `found` (each value with its number of holders); `numbers`:
+    /// the column holds numbers only (see [`Rare::build`]).
+    fn of<'v>(
+        name: String,
+        found: impl IntoIterator<Item = (Cow<'v, str>, usize)>,
+        k: usize,
+        numbers: bool,
+    ) -> Rare {
+        let mut by_run: FxHashMap<String, Vec<RareValue>> = FxHashMap::default();
         for (value, holders) in found {
             if plain_number(&value) && (numbers || !long_number(&value)) {
                 continue;
@@ -355,19 +485,33 @@ fn shorten(s: &str, max: usize) -> String {
     out
 }
 
-/// The source columns, by (table, source column), whose rare values no label may carry
-/// besides the label's own column: every family column the declarations label IDENTIFIER
-/// (or the plan does).
-fn identifier_columns(plan: &Plan, tables: &[TableData]) -> Vec<(usize, usize, String)> {
+/// Where the source side has a column: read with its table, or left out of that read
+/// (`data::streamed`) and streamed when searched.
+enum Held {
+    Read(usize),
+    Streamed(String),
+}
+
+/// The source columns, by (table, column), whose rare values no label may carry besides the
+/// label's own column: every family column the declarations label IDENTIFIER (or the plan
+/// does).
+fn identifier_columns(plan: &Plan, tables: &[TableData]) -> Vec<(usize, Held, String)> {
     let mut out = Vec::new();
     for (ti, (ft, t)) in plan.tables.iter().zip(tables).enumerate() {
+        let streamed = super::data::streamed(ft);
         for c in &ft.columns {
             let declared = declared_role(&plan.labels, &ft.name, &c.name);
             let identifier =
                 matches!(declared, Some(Role::Identifier)) || c.role == ColumnRole::Identifier;
-            if let (true, Some(src)) = (identifier, t.src.col(&c.name)) {
-                out.push((ti, src, format!("{}.{}", t.name, c.name)));
+            if !identifier {
+                continue;
             }
+            let held = match t.src.col(&c.name) {
+                Some(src) => Held::Read(src),
+                None if streamed.contains(&c.name) => Held::Streamed(c.name.clone()),
+                None => continue,
+            };
+            out.push((ti, held, format!("{}.{}", t.name, c.name)));
         }
     }
     out
@@ -385,12 +529,13 @@ fn member_labels(plan: &Plan, rule: &Rule) -> bool {
 
 /// Fails every (QI column, label, source column) where the label carries a value of that
 /// column held by fewer than k entities; one violation each, whatever the number of rows.
-pub(super) fn check(
+pub(super) async fn check(
     plan: &Plan,
+    source: &Warehouse,
     tables: &[TableData],
     generalized: &[Generalized],
     out: &mut Check,
-) {
+) -> Result<(), VerifyError> {
     // A label without a letter or digit (the root `*`) can hold no searched value.
     let searched: Vec<(&Generalized, Vec<&String>)> = generalized
         .iter()
@@ -406,7 +551,7 @@ pub(super) fn check(
         .filter(|(_, labels)| !labels.is_empty())
         .collect();
     if searched.is_empty() {
-        return;
+        return Ok(());
     }
     let k = plan.params.model.min_group();
     let entity = entities(tables);
@@ -415,8 +560,9 @@ pub(super) fn check(
         .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
         .collect();
     let all_runs: FxHashSet<&str> = own_runs.iter().flatten().copied().collect();
-    // (table, source column, name, runs) of every column searched: each QI's own, then the
-    // identifiers, each read once, on every thread.
+    // (table, source column, name, runs) of every column searched that the source side
+    // holds: each QI's own, then the identifiers read with their table, each once, on every
+    // thread.
     let mut columns: Vec<(usize, usize, String, &FxHashSet<&str>)> = searched
         .iter()
         .zip(&own_runs)
@@ -426,12 +572,16 @@ pub(super) fn check(
             (g.table, c.src, format!("{}.{}", t.name, c.name), runs)
         })
         .collect();
+    let identifiers = identifier_columns(plan, tables);
     columns.extend(
-        identifier_columns(plan, tables)
-            .into_iter()
-            .map(|(ti, col, name)| (ti, col, name, &all_runs)),
+        identifiers
+            .iter()
+            .filter_map(|(ti, held, name)| match held {
+                Held::Read(col) => Some((*ti, *col, name.clone(), &all_runs)),
+                Held::Streamed(_) => None,
+            }),
     );
-    let rare: Vec<Rare> = columns
+    let mut read: Vec<Rare> = columns
         .into_par_iter()
         .enumerate()
         .map(|(i, (ti, col, name, runs))| {
@@ -439,10 +589,35 @@ pub(super) fn check(
             Rare::build(&tables[ti], col, name, &entity[ti], k, runs, own)
         })
         .collect();
-    let (own, identifiers) = rare.split_at(searched.len());
-    for ((_, labels), own) in searched.iter().zip(own) {
+    let mut identifier_rare = read.split_off(searched.len()).into_iter();
+    let own = read;
+    // The identifiers in plan order, the streamed ones read now, one at a time.
+    let mut rare_identifiers = Vec::with_capacity(identifiers.len());
+    for (ti, held, name) in identifiers {
+        let rare = match held {
+            Held::Read(_) => identifier_rare
+                .next()
+                .expect("one Rare per identifier read with its table, in order"),
+            Held::Streamed(column) => {
+                let t = &tables[ti];
+                let dt = source
+                    .table(&t.name)
+                    .and_then(|m| m.column(&column))
+                    .map(|c| c.data_type.clone());
+                if dt.is_some_and(|dt| cannot_start_any(&dt, &all_runs)) {
+                    Rare::of(name, [], k, false)
+                } else {
+                    let found =
+                        streamed_holders(source, t, &column, &entity[ti], &all_runs).await?;
+                    Rare::of(name, found, k, false)
+                }
+            }
+        };
+        rare_identifiers.push(rare);
+    }
+    for ((_, labels), own) in searched.iter().zip(&own) {
         for label in labels {
-            for rare in std::iter::once(own).chain(identifiers) {
+            for rare in std::iter::once(own).chain(&rare_identifiers) {
                 let hits = rare.hits(label);
                 if let Some(first) = hits.first() {
                     out.record(violation(&own.name, label, rare, first, hits.len() - 1, k));
@@ -450,6 +625,7 @@ pub(super) fn check(
             }
         }
     }
+    Ok(())
 }
 
 fn violation(

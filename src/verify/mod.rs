@@ -18,7 +18,8 @@
 //! rows paired with source rows by a max-flow over classes of equal rows, `matching`);
 //! k-anonymity by canonical forms of released trees; labels (no generalized QI cell of a
 //! VALUES / CSV / SELECT hierarchy carries, as a token, a source value of its column or of
-//! an IDENTIFIER column that fewer than k entities hold); twins (a column published
+//! an IDENTIFIER column that fewer than k entities hold; a keyed table's identifiers are not
+//! read with it but streamed by this check, keeping only the cells a label could hold); twins (a column published
 //! unchanged that determines a generalized QI in the source, counted as revealing it, must
 //! leave every class at least k strong); counts; and, under the l-diversity model, a
 //! budgeted search for a diverse matching of each EC, which first checks the grouping
@@ -284,7 +285,7 @@ async fn verify_with_budget(
     // scan of its QI cells here.
     let generalized = labels::generalized(&tables);
     let mut leaks = Check::new("labels");
-    labels::check(plan, &tables, &generalized, &mut leaks);
+    labels::check(plan, source, &tables, &generalized, &mut leaks).await?;
     let mut twins = Check::new("twins");
     twins::check(plan, &tables, &generalized, &classes, &mut twins);
 

@@ -591,6 +591,26 @@ impl Warehouse {
         df.collect().await.map_err(err)
     }
 
+    /// Runs one DataFusion SQL statement and hands each result batch to `each` as it comes,
+    /// so a scan of a table larger than memory holds one batch at a time.
+    pub async fn for_each_batch(
+        &self,
+        query: &str,
+        mut each: impl FnMut(&RecordBatch),
+    ) -> Result<(), WarehouseError> {
+        use futures::StreamExt;
+        let err = |e: datafusion::error::DataFusionError| WarehouseError::Query {
+            sql: one_line(query),
+            msg: one_line(e),
+        };
+        let df = self.ctx.sql(query).await.map_err(err)?;
+        let mut stream = df.execute_stream().await.map_err(err)?;
+        while let Some(batch) = stream.next().await {
+            each(&batch.map_err(err)?);
+        }
+        Ok(())
+    }
+
     /// The whole table in the order the source holds its rows (file order; SQLite's scan
     /// order). A query promises no order: DataFusion splits an in-memory table into
     /// partitions and collects them as they finish. A table without a key has no other

@@ -160,6 +160,57 @@ async fn labels_made_of_member_values_name_their_members() {
     );
 }
 
+/// The first names (an IDENTIFIER of a keyed table) are not read with the table but
+/// streamed by key; a name on a row whose key another source row shares is still searched.
+#[tokio::test]
+async fn an_identifier_streamed_by_key_is_searched_even_where_the_key_repeats() {
+    let label = |n: usize| {
+        if n < 2 {
+            "[Abbott1 .. Baker2]"
+        } else {
+            "[Crist804 .. Douglas998]"
+        }
+    };
+    let hier = pairs(&[
+        (LAST[0], label(0)),
+        (LAST[1], label(1)),
+        (LAST[2], label(2)),
+        (LAST[3], label(3)),
+    ]);
+    let plan = patients_plan(
+        2,
+        vec![
+            col("name", ColumnRole::Identifier),
+            col("last", qi("last_h")),
+        ],
+        vec![("last_h", hier)],
+    );
+    assert_eq!(data::streamed(&plan.tables[0]), vec!["name".to_string()]);
+    // Patient 3 shares patient 2's key: its first name, Baker2, names no one row.
+    let columns = [("pid", "INTEGER"), ("name", "TEXT"), ("last", "TEXT")];
+    let pids = [1, 2, 2, 4];
+    let src = vec![Table::new(
+        "patients",
+        &columns,
+        (0..4)
+            .map(|n| vec![i(pids[n]), t(NAMES[n]), t(LAST[n])])
+            .collect(),
+    )];
+    let rel = patients(
+        &[("last", "TEXT")],
+        (0..4).map(|n| vec![t(label(n))]).collect(),
+    );
+    let v = verdict(&plan, &src, &rel).await;
+    assert_caught(
+        &v,
+        "labels",
+        &[
+            "label '[Abbott1 .. Baker2]' contains 'Baker2'",
+            "a value of patients.name held by 0 entities",
+        ],
+    );
+}
+
 #[tokio::test]
 async fn labels_by_position_pass() {
     let v = surnames_released_as(|n| format!("group {} of 2", n / 2 + 1)).await;
