@@ -287,17 +287,39 @@ async fn streamed_holders(
     entity: &[Option<usize>],
     runs: &FxHashSet<&str>,
 ) -> Result<Vec<(Cow<'static, str>, usize)>, VerifyError> {
+    // The source's own spelling of the names: its queries match identifiers exactly.
+    let read_err = |source| VerifyError::Read {
+        side: "source",
+        table: t.name.clone(),
+        source,
+    };
+    let meta = source
+        .table(&t.name)
+        .ok_or_else(|| VerifyError::MissingTable {
+            side: "source",
+            table: t.name.clone(),
+        })?;
+    let column = meta
+        .column(column)
+        .ok_or_else(|| {
+            VerifyError::Plan(format!(
+                "the plan lists column '{}.{column}', which the source does not have",
+                t.name
+            ))
+        })?
+        .name
+        .clone();
     let key_names: Vec<&String> = t.src_pk.iter().map(|&c| &t.src.names()[c]).collect();
     let select: Vec<String> = key_names
         .iter()
         .map(|c| quote_ident(c))
-        .chain(std::iter::once(quote_ident(column)))
+        .chain(std::iter::once(quote_ident(&column)))
         .collect();
     let query = format!(
         "SELECT {} FROM {} WHERE {} IS NOT NULL",
         select.join(", "),
-        quote_ident(&t.name),
-        quote_ident(column)
+        quote_ident(&meta.name),
+        quote_ident(&column)
     );
     let admits = Admits::new(runs);
     let mut found: Holders<'static> = Holders::default();
@@ -336,11 +358,7 @@ async fn streamed_holders(
             }
         })
         .await
-        .map_err(|source| VerifyError::Read {
-            side: "source",
-            table: t.name.clone(),
-            source,
-        })?;
+        .map_err(read_err)?;
     Ok(found.counted())
 }
 

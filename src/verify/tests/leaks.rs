@@ -211,6 +211,36 @@ async fn an_identifier_streamed_by_key_is_searched_even_where_the_key_repeats() 
     );
 }
 
+/// The declarations may spell a column in another case than the source: the streamed
+/// identifier is read under the source's spelling.
+#[tokio::test]
+async fn an_identifier_spelled_in_another_case_is_still_streamed() {
+    let label = "[Abbott1 .. Baker2]";
+    let hier = pairs(&[(LAST[0], label), (LAST[1], label)]);
+    let plan = patients_plan(
+        2,
+        vec![
+            col("NAME", ColumnRole::Identifier),
+            col("last", qi("last_h")),
+        ],
+        vec![("last_h", hier)],
+    );
+    let src = patients(
+        &[("name", "TEXT"), ("last", "TEXT")],
+        vec![vec![t("Abbott1"), t(LAST[0])], vec![t("Zed"), t(LAST[1])]],
+    );
+    let rel = patients(&[("last", "TEXT")], vec![vec![t(label)], vec![t(label)]]);
+    let v = verdict(&plan, &src, &rel).await;
+    assert_caught(
+        &v,
+        "labels",
+        &[
+            "label '[Abbott1 .. Baker2]' contains 'Abbott1'",
+            "a value of patients.NAME held by 1 entity",
+        ],
+    );
+}
+
 #[tokio::test]
 async fn labels_by_position_pass() {
     let v = surnames_released_as(|n| format!("group {} of 2", n / 2 + 1)).await;
