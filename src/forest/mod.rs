@@ -477,7 +477,7 @@ async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, For
     let ft = &plan.tables[ti];
     let t = quote(&ft.name);
     // A keyed table is read unsorted and sorted here (`sorted`): DataFusion's sort holds
-    // the table about three times over (at TPC-H SF 1, 1.2 GB of the load's 1.8 GB heap).
+    // the table about three times over (at TPC-H SF 1, most of the load's 1.8 GB heap).
     // A key-less child table's siblings tie on the parent, so it keeps the query's order,
     // which breaks their ties the same way in every run.
     let keyless = ft.primary_key.is_empty();
