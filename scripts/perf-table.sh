@@ -39,19 +39,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument '$1'; see --help" >&2; exit 2 ;;
     esac
 done
-for tool in /usr/bin/time jq; do
-    command -v "$tool" >/dev/null || {
-        echo "$tool is missing: apt-get install time jq" >&2
-        exit 2
-    }
-done
-
-if [ -z "${RELANON:-}" ]; then
-    cargo build --release --quiet
-    RELANON=target/release/relanon
-fi
-out=out/perf
-mkdir -p "$out"
+. "$(dirname "$0")/bench-setup.sh"
 has() { case ",$workloads," in *",$1,"*) return 0 ;; esac; return 1; }
 
 # Seconds from /usr/bin/time's "h:mm:ss" or "m:ss.ss".
