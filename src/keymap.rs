@@ -359,7 +359,8 @@ impl<'de> Deserialize<'de> for Parsed {
                 let mut keys: Option<TableKeys> = None;
                 while let Some(pair) = seq.next_element::<KeyPair>()? {
                     let keys = keys.get_or_insert_with(|| {
-                        // Placeholder names: only their count matters until the entry's are known.
+                        // Unnamed columns, as many as the first pair's values: the entry's
+                        // names replace them once read.
                         TableKeys::new(
                             vec![String::new(); pair.source.len()],
                             vec![String::new(); pair.released.len()],

@@ -547,14 +547,14 @@ async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, For
     if keyless {
         return Ok(batch);
     }
-    sorted(batch, ft)
+    sorted(batch, &ft.primary_key)
 }
 
 /// `batch` ordered by parent row (NULL first: rows without a parent), then by primary key,
 /// as the load's `ORDER BY` would: the order is found on those columns, then each column
 /// is reordered and its unsorted copy let go before the next, so the table is held about
 /// once, not three times.
-fn sorted(batch: RecordBatch, ft: &FamilyTable) -> Result<RecordBatch, ForestError> {
+fn sorted(batch: RecordBatch, key: &[String]) -> Result<RecordBatch, ForestError> {
     use arrow::compute::{lexsort_to_indices, take, SortColumn, SortOptions};
     let internal = |e: arrow::error::ArrowError| ForestError::Internal(e.to_string());
     let schema = batch.schema();
@@ -568,7 +568,7 @@ fn sorted(batch: RecordBatch, ft: &FamilyTable) -> Result<RecordBatch, ForestErr
             }),
         });
     }
-    for k in &ft.primary_key {
+    for k in key {
         let i = schema.index_of(k).map_err(internal)?;
         sort.push(SortColumn {
             values: batch.column(i).clone(),
@@ -846,22 +846,7 @@ mod tests {
             ],
         )
         .expect("a batch");
-        let ft = FamilyTable {
-            name: "lines".to_string(),
-            primary_key: vec!["a".to_string(), "b".to_string()],
-            parent: Some(0),
-            parent_fk: vec![],
-            parent_key: vec![],
-            key: crate::plan::ReleasedKey::None,
-            released_fk: vec![],
-            released_parent_key: vec![],
-            redundant: vec![],
-            part: None,
-            links: vec![],
-            children: vec![],
-            columns: vec![],
-        };
-        let out = sorted(batch, &ft).expect("sorts");
+        let out = sorted(batch, &["a".to_string(), "b".to_string()]).expect("sorts");
         let v = out
             .column(2)
             .as_any()

@@ -277,15 +277,18 @@ fn holders<'t>(
 
 /// [`holders`] of a column the source side does not hold (an IDENTIFIER of a keyed table,
 /// left out of verify's read): streamed from the source with the table's key, a batch at a
-/// time, each admitted cell's row found by its key. A key shared by several source rows
-/// names no one row: such a cell's value is searched all the same, its holder not counted
-/// (fewer holders, never more).
+/// time (not read where no cell of the column's type can start with a run), each admitted
+/// cell's row found by its key (`index`, built at the first admitted cell of any of the
+/// table's columns: most admit none). A key shared by several source rows names no one row:
+/// such a cell's value is searched all the same, its holder not counted (fewer holders,
+/// never more).
 async fn streamed_holders(
     source: &Warehouse,
     t: &TableData,
     column: &str,
     entity: &[Option<usize>],
     runs: &FxHashSet<&str>,
+    index: &mut Option<KeyIndex>,
 ) -> Result<Vec<(Cow<'static, str>, usize)>, VerifyError> {
     // The source's own spelling of the names: its queries match identifiers exactly.
     let read_err = |source| VerifyError::Read {
@@ -299,33 +302,31 @@ async fn streamed_holders(
             side: "source",
             table: t.name.clone(),
         })?;
-    let column = meta
-        .column(column)
-        .ok_or_else(|| {
-            VerifyError::Plan(format!(
-                "the plan lists column '{}.{column}', which the source does not have",
-                t.name
-            ))
-        })?
-        .name
-        .clone();
+    let column = meta.column(column).ok_or_else(|| {
+        VerifyError::Plan(format!(
+            "the plan lists column '{}.{column}', which the source does not have",
+            t.name
+        ))
+    })?;
+    if cannot_start_any(&column.data_type, runs) {
+        return Ok(Vec::new());
+    }
+    let column = &column.name;
     let key_names: Vec<&String> = t.src_pk.iter().map(|&c| &t.src.names()[c]).collect();
     let select: Vec<String> = key_names
         .iter()
         .map(|c| quote_ident(c))
-        .chain(std::iter::once(quote_ident(&column)))
+        .chain(std::iter::once(quote_ident(column)))
         .collect();
     let query = format!(
         "SELECT {} FROM {} WHERE {} IS NOT NULL",
         select.join(", "),
         quote_ident(&meta.name),
-        quote_ident(&column)
+        quote_ident(column)
     );
     let admits = Admits::new(runs);
     let mut found: Holders<'static> = Holders::default();
     let row_key = |r: usize| t.src.key(&t.src_pk, r);
-    // Built at the first admitted cell: most identifier columns admit none.
-    let mut index: Option<KeyIndex> = None;
     let n_keys = key_names.len();
     source
         .for_each_batch(&query, |batch| {
@@ -609,26 +610,19 @@ pub(super) async fn check(
         .collect();
     let mut identifier_rare = read.split_off(searched.len()).into_iter();
     let own = read;
-    // The identifiers in plan order, the streamed ones read now, one at a time.
+    // The identifiers in plan order, the streamed ones read now, one at a time; each table's
+    // key index is built once, for all of its streamed columns.
     let mut rare_identifiers = Vec::with_capacity(identifiers.len());
+    let mut indexes: Vec<Option<KeyIndex>> = tables.iter().map(|_| None).collect();
     for (ti, held, name) in identifiers {
         let rare = match held {
             Held::Read(_) => identifier_rare
                 .next()
                 .expect("one Rare per identifier read with its table, in order"),
             Held::Streamed(column) => {
-                let t = &tables[ti];
-                let dt = source
-                    .table(&t.name)
-                    .and_then(|m| m.column(&column))
-                    .map(|c| c.data_type.clone());
-                if dt.is_some_and(|dt| cannot_start_any(&dt, &all_runs)) {
-                    Rare::of(name, [], k, false)
-                } else {
-                    let found =
-                        streamed_holders(source, t, &column, &entity[ti], &all_runs).await?;
-                    Rare::of(name, found, k, false)
-                }
+                let (t, index) = (&tables[ti], &mut indexes[ti]);
+                let found = streamed_holders(source, t, &column, &entity[ti], &all_runs, index);
+                Rare::of(name, found.await?, k, false)
             }
         };
         rare_identifiers.push(rare);

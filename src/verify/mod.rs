@@ -19,9 +19,9 @@
 //! k-anonymity by canonical forms of released trees; labels (no generalized QI cell of a
 //! VALUES / CSV / SELECT hierarchy carries, as a token, a source value of its column or of
 //! an IDENTIFIER column that fewer than k entities hold; a keyed table's identifiers are not
-//! read with it but streamed by this check, keeping only the cells a label could hold); twins (a column published
-//! unchanged that determines a generalized QI in the source, counted as revealing it, must
-//! leave every class at least k strong); counts; and, under the l-diversity model, a
+//! read with it but streamed by this check, keeping only the cells a label could hold);
+//! twins (a column published unchanged that determines a generalized QI in the source,
+//! counted as revealing it, must leave every class at least k strong); counts; and, under the l-diversity model, a
 //! budgeted search for a diverse matching of each EC, which first checks the grouping
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).

@@ -4,8 +4,9 @@
 //!
 //! SQLite and CSV sources are loaded whole into memory tables at `open` (a corrupt file fails
 //! there, not mid-run); a Parquet file is a listing table read by each query as it needs
-//! (its footer checked at `open`), so a warehouse larger than memory can be read; identifiers are case-preserving (DataFusion's normalization is off) and strings
-//! are `Utf8`; [`session`] makes every DataFusion session with those settings, the utility's
+//! (its footer checked at `open`), so a warehouse larger than memory can be read.
+//! Identifiers are case-preserving (DataFusion's normalization is off) and strings are
+//! `Utf8`; [`session`] makes every DataFusion session with those settings, the utility's
 //! and the attack's scratch sessions included. Queries promise no row order;
 //! `table_in_source_order` gives the rows as loaded. A SQLite file is read on every thread, a
 //! connection each, by table and by fixed rowid ranges of a large table; one snapshot holds
@@ -268,7 +269,8 @@ pub struct Warehouse {
     pub tables: Vec<TableMeta>,
     ctx: SessionContext,
     catalog_pk: Vec<bool>,
-    /// Each table's rows, parallel to `tables` (in memory, shared with DataFusion's copy).
+    /// Each table's rows, parallel to `tables`: in memory (shared with DataFusion's copy) or
+    /// a Parquet file.
     loaded: Vec<(SchemaRef, Rows)>,
     warnings: Vec<String>,
 }

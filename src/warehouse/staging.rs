@@ -362,15 +362,24 @@ pub fn stage_written(
     Ok(pending)
 }
 
-/// Creates `temp` (tracked, so a signal removes it) with its mode set before anything is in
-/// it (a key map is never readable by others, not even while written), writes it and syncs.
+/// Creates `temp` (tracked, so a signal removes it) with its mode (a key map is never
+/// readable by others, not even while written), writes it and syncs.
 pub(crate) fn write_synced(
     temp: &Path,
     mode: Option<u32>,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     use std::io::Write;
-    let file = create_tracked(temp, |p| File::create_new(p))?;
+    let mut open = fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.mode(mode);
+    }
+    let file = create_tracked(temp, |p| open.open(p))?;
+    // The umask may have taken bits from the mode asked for; it is set exactly, still before
+    // anything is written.
     #[cfg(unix)]
     if let Some(mode) = mode {
         use std::os::unix::fs::PermissionsExt;

@@ -834,6 +834,30 @@ fn atomic_file_write() {
     }
 }
 
+/// A file staged with a mode has it before its first byte: a key map is never readable by
+/// others, not even while it is written.
+#[cfg(unix)]
+#[test]
+fn a_staged_file_has_its_mode_while_it_is_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("keys.json");
+    let staged = staging::stage_written(&path, Some(0o600), |w| {
+        let modes: Vec<u32> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| {
+                let meta = e.expect("entry").metadata().expect("meta");
+                meta.permissions().mode() & 0o777
+            })
+            .collect();
+        assert_eq!(modes, [0o600], "the temporary, before anything is written");
+        w.write_all(b"{}")
+    })
+    .expect("stage");
+    staging::commit_all(vec![staged], &path, true).expect("commit");
+    assert_eq!(std::fs::read(&path).expect("read"), b"{}");
+}
+
 #[tokio::test]
 async fn one_csv_file_is_a_source_read_with_the_declared_delimiter() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -53,6 +53,16 @@ fn patients_plan(
     plan
 }
 
+/// Patients with a first name (an IDENTIFIER, declared as `name`) and a surname (`last`, a QI
+/// under `last_h`), at `k`.
+fn names_plan(k: usize, name: &str, last_h: HierarchyDef) -> Plan {
+    patients_plan(
+        k,
+        vec![col(name, ColumnRole::Identifier), col("last", qi("last_h"))],
+        vec![("last_h", last_h)],
+    )
+}
+
 /// Every leaf of `leaves` under one parent label.
 fn under(parent: &str, leaves: &[&str]) -> HierarchyDef {
     let rows: Vec<Vec<&str>> = leaves.iter().map(|l| vec![*l, parent]).collect();
@@ -99,14 +109,7 @@ async fn surnames_released_as(label: impl Fn(usize) -> String) -> Verdict {
         (LAST[2], &label(2)),
         (LAST[3], &label(3)),
     ]);
-    let plan = patients_plan(
-        2,
-        vec![
-            col("name", ColumnRole::Identifier),
-            col("last", qi("last_h")),
-        ],
-        vec![("last_h", hier)],
-    );
+    let plan = names_plan(2, "name", hier);
     let src = patients(
         &[("name", "TEXT"), ("last", "TEXT")],
         (0..4).map(|n| vec![t(NAMES[n]), t(LAST[n])]).collect(),
@@ -177,14 +180,7 @@ async fn an_identifier_streamed_by_key_is_searched_even_where_the_key_repeats() 
         (LAST[2], label(2)),
         (LAST[3], label(3)),
     ]);
-    let plan = patients_plan(
-        2,
-        vec![
-            col("name", ColumnRole::Identifier),
-            col("last", qi("last_h")),
-        ],
-        vec![("last_h", hier)],
-    );
+    let plan = names_plan(2, "name", hier);
     assert_eq!(data::streamed(&plan.tables[0]), vec!["name".to_string()]);
     // Patient 3 shares patient 2's key: its first name, Baker2, names no one row.
     let columns = [("pid", "INTEGER"), ("name", "TEXT"), ("last", "TEXT")];
@@ -217,14 +213,7 @@ async fn an_identifier_streamed_by_key_is_searched_even_where_the_key_repeats() 
 async fn an_identifier_spelled_in_another_case_is_still_streamed() {
     let label = "[Abbott1 .. Baker2]";
     let hier = pairs(&[(LAST[0], label), (LAST[1], label)]);
-    let plan = patients_plan(
-        2,
-        vec![
-            col("NAME", ColumnRole::Identifier),
-            col("last", qi("last_h")),
-        ],
-        vec![("last_h", hier)],
-    );
+    let plan = names_plan(2, "NAME", hier);
     let src = patients(
         &[("name", "TEXT"), ("last", "TEXT")],
         vec![vec![t("Abbott1"), t(LAST[0])], vec![t("Zed"), t(LAST[1])]],
