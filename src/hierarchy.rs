@@ -124,6 +124,50 @@ impl Hierarchy {
         self.losses[code as usize]
     }
 
+    /// The leaf code of each of a column's values, in a hierarchy built beforehand over the
+    /// whole column: a shard's rows are coded as the whole's are, so codes, losses and labels
+    /// mean the same in every shard. A value that is no leaf is refused as [`Hierarchy::build`]
+    /// refuses it.
+    pub fn encode(
+        &self,
+        column: &str,
+        texts: &[Option<String>],
+    ) -> Result<Vec<u32>, HierarchyError> {
+        let mut has_child = vec![false; self.len()];
+        for (node, &p) in self.parent.iter().enumerate() {
+            if node as u32 != self.root {
+                has_child[p as usize] = true;
+            }
+        }
+        let is_leaf = |node: usize| node as u32 != self.root && !has_child[node];
+        let leaves: HashMap<&str, u32> = self
+            .labels
+            .iter()
+            .enumerate()
+            .filter(|&(node, _)| is_leaf(node))
+            .filter_map(|(node, l)| l.as_deref().map(|l| (l, node as u32)))
+            .collect();
+        let null_leaf = (0..self.len()).find(|&n| is_leaf(n) && self.labels[n].is_none());
+        let mut bad = Vec::new();
+        let codes = texts
+            .iter()
+            .map(|t| {
+                let code = match t {
+                    None => null_leaf.map(|n| n as u32),
+                    Some(t) => leaves.get(t.as_str()).copied(),
+                };
+                code.unwrap_or_else(|| {
+                    bad.push(t.clone().unwrap_or_else(|| "NULL".to_string()));
+                    0
+                })
+            })
+            .collect();
+        let mut leaf_labels: Vec<&str> = leaves.keys().copied().collect();
+        leaf_labels.sort_unstable();
+        not_leaves(column, &self.name, bad, Fix::AddTo(&leaf_labels))?;
+        Ok(codes)
+    }
+
     /// A hierarchy whose root is code 0, so it holds `leaves[0]` leaves in all.
     fn rooted_at_zero(
         name: String,
@@ -686,6 +730,46 @@ mod tests {
             Some("*")
         );
         assert_eq!(b.hierarchy.total_leaves(), 9);
+    }
+
+    #[test]
+    fn encode_codes_a_shard_as_the_whole_column_codes_it() {
+        let def = HierarchyDef::Bands {
+            widths: vec![5.0, 10.0],
+            range: Some((0.0, 100.0)),
+            pos: Pos::default(),
+        };
+        // The whole column: distinct values (with a NULL) build the hierarchy once.
+        let whole = vec![Some("27".to_string()), None, Some("21".to_string())];
+        let numbers = vec![Some(27.0), None, Some(21.0)];
+        let built = Hierarchy::build("age", &def, "s.age", &whole, &numbers).expect("valid");
+        let h = &built.hierarchy;
+        // A shard repeats and reorders the values: each gets the whole's leaf code.
+        let shard = vec![
+            Some("21".to_string()),
+            None,
+            Some("21".to_string()),
+            Some("27".to_string()),
+        ];
+        let codes = h.encode("s.age", &shard).expect("every value is a leaf");
+        assert_eq!(
+            codes,
+            vec![
+                built.codes[2],
+                built.codes[1],
+                built.codes[2],
+                built.codes[0]
+            ]
+        );
+        assert_eq!(h.label(codes[1]), None);
+        // A band label or an unseen value is no leaf: refused, named.
+        let err = h
+            .encode(
+                "s.age",
+                &[Some("[20,24]".to_string()), Some("33".to_string())],
+            )
+            .expect_err("not leaves");
+        assert!(err.to_string().contains("'33'"), "{err}");
     }
 
     #[test]

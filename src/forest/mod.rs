@@ -12,7 +12,10 @@
 //! parent chain is refused. A key-less entity table keeps the source's row order. A table's
 //! QI and sensitive columns are interned one column a task on every thread.
 
+mod scope;
 mod views;
+
+pub use scope::{hierarchies, skeleton, Scope};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -316,6 +319,16 @@ fn without_identifiers(ft: &FamilyTable, batch: RecordBatch) -> Result<RecordBat
 /// Loads the forest: for each family table in plan order, checks its key, scans it sorted by
 /// (parent row, key) joined to its parent's key table, drops or refuses orphans, interns QIs.
 pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
+    load_scoped(plan, wh, Scope::default()).await
+}
+
+/// [`load`] of what `scope` covers: with entities, their trees alone, keys not checked again
+/// and no row counted as left out (the whole family's load, [`skeleton`], did both).
+pub async fn load_scoped(
+    plan: &Plan,
+    wh: &Warehouse,
+    scope: Scope<'_>,
+) -> Result<Forest, ForestError> {
     let mut tables: Vec<TableNodes> = Vec::with_capacity(plan.tables.len());
     // Per table, the rendered keys of the source rows left out and why: their children are
     // left out for the same reason.
@@ -324,8 +337,10 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
     // also when it fails.
     let mut key_tables: Vec<Temporary<'_>> = Vec::new();
     for (ti, ft) in plan.tables.iter().enumerate() {
-        check_key(wh, &ft.name, &ft.primary_key).await?;
-        let mut batch = scan(wh, plan, ti).await?;
+        if scope.entities.is_none() {
+            check_key(wh, &ft.name, &ft.primary_key).await?;
+        }
+        let mut batch = scan(wh, plan, ti, scope.entities).await?;
         let rows_in = batch.num_rows();
         let (parent, orphans_dropped, no_parent) = match ft.parent {
             Some(_) => link_parents(plan, ti, &mut batch, &mut left_out)?,
@@ -341,7 +356,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
             hierarchies,
             per_col,
             sensitive,
-        } = intern_columns(plan, ft, &batch)?;
+        } = intern_columns(plan, ft, &batch, scope.hierarchies.map(|h| &h[ti][..]))?;
         let n = batch.num_rows();
         let nqi = per_col.len();
         let mut qi = vec![0u32; n * nqi];
@@ -472,8 +487,15 @@ fn link_parents(
 
 /// Table `ti`'s rows (its entry's share, for a split table), sorted by parent row then key,
 /// with the parent's row number in a `PARENT` column (NULL: no parent row); the entity table
-/// by key, or in the source's order when it has none.
-async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, ForestError> {
+/// by key, or in the source's order when it has none. With `entities` (a registered table of
+/// entity keys), only their trees: the entity table joined to it, each child table to its
+/// parent's rows (an inner join: a row under another entity is no row of this load).
+async fn scan(
+    wh: &Warehouse,
+    plan: &Plan,
+    ti: usize,
+    entities: Option<&str>,
+) -> Result<RecordBatch, ForestError> {
     let ft = &plan.tables[ti];
     let t = quote(&ft.name);
     // A keyed table is read unsorted and sorted here (`sorted`): DataFusion's sort holds
@@ -491,7 +513,20 @@ async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, For
                 wh.table_in_source_order(&ft.name)?,
             )?]
         }
-        None => wh.sql(&format!("SELECT {select} FROM {t} s")).await?,
+        None => {
+            let only = entities
+                .map(|e| {
+                    let on = ft
+                        .primary_key
+                        .iter()
+                        .map(|c| format!("s.{c} = e.{c}", c = quote(c)))
+                        .collect::<Vec<_>>()
+                        .join(" AND ");
+                    format!(" JOIN {} e ON {on}", quote(e))
+                })
+                .unwrap_or_default();
+            wh.sql(&format!("SELECT {select} FROM {t} s{only}")).await?
+        }
         Some(p) => {
             let on = ft
                 .parent_fk
@@ -511,8 +546,13 @@ async fn scan(wh: &Warehouse, plan: &Plan, ti: usize) -> Result<RecordBatch, For
             } else {
                 String::new()
             };
+            let join = if entities.is_some() {
+                "JOIN"
+            } else {
+                "LEFT JOIN"
+            };
             wh.sql(&format!(
-                "SELECT {select}, k.{ROW} AS {PARENT} FROM {t} s LEFT JOIN {} k ON {on}{filter}{order}",
+                "SELECT {select}, k.{ROW} AS {PARENT} FROM {t} s {join} {} k ON {on}{filter}{order}",
                 quote(&key_table(p))
             ))
             .await?
@@ -601,9 +641,10 @@ fn rendered(array: &dyn Array) -> (Vec<Option<String>>, Vec<Option<f64>>) {
     (texts, numbers)
 }
 
-/// A column to intern: a QI with its hierarchy's name, or a sensitive column.
+/// A column to intern: a QI with its hierarchy's name and its place among the table's QIs, or
+/// a sensitive column.
 enum Interned<'p> {
-    Qi(&'p str),
+    Qi(&'p str, usize),
     Sensitive(Option<&'p [f64]>),
 }
 
@@ -623,14 +664,18 @@ struct TableCodes {
 
 /// Interns a table's QI columns (hierarchy codes) and sensitive columns (value codes), one
 /// column a task; errors are reported in column order, QIs first, whatever thread found them.
+/// With `global` (the table's hierarchies built over the whole family) QIs are coded in
+/// those, else in hierarchies built from this batch.
 fn intern_columns(
     plan: &Plan,
     ft: &FamilyTable,
     batch: &RecordBatch,
+    global: Option<&[Hierarchy]>,
 ) -> Result<TableCodes, ForestError> {
     let mut columns: Vec<(&str, Interned)> = ft
         .qi_columns()
-        .map(|(col, hname)| (col, Interned::Qi(hname)))
+        .enumerate()
+        .map(|(q, (col, hname))| (col, Interned::Qi(hname, q)))
         .collect();
     for c in &ft.columns {
         if let ColumnRole::Sensitive { buckets } = &c.role {
@@ -646,7 +691,17 @@ fn intern_columns(
             let (texts, numbers) = rendered(array.as_ref());
             let column = format!("{}.{}", ft.name, col);
             Ok(match what {
-                Interned::Qi(hname) => {
+                Interned::Qi(_, q) if global.is_some() => {
+                    let hierarchy = global
+                        .and_then(|g| g.get(*q))
+                        .ok_or_else(|| {
+                            ForestError::Internal(format!("no global hierarchy for {column}"))
+                        })?
+                        .clone();
+                    let codes = hierarchy.encode(&column, &texts)?;
+                    Codes::Qi(Built { hierarchy, codes })
+                }
+                Interned::Qi(hname, _) => {
                     let def = plan.hierarchies.get(*hname).ok_or_else(|| {
                         ForestError::Internal(format!("hierarchy {hname} not resolved"))
                     })?;

@@ -1,0 +1,221 @@
+//! What a load covers when the family is larger than memory: the skeleton (the entity table
+//! whole, every other table as keys and links only) that a run cuts into shards, the
+//! hierarchies built once over the whole family, and a [`Scope`] that loads one shard's trees
+//! coded in them.
+//!
+//! Why hierarchies are global: a hierarchy built from a shard's values would count that
+//! shard's leaves, so the same label would cost another loss in each shard, and a bands
+//! hierarchy would hold other nodes. Built over the table's distinct values (sorted, so every
+//! run numbers the nodes alike), codes, losses and labels mean the same in every shard.
+
+use arrow::record_batch::RecordBatch;
+
+use super::{load, rendered, Forest, ForestError};
+use crate::hierarchy::Hierarchy;
+use crate::plan::{ColumnRole, FamilyTable, Plan};
+use crate::warehouse::{quote_ident as quote, Warehouse};
+
+/// What one load reads: the whole family (the default), or the trees of some entities coded
+/// with hierarchies built over the whole family.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Scope<'a> {
+    /// A registered table whose columns are the entity table's key columns: only these
+    /// entities' trees are read. Rows the whole load leaves out (orphans, rows without a
+    /// parent) are left out here too, uncounted: the skeleton counted them.
+    pub entities: Option<&'a str>,
+    /// Per family table, its QI columns' hierarchies ([`hierarchies`]).
+    pub hierarchies: Option<&'a [Vec<Hierarchy>]>,
+}
+
+/// The family as a shard cut needs it: the entity table whole (its QIs order the shape
+/// order's ties), every other table as its key, its FK to its parent and its second FK
+/// paths. Keys are checked and orphans refused or counted exactly as the whole load does.
+pub async fn skeleton(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
+    let mut slim = plan.clone();
+    for ft in slim.tables.iter_mut().skip(1) {
+        let structural = structural_columns(ft);
+        ft.columns.retain(|c| structural.contains(&c.name));
+        for c in &mut ft.columns {
+            // Read as they are, interned as nothing.
+            c.role = ColumnRole::Key;
+        }
+    }
+    load(&slim, wh).await
+}
+
+/// The columns a table's place in the family needs: its key, its FK to its parent, its
+/// second FK paths and, for a split table, the columns that split it.
+fn structural_columns(ft: &FamilyTable) -> Vec<String> {
+    let mut out: Vec<String> = ft.primary_key.clone();
+    out.extend(ft.parent_fk.iter().cloned());
+    for r in &ft.redundant {
+        out.extend(r.columns.iter().cloned());
+    }
+    if let Some(part) = &ft.part {
+        out.extend(part.split_source.iter().cloned());
+    }
+    out
+}
+
+/// Per family table, its QI columns' hierarchies built over the whole family: the entity
+/// table's from the skeleton (which read it whole), the others' from each column's distinct
+/// values.
+pub async fn hierarchies(
+    plan: &Plan,
+    wh: &Warehouse,
+    skeleton: &Forest,
+) -> Result<Vec<Vec<Hierarchy>>, ForestError> {
+    let mut out = Vec::with_capacity(plan.tables.len());
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        if ti == 0 {
+            out.push(skeleton.tables[0].hierarchies.clone());
+            continue;
+        }
+        let mut table = Vec::new();
+        for (col, hname) in ft.qi_columns() {
+            table.push(over_distinct(plan, wh, ft, col, hname).await?);
+        }
+        out.push(table);
+    }
+    Ok(out)
+}
+
+/// The hierarchy `hname` of column `col`, built from the column's distinct values.
+async fn over_distinct(
+    plan: &Plan,
+    wh: &Warehouse,
+    ft: &FamilyTable,
+    col: &str,
+    hname: &str,
+) -> Result<Hierarchy, ForestError> {
+    let def = plan
+        .hierarchies
+        .get(hname)
+        .ok_or_else(|| ForestError::Internal(format!("hierarchy {hname} not resolved")))?;
+    // A split table's entries share the table: each entry's hierarchy covers its own rows,
+    // as the whole load's does.
+    let filter = ft
+        .part
+        .as_ref()
+        .map(|part| format!(" WHERE {}", part.sql_filter("s")))
+        .unwrap_or_default();
+    let batches = wh
+        .sql(&format!(
+            "SELECT DISTINCT s.{c} FROM {t} s{filter} ORDER BY 1 NULLS FIRST",
+            c = quote(col),
+            t = quote(&ft.name)
+        ))
+        .await?;
+    let values = match batches.first() {
+        Some(first) => crate::warehouse::concat_owned(&first.schema(), batches)
+            .map_err(|e| ForestError::Internal(e.to_string()))?,
+        None => RecordBatch::new_empty(std::sync::Arc::new(arrow::datatypes::Schema::empty())),
+    };
+    let (texts, numbers) = if values.num_columns() == 0 {
+        (Vec::new(), Vec::new())
+    } else {
+        rendered(values.column(0).as_ref())
+    };
+    let column = format!("{}.{}", ft.name, col);
+    Ok(Hierarchy::build(hname, def, &column, &texts, &numbers)?.hierarchy)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::UInt32Array;
+
+    use super::*;
+    use crate::forest::load_scoped;
+
+    /// TPC-H at SF 0.001 (SQLite) planned with `sql/tpch.sql`: bands, date parts and
+    /// value hierarchies, a two-column key.
+    async fn tpch() -> (tempfile::TempDir, Plan, Warehouse) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let source = dir.path().join("tpch.sqlite");
+        let set = crate::generate::tpch(0.001).expect("generate");
+        crate::warehouse::write_staged(&source, &set, false)
+            .and_then(|s| s.commit())
+            .expect("write warehouse");
+        let decl = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/tpch.sql");
+        let text = std::fs::read_to_string(&decl).expect("sql/tpch.sql");
+        let policy = crate::decl::parse(&text).expect("declarations parse");
+        let mut wh = Warehouse::open(&source).await.expect("open");
+        let plan = crate::plan::build(&policy, &mut wh, dir.path())
+            .await
+            .expect("plan");
+        (dir, plan, wh)
+    }
+
+    /// Each QI cell of `forest` as its label, row by row, table by table.
+    fn labels(forest: &Forest) -> Vec<Vec<Option<String>>> {
+        forest
+            .tables
+            .iter()
+            .map(|t| {
+                (0..t.rows() as u32)
+                    .flat_map(|r| {
+                        t.codes(r)
+                            .iter()
+                            .zip(&t.hierarchies)
+                            .map(|(&c, h)| h.label(c).map(str::to_string))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A shard read from the source is the whole forest's subset of its entities: the same
+    /// rows in the same order, the same parents, every QI cell the same leaf; the skeleton
+    /// holds every row of the whole, and the global hierarchies its leaves.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_shard_read_from_the_source_is_the_whole_forests_subset() {
+        let (_dir, plan, wh) = tpch().await;
+        let whole = crate::forest::load(&plan, &wh).await.expect("whole");
+        let bones = skeleton(&plan, &wh).await.expect("skeleton");
+        for (w, b) in whole.tables.iter().zip(&bones.tables) {
+            assert_eq!(w.parent, b.parent, "{}", w.name);
+            assert_eq!(w.rows_in, b.rows_in, "{}", w.name);
+        }
+        assert!(bones.tables[2].hierarchies.is_empty());
+        let global = hierarchies(&plan, &wh, &bones).await.expect("hierarchies");
+        for (w, g) in whole.tables.iter().zip(&global) {
+            let leaves: Vec<u32> = g.iter().map(Hierarchy::total_leaves).collect();
+            let whole_leaves: Vec<u32> =
+                w.hierarchies.iter().map(Hierarchy::total_leaves).collect();
+            assert_eq!(leaves, whole_leaves, "{}", w.name);
+        }
+        // Every third entity, by key.
+        let entities: Vec<u32> = (0..whole.entities() as u32).step_by(3).collect();
+        let keys = arrow::compute::take_record_batch(
+            &whole.tables[0]
+                .batch
+                .project(&[whole.tables[0]
+                    .batch
+                    .schema()
+                    .index_of("c_custkey")
+                    .expect("key")])
+                .expect("the key"),
+            &UInt32Array::from(entities.clone()),
+        )
+        .expect("take");
+        let _registered = wh.temporary("__shard", keys).expect("register");
+        let scope = Scope {
+            entities: Some("__shard"),
+            hierarchies: Some(&global),
+        };
+        let shard = load_scoped(&plan, &wh, scope).await.expect("shard");
+        let (expected, _) = whole.subset(&entities).expect("subset");
+        for (s, e) in shard.tables.iter().zip(&expected.tables) {
+            assert_eq!(s.batch, e.batch, "{}", s.name);
+            assert_eq!(s.parent, e.parent, "{}", s.name);
+        }
+        assert_eq!(labels(&shard), labels(&expected));
+        // The same label costs the same in the shard as in the whole.
+        let h = &shard.tables[0].hierarchies[0];
+        assert_eq!(
+            h.total_leaves(),
+            whole.tables[0].hierarchies[0].total_leaves()
+        );
+    }
+}
