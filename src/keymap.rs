@@ -244,6 +244,30 @@ impl TableKeys {
         self.len
     }
 
+    /// Maps every integer released value through `f` (a release made in pieces moves its
+    /// provisional ids onto the release's keys).
+    pub fn map_released(&mut self, f: impl Fn(i64) -> i64) {
+        for c in &mut self.released {
+            match c {
+                Column::Int(xs) => xs.iter_mut().for_each(|x| *x = f(*x)),
+                Column::Mixed(xs) => xs.iter_mut().for_each(|x| {
+                    if let KeyValue::Int(i) = x {
+                        *i = f(*i);
+                    }
+                }),
+                Column::Text(_) => {}
+            }
+        }
+    }
+
+    /// Moves every group up by `by`; returns the highest group now held, if any.
+    pub fn shift_groups(&mut self, by: u32) -> Option<u32> {
+        for g in self.groups.iter_mut().filter(|g| **g != NO_GROUP) {
+            *g = g.saturating_add(by).min(NO_GROUP - 1);
+        }
+        self.groups.iter().copied().filter(|&g| g != NO_GROUP).max()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -89,29 +89,81 @@ pub async fn measure(
 /// KL(P || Q) per sensitive column, P the release's distribution, Q the source's (000
 /// Sec. 2.4); the mean over the columns where it is defined.
 fn kl(forest: &Forest, kept: &[Vec<bool>]) -> (Option<f64>, BTreeMap<String, Option<f64>>) {
+    let mut tally = Tally::default();
+    tally.count_labels(forest, kept, false);
+    tally.kl()
+}
+
+/// The measures a run made in pieces (shards) adds up piece by piece: the label counts of
+/// KL-divergence and the sum of the suppression accuracy's per-entity shares. The count
+/// queries are drawn around rows of one forest, so a run in pieces does not answer them.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Per sensitive column, per label: (release, source) rows.
+    counts: BTreeMap<String, BTreeMap<String, (usize, usize)>>,
+    /// Sum over entities of the share of their vertices kept.
+    shares: f64,
+}
+
+impl Tally {
+    /// Adds one piece. `again`: its entities were counted by the pieces before (which
+    /// suppressed them whole), so only what it keeps is added.
+    pub fn add(&mut self, forest: &Forest, kept: &[Vec<bool>], again: bool) {
+        self.count_labels(forest, kept, again);
+        self.shares += kept_shares(forest, kept);
+    }
+
     // Counted by label: the entries of a split table (plan::Part) are one column with codes
     // of their own.
-    let mut counts: BTreeMap<&str, BTreeMap<&str, (usize, usize)>> = BTreeMap::new();
-    for (t, keep) in forest.tables.iter().zip(kept) {
-        for col in &t.sensitive {
-            let column = counts.entry(col.column.as_str()).or_default();
-            for (r, &c) in col.codes.iter().enumerate() {
-                let (p, q) = column.entry(col.labels[c as usize].as_str()).or_default();
-                *q += 1;
-                if keep[r] {
-                    *p += 1;
+    fn count_labels(&mut self, forest: &Forest, kept: &[Vec<bool>], again: bool) {
+        for (t, keep) in forest.tables.iter().zip(kept) {
+            for col in &t.sensitive {
+                let column = self.counts.entry(col.column.clone()).or_default();
+                for (r, &c) in col.codes.iter().enumerate() {
+                    let label = &col.labels[c as usize];
+                    if !column.contains_key(label) {
+                        column.insert(label.clone(), (0, 0));
+                    }
+                    let (p, q) = column.get_mut(label).expect("inserted above");
+                    if !again {
+                        *q += 1;
+                    }
+                    if keep[r] {
+                        *p += 1;
+                    }
                 }
             }
         }
     }
-    let mut by_column = BTreeMap::new();
-    for (column, labels) in counts {
-        let (p, q): (Vec<usize>, Vec<usize>) = labels.into_values().unzip();
-        by_column.insert(column.to_string(), kl_divergence(&p, &q));
+
+    fn kl(&self) -> (Option<f64>, BTreeMap<String, Option<f64>>) {
+        let mut by_column = BTreeMap::new();
+        for (column, labels) in &self.counts {
+            let (p, q): (Vec<usize>, Vec<usize>) = labels.values().copied().unzip();
+            by_column.insert(column.clone(), kl_divergence(&p, &q));
+        }
+        let defined: Vec<f64> = by_column.values().flatten().copied().collect();
+        let mean =
+            (!defined.is_empty()).then(|| defined.iter().sum::<f64>() / defined.len() as f64);
+        (mean, by_column)
     }
-    let defined: Vec<f64> = by_column.values().flatten().copied().collect();
-    let mean = (!defined.is_empty()).then(|| defined.iter().sum::<f64>() / defined.len() as f64);
-    (mean, by_column)
+
+    /// The utility section over every piece of a run of `entities` entities.
+    pub fn finish(&self, entities: usize) -> Utility {
+        let (kl_divergence, kl_by_column) = self.kl();
+        Utility {
+            query_accuracy: None,
+            query_accuracy_by_depth: Vec::new(),
+            queries: 0,
+            kl_divergence,
+            kl_by_column,
+            suppression_accuracy: if entities == 0 {
+                100.0
+            } else {
+                100.0 * self.shares / entities as f64
+            },
+        }
+    }
 }
 
 /// `sum_i P(i) log(P(i) / Q(i))` over counts; `None` when P is empty. P's support lies in Q's
@@ -138,14 +190,18 @@ fn suppression_accuracy(forest: &Forest, kept: &[Vec<bool>]) -> f64 {
     if n == 0 {
         return 100.0;
     }
+    100.0 * kept_shares(forest, kept) / n as f64
+}
+
+/// Sum over the forest's entities of the share of their tree's vertices `kept` keeps.
+fn kept_shares(forest: &Forest, kept: &[Vec<bool>]) -> f64 {
     let sizes = tree_sizes(forest, None);
     let published = tree_sizes(forest, Some(kept));
-    let total: f64 = sizes
+    sizes
         .iter()
         .zip(&published)
         .map(|(&all, &k)| k as f64 / all as f64)
-        .sum();
-    100.0 * total / n as f64
+        .sum()
 }
 
 /// Vertices of every entity's source tree; with `kept`, only the published ones (a published

@@ -112,34 +112,72 @@ pub fn run(
         let (sub, rows) = forest
             .subset(entities)
             .map_err(|e| format!("cannot cut a shard: {e}"))?;
-        let (out, used) = keep::run(
-            configured.spec,
-            &configured.options,
-            &configured.keep,
-            &sub,
-            model,
-            progress,
-        )
-        .map_err(|e| {
-            format!(
-                "in shard {} of {} ({} entities): {e}",
-                i + 1,
-                shards.len(),
-                entities.len()
-            )
-        })?;
-        let Output::Generalized(g) = out else {
-            return Err(format!(
-                "algorithm = '{}' publishes an anatomy, whose groups are not split into shards yet: drop --shards",
-                configured.spec.name
-            ));
-        };
+        let (g, used) = run_shard(configured, &sub, model, (i, shards.len()), progress)?;
         next_group = absorb(&mut merged, forest, &g, &rows, next_group);
         options = highest_price(options, used);
     }
     remainder(configured, forest, model, &mut merged, next_group, progress);
     configured.options = options;
     Ok(Output::Generalized(merged))
+}
+
+/// Runs `configured` on one shard's forest (`at`: its number and the count), held to the
+/// `KEEP` floors; its generalization and the options it needed. Errors name the shard.
+pub fn run_shard(
+    configured: &Configured,
+    shard: &Forest,
+    model: &Model,
+    at: (usize, usize),
+    progress: &Progress,
+) -> Result<(Generalization, crate::algo::Options), String> {
+    let (out, used) = keep::run(
+        configured.spec,
+        &configured.options,
+        &configured.keep,
+        shard,
+        model,
+        progress,
+    )
+    .map_err(|e| {
+        format!(
+            "in shard {} of {} ({} entities): {e}",
+            at.0 + 1,
+            at.1,
+            shard.entities()
+        )
+    })?;
+    let Output::Generalized(g) = out else {
+        return Err(format!(
+            "algorithm = '{}' publishes an anatomy, whose groups are not split into shards yet: drop --shards",
+            configured.spec.name
+        ));
+    };
+    Ok((g, used))
+}
+
+/// The entities the shards suppressed whole (`rest`, their own forest) anonymized together,
+/// held to no floor (see [`remainder`]); `None` where they are too few or the algorithm
+/// releases nothing of them, and so stay suppressed.
+pub fn run_rest(
+    configured: &Configured,
+    rest: &Forest,
+    model: &Model,
+    progress: &Progress,
+) -> Option<Generalization> {
+    if rest.entities() < model.min_group().max(2) {
+        return None;
+    }
+    match keep::run(
+        configured.spec,
+        &configured.options,
+        &[],
+        rest,
+        model,
+        progress,
+    ) {
+        Ok((Output::Generalized(g), _)) => Some(g),
+        _ => None,
+    }
 }
 
 /// The entities the shards suppressed whole, anonymized together as one more shard: each
@@ -158,21 +196,13 @@ fn remainder(
     let rest: Vec<u32> = (0..forest.entities() as u32)
         .filter(|&e| !merged.kept[0][e as usize])
         .collect();
-    if rest.len() < model.min_group().max(2) || rest.len() == forest.entities() {
+    if rest.len() == forest.entities() {
         return;
     }
     let Ok((sub, rows)) = forest.subset(&rest) else {
         return;
     };
-    let run = keep::run(
-        configured.spec,
-        &configured.options,
-        &[],
-        &sub,
-        model,
-        progress,
-    );
-    if let Ok((Output::Generalized(g), _)) = run {
+    if let Some(g) = run_rest(configured, &sub, model, progress) {
         merged.suppressed_entities -= rest.len();
         absorb(merged, forest, &g, &rows, next_group);
     }
@@ -212,7 +242,7 @@ fn absorb(
 }
 
 /// The options with the higher suppression price of the two (the rest is the same).
-fn highest_price(a: crate::algo::Options, b: crate::algo::Options) -> crate::algo::Options {
+pub fn highest_price(a: crate::algo::Options, b: crate::algo::Options) -> crate::algo::Options {
     if !a.declares(shape::PRICE.name) {
         return a;
     }

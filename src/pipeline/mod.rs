@@ -439,36 +439,16 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     clean_debris(req, &target, progress)?;
     // Dropped after the commit (or the error that ends the run): lists every temporary.
     let _manifest = staging::Manifest::begin(&target)?;
-    let forest = load(&plan, &wh, algorithm.shards, progress).await?;
-    clock.lap("load");
-    progress.phase("cluster", "clustering");
-    let output = algorithm
-        .run(&forest, &plan.params.model, progress)
-        .map_err(|e| anyhow!("algorithm = '{}': {e}", algorithm.spec.name))?;
-    return_free_heap();
-    clock.lap("cluster");
-    progress.phase("materialize", "building the released tables");
-    let mut materialized = release::materialize(&plan, &forest, &output)?;
-    clock.lap("materialize");
-    progress.phase(
-        "utility",
-        "count queries and divergences, source and release",
-    );
-    let utility = utility::measure(&plan, &forest, &output, &materialized).await?;
-    let anatomy = anatomy_report(&plan, &forest, &output, &materialized);
-    clock.lap("utility");
-    // The forest holds a copy of every family table; verify reads the source and the release
-    // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
-    drop(output);
-    drop(forest);
-    progress.phase("assemble", "dimension tables and views");
-    // Written, then let go: verify reads the staged copy; the report needs keys and stats.
-    let set = assemble(&plan, &wh, std::mem::take(&mut materialized.tables)).await?;
-    clock.lap("assemble");
-    progress.phase("write", "staging the release");
-    let staged = write_staged(&target, &set, req.overwrite)?;
-    drop(set);
-    clock.lap("write");
+    let (staged, materialized, utility, anatomy) = staged_release(
+        &plan,
+        &mut algorithm,
+        &wh,
+        &target,
+        req.overwrite,
+        progress,
+        &mut clock,
+    )
+    .await?;
     progress.phase("verify", "checking the staged release independently");
     let mut report = report::build(
         &plan,
@@ -510,6 +490,60 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         report_path,
         verdict,
     })
+}
+
+/// The run's release, staged: a shard at a time from the source where `sharded` applies,
+/// else holding the whole forest (load, cluster, in shards cut from the forest where asked,
+/// materialize, measure, stage).
+async fn staged_release(
+    plan: &Plan,
+    algorithm: &mut Configured,
+    wh: &Warehouse,
+    target: &Path,
+    overwrite: bool,
+    progress: &Progress,
+    clock: &mut Clock,
+) -> Result<(
+    Staged,
+    release::Materialized,
+    utility::Utility,
+    Option<report::AnatomyReport>,
+)> {
+    if sharded::applies(plan, algorithm) {
+        let p = sharded::release(plan, algorithm, wh, target, overwrite, progress, clock).await?;
+        return Ok((p.staged, p.materialized, p.utility, None));
+    }
+    let forest = load(plan, wh, algorithm.shards, progress).await?;
+    clock.lap("load");
+    progress.phase("cluster", "clustering");
+    let output = algorithm
+        .run(&forest, &plan.params.model, progress)
+        .map_err(|e| anyhow!("algorithm = '{}': {e}", algorithm.spec.name))?;
+    return_free_heap();
+    clock.lap("cluster");
+    progress.phase("materialize", "building the released tables");
+    let mut materialized = release::materialize(plan, &forest, &output)?;
+    clock.lap("materialize");
+    progress.phase(
+        "utility",
+        "count queries and divergences, source and release",
+    );
+    let utility = utility::measure(plan, &forest, &output, &materialized).await?;
+    let anatomy = anatomy_report(plan, &forest, &output, &materialized);
+    clock.lap("utility");
+    // The forest holds a copy of every family table; verify reads the source and the release
+    // again, so letting it go here lowers the peak (a third of it at TPC-H SF 1).
+    drop(output);
+    drop(forest);
+    progress.phase("assemble", "dimension tables and views");
+    // Written, then let go: verify reads the staged copy; the report needs keys and stats.
+    let set = assemble(plan, wh, std::mem::take(&mut materialized.tables)).await?;
+    clock.lap("assemble");
+    progress.phase("write", "staging the release");
+    let staged = write_staged(target, &set, overwrite)?;
+    drop(set);
+    clock.lap("write");
+    Ok((staged, materialized, utility, anatomy))
 }
 
 /// Sets the shards `--shards` asks for on the algorithm: refused where the algorithm cannot
@@ -599,6 +633,15 @@ async fn load(
     }
     // Loading renders every QI cell on every thread; what it freed there goes back too.
     return_free_heap();
+    population(plan, forest.entities(), shards)?;
+    for w in diversity_warnings(plan, &forest)? {
+        progress.warn(w);
+    }
+    Ok(forest)
+}
+
+/// Refuses a family of fewer `entities` than a class needs, or than `shards` classes need.
+fn population(plan: &Plan, entities: usize, shards: usize) -> Result<()> {
     let k = plan.params.model.min_group();
     let letter = if plan.params.model.diversity().is_some() || plan.params.model.anatomy().is_some()
     {
@@ -606,21 +649,17 @@ async fn load(
     } else {
         "k"
     };
-    if k > forest.entities() {
+    if k > entities {
         bail!(
-            "{letter} = {k} but the source has only {} {} entities (rows of {}): lower {letter}, or anonymize a larger population",
-            forest.entities(),
+            "{letter} = {k} but the source has only {entities} {} entities (rows of {}): lower {letter}, or anonymize a larger population",
             plan.entity,
             plan.tables[0].name
         );
     }
     if shards > 1 {
-        algo::shards::check(forest.entities(), shards, k).map_err(|e| anyhow!(e))?;
+        algo::shards::check(entities, shards, k).map_err(|e| anyhow!(e))?;
     }
-    for w in diversity_warnings(plan, &forest)? {
-        progress.warn(w);
-    }
-    Ok(forest)
+    Ok(())
 }
 
 /// The independent verifier on the staged release, tracing keys through the key map in
@@ -863,5 +902,6 @@ pub mod answers;
 mod dry_run;
 mod init;
 pub mod negotiate;
+mod sharded;
 pub use dry_run::{dry_run, DryRun};
 pub use init::{init, Initialized};

@@ -190,6 +190,11 @@ pub(super) fn key_pairs(
     Ok(keys)
 }
 
+/// Whether a key-less table's rows are sorted by a column of this type.
+pub(super) fn sortable(dt: &DataType) -> bool {
+    dt.is_primitive() || matches!(dt, DataType::Utf8 | DataType::LargeUtf8 | DataType::Boolean)
+}
+
 /// Rows sorted by released key (then parent key); a table without a primary key is then
 /// sorted by its content, so row order never carries source order.
 pub(super) fn sort_by_key<'a>(
@@ -208,12 +213,7 @@ pub(super) fn sort_by_key<'a>(
     }
     if by_content {
         for (i, f) in batch.schema().fields().iter().enumerate() {
-            let sortable = f.data_type().is_primitive()
-                || matches!(
-                    f.data_type(),
-                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Boolean
-                );
-            if sortable && !used.contains(&i) {
+            if sortable(f.data_type()) && !used.contains(&i) {
                 used.push(i);
             }
         }

@@ -15,6 +15,7 @@
 mod anatomy;
 mod family;
 mod keys;
+pub mod pieces;
 
 use crate::algo::Output;
 use crate::forest::Forest;

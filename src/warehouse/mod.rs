@@ -24,6 +24,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 mod files;
 mod functions;
+mod parts;
 mod paths;
 mod render;
 mod scratch;
@@ -31,6 +32,7 @@ mod sqlite;
 pub mod staging;
 mod write;
 
+pub use parts::{collect_stream, write_stream, Parts, Remap};
 pub use render::{numeric_value, render_value};
 pub use scratch::{Scratch, Temporary};
 pub use write::{

@@ -164,11 +164,7 @@ pub fn write_parquet_streamed(
     for t in tables {
         let path = staged.path().join(format!("{}.parquet", t.name));
         let err = |e: &dyn std::fmt::Display| write_err(&path, e);
-        let file = File::create_new(&path).map_err(|e| err(&e))?;
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .build();
-        let mut writer = ArrowWriter::try_new(file, t.schema, Some(props)).map_err(|e| err(&e))?;
+        let mut writer = parquet_writer(&path, t.schema)?;
         for batch in t.batches {
             let batch = batch.map_err(|e| {
                 WarehouseError::Message(format!(
@@ -601,16 +597,23 @@ fn sql_value(array: &dyn Array, row: usize) -> ToSqlOutput<'_> {
     }
 }
 
+/// A Parquet writer (Snappy) into the new file `path`: every Parquet file relanon writes.
+pub(super) fn parquet_writer(
+    path: &Path,
+    schema: arrow::datatypes::SchemaRef,
+) -> Result<ArrowWriter<File>, WarehouseError> {
+    let file = File::create_new(path).map_err(|e| write_err(path, e))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| write_err(path, e))
+}
+
 fn write_parquet(dir: &Path, release: &ReleaseSet) -> Result<(), WarehouseError> {
     for t in &release.tables {
         let path = dir.join(format!("{}.parquet", t.name));
         let err = |e: &dyn std::fmt::Display| write_err(&path, e);
-        let file = File::create_new(&path).map_err(|e| err(&e))?;
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .build();
-        let mut writer =
-            ArrowWriter::try_new(file, t.batch.schema(), Some(props)).map_err(|e| err(&e))?;
+        let mut writer = parquet_writer(&path, t.batch.schema())?;
         writer.write(&t.batch).map_err(|e| err(&e))?;
         let file = writer.into_inner().map_err(|e| err(&e))?;
         file.sync_all().map_err(|e| err(&e))?;

@@ -191,3 +191,49 @@ fn the_lattice_runs_whole_and_says_so() {
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert!(report["params"].get("shards").is_none());
 }
+
+/// Hidden entries beside the target: what a run stages (parts, temporaries).
+fn hidden(d: &Path) -> Vec<String> {
+    std::fs::read_dir(d)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".sales-release"))
+        .collect()
+}
+
+/// Killed (as kill -9) after the second of three shards: no release, its parts left behind;
+/// the next run removes them, says so, and releases the same bytes a seeded run always does.
+#[test]
+fn a_run_killed_between_shards_leaves_no_release_and_the_next_cleans_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let decl = realworld_workspace(d, "sales", "sales", &[]);
+    let decl = decl.to_str().expect("UTF-8");
+    let args = ["anonymize", decl, "--shards", "3", "--with", "seed = 5"];
+    let killed = std::process::Command::new(env!("CARGO_BIN_EXE_relanon"))
+        .current_dir(d)
+        .args(args)
+        .env("RELANON_FAILPOINT", "shard-2")
+        .output()
+        .expect("run relanon");
+    assert!(!killed.status.success());
+    assert!(!d.join("sales-release.sqlite").exists(), "no half release");
+    assert!(
+        hidden(d).iter().any(|n| n.ends_with(".parts")),
+        "the killed run's parts: {:?}",
+        hidden(d)
+    );
+    let next = relanon(d, &args);
+    assert!(next.status.success(), "{}", stderr(&next));
+    assert!(
+        stderr(&next).contains("an interrupted run"),
+        "{}",
+        stderr(&next)
+    );
+    assert!(hidden(d).is_empty(), "debris: {:?}", hidden(d));
+    let first = std::fs::read(d.join("sales-release.sqlite")).expect("released");
+    let again = relanon(d, &[&args[..], &["--overwrite"]].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    let second = std::fs::read(d.join("sales-release.sqlite")).expect("released");
+    assert!(first == second, "same seed, same shards: the same release");
+}

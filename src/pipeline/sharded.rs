@@ -1,0 +1,378 @@
+//! A run in shards read one at a time from the source (`--shards N`), so that no phase
+//! holds the whole family: the skeleton (keys, links, the entity table) is cut into shards
+//! of whole trees (`algo::shards::cut`); each shard's trees are read from the source
+//! (`forest::load_scoped`, in hierarchies built once over the whole family), anonymized,
+//! materialized and written as parts under provisional keys (`release::pieces`); the
+//! entities every shard suppressed whole are tried once more together; then each table is
+//! read back in key order with its ids mapped onto the release's keys and written into the
+//! staged target. What is held across shards: the key map, the per-table statistics and
+//! the utility tallies.
+//!
+//! Why it is sound: see `algo::shards`. The verifier checks the union, blind to the shards.
+
+use anyhow::{anyhow, Context, Result};
+use arrow::array::UInt32Array;
+use arrow::record_batch::RecordBatch;
+
+use super::{assemble, diversity_warnings, parentless_warnings, population, Clock};
+use crate::algo::{self, Configured, Generalization, Output};
+use crate::forest::{self, Forest, Scope};
+use crate::hierarchy::Hierarchy;
+use crate::plan::Plan;
+use crate::progress::Progress;
+use crate::release::{self, pieces, Materialized};
+use crate::utility::{Tally, Utility};
+use crate::warehouse::{
+    collect_stream, write_staged, write_stream, Parts, ReleaseSet, ReleaseTable, Remap, Staged,
+    TargetKind, Warehouse,
+};
+
+/// Memory the final sort of one table may hold before it spills to disk.
+const SORT_MEMORY: usize = 1 << 30;
+
+/// The registered table of one shard's entity keys.
+const SHARD_KEYS: &str = "__relanon_shard_keys";
+
+/// Whether this run goes shard by shard from the source: more than one shard of a family
+/// whose entity table has a key to select a shard's trees by. (A key-less entity table is
+/// cut from the forest in memory, `algo::shards::run`.)
+pub(super) fn applies(plan: &Plan, algorithm: &Configured) -> bool {
+    algorithm.shards > 1
+        && !plan.tables[0].primary_key.is_empty()
+        && plan.params.model.anatomy().is_none()
+}
+
+/// What a run in shards hands to the report and the verifier.
+pub(super) struct Piecewise {
+    pub staged: Staged,
+    /// The merged key map, statistics and classes; no tables (they are staged).
+    pub materialized: Materialized,
+    pub utility: Utility,
+}
+
+/// Everything a shard's run adds to the whole.
+struct Whole<'a> {
+    plan: &'a Plan,
+    parts: Parts,
+    offsets: pieces::Offsets,
+    merged: Materialized,
+    /// Each family table's released shape, from the first shard (name, key, FKs).
+    shapes: Vec<ReleaseTable>,
+    tally: Tally,
+    /// Entity keys of the entities a shard suppressed whole.
+    rest: Vec<RecordBatch>,
+}
+
+/// The run: skeleton, shards, the remainder, the staged release.
+pub(super) async fn release(
+    plan: &Plan,
+    algorithm: &mut Configured,
+    wh: &Warehouse,
+    target: &std::path::Path,
+    overwrite: bool,
+    progress: &Progress,
+    clock: &mut Clock,
+) -> Result<Piecewise> {
+    progress.phase("load", "reading the family's keys and links");
+    let bones = forest::skeleton(plan, wh).await?;
+    for w in parentless_warnings(plan, &bones) {
+        progress.warn(w);
+    }
+    population(plan, bones.entities(), algorithm.shards)?;
+    let model = &plan.params.model;
+    let cut =
+        algo::shards::cut(&bones, algorithm.shards, model.min_group()).map_err(|e| anyhow!(e))?;
+    let global = forest::hierarchies(plan, wh, &bones).await?;
+    let keys = cut
+        .iter()
+        .map(|rows| entity_keys(plan, &bones.tables[0].batch, rows))
+        .collect::<Result<Vec<_>>>()?;
+    let source = source_stats(plan, &bones);
+    let entities = bones.entities();
+    drop(bones);
+    clock.lap("load");
+    let mut whole = Whole {
+        plan,
+        parts: Parts::create(target)?,
+        offsets: pieces::Offsets::default(),
+        merged: empty_materialized(),
+        shapes: Vec::new(),
+        tally: Tally::default(),
+        rest: Vec::new(),
+    };
+    let mut options = algorithm.options.clone();
+    let n = keys.len();
+    for (i, shard_keys) in keys.into_iter().enumerate() {
+        progress.phase("cluster", "clustering shard by shard");
+        let shard = load_shard(plan, wh, &global, shard_keys).await?;
+        // Each shard is checked (a refusal holds in any); the first one's warnings stand
+        // for all, as the shards are alike.
+        let warnings = diversity_warnings(plan, &shard)?;
+        if i == 0 {
+            warnings.into_iter().for_each(|w| progress.warn(w));
+        }
+        let (g, used) = algo::shards::run_shard(algorithm, &shard, model, (i, n), progress)
+            .map_err(|e| anyhow!("algorithm = '{}': {e}", algorithm.spec.name))?;
+        options = algo::shards::highest_price(options, used);
+        whole.rest.push(suppressed_keys(plan, &shard, &g)?);
+        whole.add(&shard, g, false)?;
+        crate::warehouse::staging::failpoint(&format!("shard-{}", i + 1));
+    }
+    remainder(&mut whole, algorithm, wh, &global, entities, progress).await?;
+    algorithm.options = options;
+    clock.lap("cluster");
+    progress.phase("write", "writing the shards' tables in key order");
+    let staged = finish(&mut whole, wh, target, overwrite).await?;
+    let utility = whole.tally.finish(entities);
+    let mut merged = std::mem::replace(&mut whole.merged, empty_materialized());
+    settle_stats(&mut merged, &source, entities);
+    clock.lap("write");
+    Ok(Piecewise {
+        staged,
+        materialized: merged,
+        utility,
+    })
+}
+
+impl Whole<'_> {
+    /// Materializes one shard's generalization, moves its ids past the shards before, writes
+    /// its tables as parts and adds its key map, statistics, classes and tallies.
+    fn add(&mut self, shard: &Forest, g: Generalization, again: bool) -> Result<()> {
+        self.tally.add(shard, &g.kept, again);
+        let mut m = release::materialize(self.plan, shard, &Output::Generalized(g))?;
+        self.offsets.shift(self.plan, &mut m)?;
+        for t in &m.tables {
+            self.parts.write(&t.name, &t.batch)?;
+        }
+        if self.shapes.is_empty() {
+            self.shapes = m
+                .tables
+                .iter()
+                .map(|t| ReleaseTable {
+                    batch: t.batch.slice(0, 0),
+                    ..t.clone()
+                })
+                .collect();
+        } else {
+            for (shape, t) in self.shapes.iter_mut().zip(&m.tables) {
+                shape.batch = nullable_where_either(&shape.batch, &t.batch)?;
+            }
+        }
+        m.tables.clear();
+        absorb(&mut self.merged, m);
+        Ok(())
+    }
+}
+
+/// `shape` (no rows) with each field nullable where it is in `other` too: a column one
+/// shard releases without NULLs may hold some in another.
+fn nullable_where_either(shape: &RecordBatch, other: &RecordBatch) -> Result<RecordBatch> {
+    let fields: Vec<arrow::datatypes::Field> = shape
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            let either = other
+                .schema()
+                .field_with_name(f.name())
+                .is_ok_and(|o| o.is_nullable());
+            f.as_ref().clone().with_nullable(f.is_nullable() || either)
+        })
+        .collect();
+    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
+    Ok(RecordBatch::try_new(schema, shape.columns().to_vec())?)
+}
+
+/// The entities every shard suppressed whole, read again and anonymized together as one
+/// more shard (see `algo::shards::run_rest`).
+async fn remainder(
+    whole: &mut Whole<'_>,
+    algorithm: &Configured,
+    wh: &Warehouse,
+    global: &[Vec<Hierarchy>],
+    entities: usize,
+    progress: &Progress,
+) -> Result<()> {
+    let rest = std::mem::take(&mut whole.rest);
+    let Some(first) = rest.first() else {
+        return Ok(());
+    };
+    let keys = crate::warehouse::concat_owned(&first.schema(), rest)?;
+    if keys.num_rows() < 2 || keys.num_rows() == entities {
+        return Ok(());
+    }
+    progress.phase("cluster", "the entities the shards suppressed, together");
+    let shard = load_shard(whole.plan, wh, global, keys).await?;
+    if let Some(g) = algo::shards::run_rest(algorithm, &shard, &whole.plan.params.model, progress) {
+        whole.add(&shard, g, true)?;
+    }
+    Ok(())
+}
+
+/// One shard's trees read from the source, coded in the global hierarchies.
+async fn load_shard(
+    plan: &Plan,
+    wh: &Warehouse,
+    global: &[Vec<Hierarchy>],
+    keys: RecordBatch,
+) -> Result<Forest> {
+    let _registered = wh
+        .temporary(SHARD_KEYS, keys)
+        .context("registering a shard's entity keys")?;
+    let scope = Scope {
+        entities: Some(SHARD_KEYS),
+        hierarchies: Some(global),
+    };
+    Ok(forest::load_scoped(plan, wh, scope).await?)
+}
+
+/// The entity table's key columns of `rows`.
+fn entity_keys(plan: &Plan, entity_table: &RecordBatch, rows: &[u32]) -> Result<RecordBatch> {
+    let columns = plan.tables[0]
+        .primary_key
+        .iter()
+        .map(|c| entity_table.schema().index_of(c))
+        .collect::<Result<Vec<usize>, _>>()?;
+    let keys = entity_table.project(&columns)?;
+    Ok(arrow::compute::take_record_batch(
+        &keys,
+        &UInt32Array::from(rows.to_vec()),
+    )?)
+}
+
+/// The keys of the entities `g` suppressed whole.
+fn suppressed_keys(plan: &Plan, shard: &Forest, g: &Generalization) -> Result<RecordBatch> {
+    let rows: Vec<u32> = (0..shard.entities() as u32)
+        .filter(|&e| !g.kept[0][e as usize])
+        .collect();
+    entity_keys(plan, &shard.tables[0].batch, &rows)
+}
+
+/// Adds one shard's key map, statistics and classes to the run's.
+fn absorb(merged: &mut Materialized, m: Materialized) {
+    for (name, keys) in m.keys.tables {
+        match merged.keys.tables.get_mut(&name) {
+            Some(held) => held.extend(keys),
+            None => {
+                merged.keys.tables.insert(name, keys);
+            }
+        }
+    }
+    for s in m.stats {
+        match merged.stats.iter_mut().find(|t| t.name == s.name) {
+            Some(t) => {
+                t.released += s.released;
+                t.lm_sum += s.lm_sum;
+                for ((_, sum), (_, more)) in t.lm_sum_by_column.iter_mut().zip(&s.lm_sum_by_column)
+                {
+                    *sum += more;
+                }
+            }
+            None => merged.stats.push(s),
+        }
+    }
+    merged.ec_sizes.extend(m.ec_sizes);
+}
+
+fn empty_materialized() -> Materialized {
+    Materialized {
+        tables: Vec::new(),
+        keys: Default::default(),
+        stats: Vec::new(),
+        ec_sizes: Vec::new(),
+        suppressed_entities: 0,
+        recoding: Vec::new(),
+    }
+}
+
+/// Per released family table: rows loaded (after orphans and parentless rows), the source's
+/// rows and what was left out, as the skeleton counted them.
+fn source_stats(plan: &Plan, bones: &Forest) -> Vec<(String, [usize; 4])> {
+    let mut out: Vec<(String, [usize; 4])> = Vec::new();
+    for (ft, t) in plan.tables.iter().zip(&bones.tables) {
+        let add = [t.rows(), t.rows_in, t.orphans_dropped, t.no_parent];
+        match out.iter_mut().find(|(n, _)| *n == ft.name) {
+            Some((_, held)) => held.iter_mut().zip(add).for_each(|(h, a)| *h += a),
+            None => out.push((ft.name.clone(), add)),
+        }
+    }
+    out
+}
+
+/// The whole run's counts in the statistics: a row is suppressed when loaded and not
+/// released (an entity suppressed in its shard and released in the remainder counts once).
+fn settle_stats(m: &mut Materialized, source: &[(String, [usize; 4])], entities: usize) {
+    for s in &mut m.stats {
+        if let Some((_, [loaded, rows_in, orphans, no_parent])) =
+            source.iter().find(|(n, _)| *n == s.name)
+        {
+            s.suppressed = loaded.saturating_sub(s.released);
+            s.rows_in = *rows_in;
+            s.orphans_dropped = *orphans;
+            s.no_parent = *no_parent;
+        }
+    }
+    m.suppressed_entities = entities.saturating_sub(m.ec_sizes.iter().sum());
+}
+
+/// Each family table read back from its parts in key order, its ids mapped onto the
+/// release's keys, written into the staged target with the dimensions and views.
+async fn finish(
+    whole: &mut Whole<'_>,
+    wh: &Warehouse,
+    target: &std::path::Path,
+    overwrite: bool,
+) -> Result<Staged> {
+    let plan = whole.plan;
+    let perms = pieces::permutations(plan, whole.offsets.totals());
+    pieces::finish_key_map(plan, &mut whole.merged.keys, &perms);
+    let columns = pieces::id_columns(plan)?;
+    let rest = assemble(plan, wh, Vec::new()).await?;
+    let parquet = TargetKind::of(target) == TargetKind::Parquet;
+    let mut family = Vec::new();
+    let staged = if parquet {
+        Some(write_staged(target, &rest, overwrite)?)
+    } else {
+        None
+    };
+    for shape in &whole.shapes {
+        let remaps: Vec<Remap> = columns
+            .get(&shape.name)
+            .into_iter()
+            .flatten()
+            .filter_map(|(column, space)| {
+                perms.get(space).map(|to| Remap {
+                    column: column.clone(),
+                    to: to.clone(),
+                })
+            })
+            .collect();
+        let order = pieces::row_order(plan, &shape.name, &shape.batch);
+        let stream = whole
+            .parts
+            .merged(&shape.name, &remaps, &order, SORT_MEMORY)
+            .await?
+            .ok_or_else(|| anyhow!("no shard wrote table {}", shape.name))?;
+        match &staged {
+            Some(s) => write_stream(s.path(), &shape.name, shape.batch.schema(), stream).await?,
+            None => {
+                let batch = collect_stream(&shape.name, stream).await?;
+                family.push(ReleaseTable {
+                    batch: RecordBatch::try_new(shape.batch.schema(), batch.columns().to_vec())?,
+                    ..shape.clone()
+                })
+            }
+        }
+    }
+    match staged {
+        Some(s) => Ok(s),
+        None => {
+            family.extend(rest.tables);
+            let set = ReleaseSet {
+                tables: family,
+                views: rest.views,
+            };
+            Ok(write_staged(target, &set, overwrite)?)
+        }
+    }
+}
