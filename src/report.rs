@@ -650,10 +650,18 @@ impl Report {
         );
         let u = &self.utility;
         let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+        // A run in shards answers no count query yet (docs/scale.md).
+        let queries = if u.queries == 0 {
+            "query accuracy not measured".to_string()
+        } else {
+            format!(
+                "query accuracy {} over {} queries",
+                pct(u.query_accuracy),
+                u.queries
+            )
+        };
         s += &format!(
-            "query accuracy {} over {} queries, KL {}, suppression accuracy {:.1}%\n",
-            pct(u.query_accuracy),
-            u.queries,
+            "{queries}, KL {}, suppression accuracy {:.1}%\n",
             u.kl_divergence
                 .map_or("-".to_string(), |v| format!("{v:.4}")),
             u.suppression_accuracy
