@@ -35,7 +35,7 @@ use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
 use crate::plan::{ColumnRole, Plan};
 use crate::release::Materialized;
-use crate::warehouse::{quote_ident, render_value, Scratch};
+use crate::warehouse::{quote_ident, render_value, ReleaseTable, Scratch};
 
 #[derive(Debug, thiserror::Error)]
 #[error("utility queries: {0}")]
@@ -95,22 +95,49 @@ fn kl(forest: &Forest, kept: &[Vec<bool>]) -> (Option<f64>, BTreeMap<String, Opt
 }
 
 /// The measures a run made in pieces (shards) adds up piece by piece: the label counts of
-/// KL-divergence and the sum of the suppression accuracy's per-entity shares. The count
-/// queries are drawn around rows of one forest, so a run in pieces does not answer them.
+/// KL-divergence, the sum of the suppression accuracy's per-entity shares, and each count
+/// query's answers on source and release (a count over the whole is the sum of the pieces'
+/// counts). The queries are drawn once, around rows of a sample of the entities' trees.
 #[derive(Debug, Default)]
 pub struct Tally {
     /// Per sensitive column, per label: (release, source) rows.
     counts: BTreeMap<String, BTreeMap<String, (usize, usize)>>,
     /// Sum over entities of the share of their vertices kept.
     shares: f64,
+    queries: Vec<Query>,
+    /// Per query, its answer on the source and on the release so far.
+    answers: (Vec<f64>, Vec<f64>),
 }
 
 impl Tally {
-    /// Adds one piece. `again`: its entities were counted by the pieces before (which
-    /// suppressed them whole), so only what it keeps is added.
-    pub fn add(&mut self, forest: &Forest, kept: &[Vec<bool>], again: bool) {
+    /// Draws the count queries around rows of `sample`, trees of entities drawn uniformly
+    /// from the whole (in hierarchies built over the whole, as every piece is).
+    pub fn draw(&mut self, plan: &Plan, sample: &Forest) {
+        self.queries = random_queries(plan, sample, plan.params.queries, plan.params.query_seed);
+        self.answers = (vec![0.0; self.queries.len()], vec![0.0; self.queries.len()]);
+    }
+
+    /// Adds one piece: its forest and what it keeps, its released tables. `again`: its
+    /// entities were counted by the pieces before (which suppressed them whole), so only
+    /// what it keeps is added.
+    pub async fn add(
+        &mut self,
+        plan: &Plan,
+        forest: &Forest,
+        kept: &[Vec<bool>],
+        released: &[ReleaseTable],
+        again: bool,
+    ) -> Result<(), UtilityError> {
         self.count_labels(forest, kept, again);
         self.shares += kept_shares(forest, kept);
+        let (x, y) = answers(plan, forest, released, &self.queries).await?;
+        for (i, (xi, yi)) in x.into_iter().zip(y).enumerate() {
+            if !again {
+                self.answers.0[i] += xi;
+            }
+            self.answers.1[i] += yi;
+        }
+        Ok(())
     }
 
     // Counted by label: the entries of a split table (plan::Part) are one column with codes
@@ -149,12 +176,14 @@ impl Tally {
     }
 
     /// The utility section over every piece of a run of `entities` entities.
-    pub fn finish(&self, entities: usize) -> Utility {
+    pub fn finish(&self, plan: &Plan, entities: usize) -> Utility {
         let (kl_divergence, kl_by_column) = self.kl();
+        let (query_accuracy, query_accuracy_by_depth) =
+            score(plan, &self.queries, &self.answers.0, &self.answers.1);
         Utility {
-            query_accuracy: None,
-            query_accuracy_by_depth: Vec::new(),
-            queries: 0,
+            query_accuracy,
+            query_accuracy_by_depth,
+            queries: self.queries.len(),
             kl_divergence,
             kl_by_column,
             suppression_accuracy: if entities == 0 {
@@ -237,8 +266,15 @@ fn tree_sizes(forest: &Forest, kept: Option<&[Vec<bool>]>) -> Vec<usize> {
 enum Predicate {
     /// The QI `column` of family table `table` lies under hierarchy node `node`.
     Under { table: usize, qi: usize, node: u32 },
-    /// Sensitive column `sa` of `table` has the code `code`.
-    Sensitive { table: usize, sa: usize, code: u32 },
+    /// Sensitive column `sa` of `table` has the code `code`; `test` is that condition in
+    /// SQL, with [`COLUMN`] for the column (a code is the forest's own, the test holds in
+    /// any forest: a run in shards answers a query in every shard).
+    Sensitive {
+        table: usize,
+        sa: usize,
+        code: u32,
+        test: String,
+    },
 }
 
 /// "How many rows of `table` (with their ancestors) satisfy every predicate?"
@@ -306,10 +342,12 @@ fn random_queries(plan: &Plan, forest: &Forest, n: usize, seed: u64) -> Vec<Quer
                     node: path[rng.random_range(0..path.len())],
                 }
             } else {
+                let code = nodes.sa(i, r);
                 Predicate::Sensitive {
                     table: t,
                     sa: i,
-                    code: nodes.sa(i, r),
+                    code,
+                    test: sensitive_test(plan, forest, (t, i, code)),
                 }
             });
         }
@@ -319,20 +357,28 @@ fn random_queries(plan: &Plan, forest: &Forest, n: usize, seed: u64) -> Vec<Quer
 }
 
 /// Runs every query on the source and the release; the mean accuracy overall and per depth.
-/// Each table's SELECT runs as its own task on each side, so that DataFusion's planning of
-/// these wide SELECTs (most of this phase in a profile of W1) runs on every thread.
 async fn query_accuracy(
     plan: &Plan,
     forest: &Forest,
     released: &Materialized,
     queries: &[Query],
 ) -> Result<(Option<f64>, Vec<Option<f64>>), UtilityError> {
-    let depth: Vec<usize> = (0..plan.tables.len())
-        .map(|t| chain(plan, t).len() - 1)
-        .collect();
-    let max_depth = depth.iter().copied().max().unwrap_or(0);
+    let (x, y) = answers(plan, forest, &released.tables, queries).await?;
+    Ok(score(plan, queries, &x, &y))
+}
+
+/// Each query's answer on the source (`forest`) and on its release, in query order. Each
+/// table's SELECT runs as its own task on each side, so that DataFusion's planning of these
+/// wide SELECTs (most of this phase in a profile of W1) runs on every thread.
+async fn answers(
+    plan: &Plan,
+    forest: &Forest,
+    released: &[ReleaseTable],
+    queries: &[Query],
+) -> Result<(Vec<f64>, Vec<f64>), UtilityError> {
+    let (mut x, mut y) = (vec![0.0; queries.len()], vec![0.0; queries.len()]);
     if queries.is_empty() {
-        return Ok((None, vec![None; max_depth + 1]));
+        return Ok((x, y));
     }
     let source = context();
     let release = context();
@@ -341,7 +387,6 @@ async fn query_accuracy(
         let nodes = &forest.tables[ti];
         register(&source, &entry_name(plan, ti), source_with_codes(nodes)?)?;
         let batch = released
-            .tables
             .iter()
             .find(|t| &t.name == name)
             .map(|t| &t.batch)
@@ -363,12 +408,15 @@ async fn query_accuracy(
     let mut udfs = 0;
     let mut runs = Vec::new();
     for table in 0..plan.tables.len() {
-        let mine: Vec<&Query> = queries.iter().filter(|q| q.table == table).collect();
+        let mine: Vec<usize> = (0..queries.len())
+            .filter(|&i| queries[i].table == table)
+            .collect();
         if mine.is_empty() {
             continue;
         }
+        let asked: Vec<&Query> = mine.iter().map(|&i| &queries[i]).collect();
         let (source_sql, release_sql, weights) =
-            counting_sql(plan, forest, table, &mine, &mut udfs);
+            counting_sql(plan, forest, table, &asked, &mut udfs);
         for (name, w) in weights {
             let udf = under_udf(&name, w);
             source.add_function(udf.clone());
@@ -378,25 +426,35 @@ async fn query_accuracy(
             let ctx = ctx.clone();
             tokio::spawn(async move { sums(&ctx, &sql).await })
         };
-        runs.push((
-            table,
-            side(&source, source_sql),
-            side(&release, release_sql),
-        ));
+        runs.push((mine, side(&source, source_sql), side(&release, release_sql)));
     }
+    for (mine, xs, ys) in runs {
+        let xs = xs.await.map_err(fail)??;
+        let ys = ys.await.map_err(fail)??;
+        for (k, &i) in mine.iter().enumerate() {
+            x[i] = xs.get(k).copied().unwrap_or(0.0);
+            y[i] = ys.get(k).copied().unwrap_or(0.0);
+        }
+    }
+    Ok((x, y))
+}
+
+/// The mean accuracy `1 - |Y - X| / X` over the queries whose true answer `X` is above 0,
+/// overall and per depth of the counted table.
+fn score(plan: &Plan, queries: &[Query], x: &[f64], y: &[f64]) -> (Option<f64>, Vec<Option<f64>>) {
+    let depth: Vec<usize> = (0..plan.tables.len())
+        .map(|t| chain(plan, t).len() - 1)
+        .collect();
+    let max_depth = depth.iter().copied().max().unwrap_or(0);
     let mut scores: Vec<Vec<f64>> = vec![Vec::new(); max_depth + 1];
-    for (table, x, y) in runs {
-        let x = x.await.map_err(fail)??;
-        let y = y.await.map_err(fail)??;
-        for (xi, yi) in x.iter().zip(&y) {
-            if *xi > 0.0 {
-                scores[depth[table]].push(1.0 - (yi - xi).abs() / xi);
-            }
+    for ((q, xi), yi) in queries.iter().zip(x).zip(y) {
+        if *xi > 0.0 {
+            scores[depth[q.table]].push(1.0 - (yi - xi).abs() / xi);
         }
     }
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let all: Vec<f64> = scores.iter().flatten().copied().collect();
-    Ok((mean(&all), scores.iter().map(|s| mean(s)).collect()))
+    (mean(&all), scores.iter().map(|s| mean(s)).collect())
 }
 
 /// The queries' accuracy on an anatomy (000 Sec. 3.5, spec decision D12): the answer on the
@@ -455,9 +513,9 @@ fn expected_accuracy(
                     continue;
                 }
                 let source = q.predicates.iter().all(|p| match *p {
-                    Predicate::Sensitive { table, sa, code } => {
-                        forest.tables[table].sa(sa, at(table)) == code
-                    }
+                    Predicate::Sensitive {
+                        table, sa, code, ..
+                    } => forest.tables[table].sa(sa, at(table)) == code,
                     Predicate::Under { .. } => true,
                 });
                 x += f64::from(u8::from(source));
@@ -493,7 +551,10 @@ fn expected(
     let mut vertices: Vec<Vertex> = Vec::new();
     let mut group = None;
     for p in predicates {
-        if let Predicate::Sensitive { table, sa, code } = *p {
+        if let Predicate::Sensitive {
+            table, sa, code, ..
+        } = *p
+        {
             let (g, s) = slot_at[a.slot_of[table][at(table) as usize] as usize];
             group = Some(g);
             match vertices.iter_mut().find(|v| v.0 == table) {
@@ -695,8 +756,21 @@ fn counting_sql(
                         functions.push((name.clone(), w));
                         format!("{name}({}.{})", alias(table), quote_ident(&code_column(qi)))
                     }
-                    Predicate::Sensitive { table, sa, code } => {
-                        sensitive_sql(plan, forest, (table, sa, code), &alias)
+                    Predicate::Sensitive {
+                        table,
+                        sa,
+                        ref test,
+                        ..
+                    } => {
+                        let c = format!(
+                            "{}.{}",
+                            alias(table),
+                            quote_ident(&sensitive_name(plan, table, sa))
+                        );
+                        format!(
+                            "CASE WHEN {} THEN 1.0 ELSE 0.0 END",
+                            test.replace(COLUMN, &c)
+                        )
                     }
                 })
                 .collect();
@@ -710,23 +784,26 @@ fn counting_sql(
     (select(false), select(true), functions)
 }
 
-/// The weight one row contributes to "sensitive column `sa` of `table` has code `code`", as
-/// a SQL expression.
-fn sensitive_sql(
-    plan: &Plan,
-    forest: &Forest,
-    (table, sa, code): (usize, usize, u32),
-    alias: &dyn Fn(usize) -> String,
-) -> String {
-    let nodes = &forest.tables[table];
-    let name = plan.tables[table]
+/// Where a sensitive predicate's test names its column.
+const COLUMN: &str = "\u{1}";
+
+/// The name of sensitive column `sa` of plan table `table`.
+fn sensitive_name(plan: &Plan, table: usize, sa: usize) -> String {
+    plan.tables[table]
         .columns
         .iter()
         .filter(|c| matches!(c.role, ColumnRole::Sensitive { .. }))
         .nth(sa)
         .map(|c| c.name.clone())
-        .unwrap_or_default();
-    let c = format!("{}.{}", alias(table), quote_ident(&name));
+        .unwrap_or_default()
+}
+
+/// "Sensitive column `sa` of `table` has code `code`" as a SQL condition on [`COLUMN`]: the
+/// code's bucket, or the value the code stands for.
+fn sensitive_test(plan: &Plan, forest: &Forest, (table, sa, code): (usize, usize, u32)) -> String {
+    let nodes = &forest.tables[table];
+    let name = sensitive_name(plan, table, sa);
+    let c = COLUMN;
     let buckets = plan.tables[table]
         .columns
         .iter()
@@ -735,7 +812,7 @@ fn sensitive_sql(
             _ => None,
         });
     let col = &nodes.sensitive[sa];
-    let cond = match buckets {
+    match buckets {
         Some(b) if (code as usize) + 1 < b.len() => {
             let i = code as usize;
             let upper = if i + 2 == b.len() { "<=" } else { "<" };
@@ -748,10 +825,9 @@ fn sensitive_sql(
                 .batch
                 .column_by_name(&name)
                 .expect("a planned sensitive column is in the batch");
-            literal_condition(&c, array.as_ref(), row)
+            literal_condition(c, array.as_ref(), row)
         }
-    };
-    format!("CASE WHEN {cond} THEN 1.0 ELSE 0.0 END")
+    }
 }
 
 /// `column = <the value of array[row]>` as SQL, typed like the column.
@@ -799,6 +875,96 @@ async fn sums(ctx: &Scratch, sql: &str) -> Result<Vec<f64>, UtilityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A generalization of `forest` keeping every entity and two child rows in three (never
+    /// a row under a suppressed one), each first QI generalized one level.
+    fn some_generalization(plan: &Plan, forest: &Forest) -> crate::algo::Generalization {
+        let mut g = crate::algo::Generalization::empty(forest);
+        for t in 0..forest.tables.len() {
+            for r in 0..forest.tables[t].rows() {
+                let up = plan.tables[t].parent;
+                let parent_kept = up.is_none_or(|p| g.kept[p][forest.tables[t].parent[r] as usize]);
+                g.kept[t][r] = parent_kept && (t == 0 || r % 3 != 0);
+                let nqi = forest.tables[t].nqi();
+                if nqi > 0 {
+                    let h = &forest.tables[t].hierarchies[0];
+                    g.codes[t][r * nqi] = h.parent(g.codes[t][r * nqi]);
+                }
+            }
+        }
+        g
+    }
+
+    /// `g` restricted to a subset's rows (`rows[t][i]`: the whole's row of the subset's `i`).
+    fn restricted(
+        forest: &Forest,
+        g: &crate::algo::Generalization,
+        rows: &[Vec<u32>],
+    ) -> crate::algo::Generalization {
+        let mut out = crate::algo::Generalization::empty(forest);
+        for (t, mine) in rows.iter().enumerate() {
+            let nqi = forest.tables[t].nqi();
+            out.kept[t] = mine.iter().map(|&r| g.kept[t][r as usize]).collect();
+            out.codes[t] = mine
+                .iter()
+                .flat_map(|&r| g.codes[t][r as usize * nqi..(r as usize + 1) * nqi].to_vec())
+                .collect();
+        }
+        out
+    }
+
+    /// A count over the whole is the sum of its pieces' counts: the queries answered on two
+    /// halves of the entities (each with its own release) add up to the whole's answers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn count_queries_answered_in_pieces_add_up_to_the_whole() {
+        let (_dir, plan, wh) = crate::forest::tpch_fixture().await;
+        let forest = crate::forest::load(&plan, &wh).await.expect("forest");
+        let queries = random_queries(&plan, &forest, 60, 7);
+        assert!(queries.iter().any(|q| q
+            .predicates
+            .iter()
+            .any(|p| matches!(p, Predicate::Sensitive { .. }))));
+        let g = some_generalization(&plan, &forest);
+        let release = |f: &Forest, g: crate::algo::Generalization| {
+            crate::release::materialize(&plan, f, &Output::Generalized(g)).expect("materialize")
+        };
+        let whole = release(&forest, g.clone());
+        let (x, y) = answers(&plan, &forest, &whole.tables, &queries)
+            .await
+            .expect("answers");
+        let (mut xs, mut ys) = (vec![0.0; queries.len()], vec![0.0; queries.len()]);
+        for half in 0..2u32 {
+            let entities: Vec<u32> = (0..forest.entities() as u32)
+                .filter(|e| e % 2 == half)
+                .collect();
+            let (piece, rows) = forest.subset(&entities).expect("subset");
+            let released = release(&piece, restricted(&piece, &g, &rows));
+            let (px, py) = answers(&plan, &piece, &released.tables, &queries)
+                .await
+                .expect("answers");
+            xs.iter_mut().zip(px).for_each(|(a, b)| *a += b);
+            ys.iter_mut().zip(py).for_each(|(a, b)| *a += b);
+        }
+        for i in 0..queries.len() {
+            assert!(
+                (x[i] - xs[i]).abs() < 1e-6,
+                "query {i}: {} vs {}",
+                x[i],
+                xs[i]
+            );
+            assert!(
+                (y[i] - ys[i]).abs() < 1e-6,
+                "query {i}: {} vs {}",
+                y[i],
+                ys[i]
+            );
+        }
+        assert!(x.iter().all(|&v| v >= 1.0), "drawn around a row: {x:?}");
+        assert!(
+            x.iter().zip(&y).any(|(a, b)| a != b),
+            "the release loses something"
+        );
+    }
 
     #[test]
     fn kl_is_zero_for_equal_distributions_and_positive_otherwise() {

@@ -841,6 +841,26 @@ pub(crate) fn group_children(parent_rows: usize, parent_of: &[u32], table: usize
     }
 }
 
+/// TPC-H at SF 0.001 written as SQLite and planned with `sql/tpch.sql` (bands, date parts
+/// and value hierarchies, a two-column key, sensitive columns), for unit tests that load it.
+#[cfg(test)]
+pub(crate) async fn tpch_fixture() -> (tempfile::TempDir, Plan, Warehouse) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = dir.path().join("tpch.sqlite");
+    let set = crate::generate::tpch(0.001).expect("generate");
+    crate::warehouse::write_staged(&source, &set, false)
+        .and_then(|s| s.commit())
+        .expect("write warehouse");
+    let decl = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/tpch.sql");
+    let text = std::fs::read_to_string(&decl).expect("sql/tpch.sql");
+    let policy = crate::decl::parse(&text).expect("declarations parse");
+    let mut wh = Warehouse::open(&source).await.expect("open");
+    let plan = crate::plan::build(&policy, &mut wh, dir.path())
+        .await
+        .expect("plan");
+    (dir, plan, wh)
+}
+
 /// A forest without QIs of a given shape, for the algorithms' unit tests: entity `e` has
 /// `children[e].len()` rows of table 1, and its `j`-th of them `children[e][j]` rows of table 2.
 #[cfg(test)]

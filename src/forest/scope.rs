@@ -127,25 +127,6 @@ mod tests {
     use super::*;
     use crate::forest::load_scoped;
 
-    /// TPC-H at SF 0.001 (SQLite) planned with `sql/tpch.sql`: bands, date parts and
-    /// value hierarchies, a two-column key.
-    async fn tpch() -> (tempfile::TempDir, Plan, Warehouse) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let source = dir.path().join("tpch.sqlite");
-        let set = crate::generate::tpch(0.001).expect("generate");
-        crate::warehouse::write_staged(&source, &set, false)
-            .and_then(|s| s.commit())
-            .expect("write warehouse");
-        let decl = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/tpch.sql");
-        let text = std::fs::read_to_string(&decl).expect("sql/tpch.sql");
-        let policy = crate::decl::parse(&text).expect("declarations parse");
-        let mut wh = Warehouse::open(&source).await.expect("open");
-        let plan = crate::plan::build(&policy, &mut wh, dir.path())
-            .await
-            .expect("plan");
-        (dir, plan, wh)
-    }
-
     /// Each QI cell of `forest` as its label, row by row, table by table.
     fn labels(forest: &Forest) -> Vec<Vec<Option<String>>> {
         forest
@@ -170,7 +151,7 @@ mod tests {
     /// holds every row of the whole, and the global hierarchies its leaves.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_shard_read_from_the_source_is_the_whole_forests_subset() {
-        let (_dir, plan, wh) = tpch().await;
+        let (_dir, plan, wh) = crate::forest::tpch_fixture().await;
         let whole = crate::forest::load(&plan, &wh).await.expect("whole");
         let bones = skeleton(&plan, &wh).await.expect("skeleton");
         for (w, b) in whole.tables.iter().zip(&bones.tables) {

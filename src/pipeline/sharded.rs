@@ -87,6 +87,7 @@ pub(super) async fn release(
         .iter()
         .map(|rows| entity_keys(plan, &bones.tables[0].batch, rows))
         .collect::<Result<Vec<_>>>()?;
+    let sample = sample_keys(plan, &bones, plan.params.query_seed)?;
     let source = source_stats(plan, &bones);
     let entities = bones.entities();
     drop(bones);
@@ -100,6 +101,9 @@ pub(super) async fn release(
         tally: Tally::default(),
         rest: Vec::new(),
     };
+    whole
+        .tally
+        .draw(plan, &load_shard(plan, wh, &global, sample).await?);
     let mut options = algorithm.options.clone();
     let n = keys.len();
     for (i, shard_keys) in keys.into_iter().enumerate() {
@@ -115,7 +119,7 @@ pub(super) async fn release(
             .map_err(|e| anyhow!("algorithm = '{}': {e}", algorithm.spec.name))?;
         options = algo::shards::highest_price(options, used);
         whole.rest.push(suppressed_keys(plan, &shard, &g)?);
-        whole.add(&shard, g, false)?;
+        whole.add(&shard, g, false).await?;
         crate::warehouse::staging::failpoint(&format!("shard-{}", i + 1));
     }
     remainder(&mut whole, algorithm, wh, &global, entities, progress).await?;
@@ -123,7 +127,7 @@ pub(super) async fn release(
     clock.lap("cluster");
     progress.phase("write", "writing the shards' tables in key order");
     let staged = finish(&mut whole, wh, target, overwrite).await?;
-    let utility = whole.tally.finish(entities);
+    let utility = whole.tally.finish(plan, entities);
     let mut merged = std::mem::replace(&mut whole.merged, empty_materialized());
     settle_stats(&mut merged, &source, entities);
     clock.lap("write");
@@ -137,9 +141,12 @@ pub(super) async fn release(
 impl Whole<'_> {
     /// Materializes one shard's generalization, moves its ids past the shards before, writes
     /// its tables as parts and adds its key map, statistics, classes and tallies.
-    fn add(&mut self, shard: &Forest, g: Generalization, again: bool) -> Result<()> {
-        self.tally.add(shard, &g.kept, again);
+    async fn add(&mut self, shard: &Forest, g: Generalization, again: bool) -> Result<()> {
+        let kept = g.kept.clone();
         let mut m = release::materialize(self.plan, shard, &Output::Generalized(g))?;
+        self.tally
+            .add(self.plan, shard, &kept, &m.tables, again)
+            .await?;
         self.offsets.shift(self.plan, &mut m)?;
         for t in &m.tables {
             self.parts.write(&t.name, &t.batch)?;
@@ -204,7 +211,7 @@ async fn remainder(
     progress.phase("cluster", "the entities the shards suppressed, together");
     let shard = load_shard(whole.plan, wh, global, keys).await?;
     if let Some(g) = algo::shards::run_rest(algorithm, &shard, &whole.plan.params.model, progress) {
-        whole.add(&shard, g, true)?;
+        whole.add(&shard, g, true).await?;
     }
     Ok(())
 }
@@ -238,6 +245,25 @@ fn entity_keys(plan: &Plan, entity_table: &RecordBatch, rows: &[u32]) -> Result<
         &keys,
         &UInt32Array::from(rows.to_vec()),
     )?)
+}
+
+/// How many entities' trees the count queries are drawn from.
+const QUERY_SAMPLE: usize = 2000;
+
+/// The keys of [`QUERY_SAMPLE`] entities drawn uniformly (seeded), whose trees the count
+/// queries are drawn around: a row of one of their tables is a uniform draw of the table's
+/// rows, as the whole forest's would be.
+fn sample_keys(plan: &Plan, bones: &Forest, seed: u64) -> Result<RecordBatch> {
+    use rand::seq::index::sample;
+    use rand::SeedableRng;
+    let n = bones.entities();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut rows: Vec<u32> = sample(&mut rng, n, QUERY_SAMPLE.min(n))
+        .into_iter()
+        .map(|r| r as u32)
+        .collect();
+    rows.sort_unstable();
+    entity_keys(plan, &bones.tables[0].batch, &rows)
 }
 
 /// The keys of the entities `g` suppressed whole.
