@@ -498,39 +498,7 @@ pub(super) async fn load_rows(
         .await?;
         let src_pk = key_cols(&src, "source", &t.name, &t.primary_key)?;
         let rel_pk = key_cols(&rel, "release", &t.name, &t.released_pk())?;
-        let mut content = Vec::new();
-        // Anatomy generalizes nothing (000 Ch. 3): a QI cell is the source value itself.
-        let anatomy = plan.params.model.anatomy().is_some();
-        for c in &t.columns {
-            let rule = match &c.role {
-                ColumnRole::Key | ColumnRole::Identifier => continue,
-                ColumnRole::QuasiIdentifier { .. } if anatomy => Rule::Exact { numeric: false },
-                ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
-                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
-                    Rule::Exact { numeric: false }
-                }
-            };
-            let Some(s) = src.col(&c.name) else {
-                return Err(VerifyError::Plan(format!(
-                    "the plan lists column '{}.{}', which the source does not have",
-                    t.name, c.name
-                )));
-            };
-            // A content column missing from the release is the schema check's to report.
-            let Some(r) = rel.col(&c.name) else { continue };
-            let rule = match rule {
-                Rule::Exact { .. } => Rule::Exact {
-                    numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric(),
-                },
-                qi => qi,
-            };
-            content.push(Content {
-                name: c.name.clone(),
-                src: s,
-                rel: r,
-                rule,
-            });
-        }
+        let content = contents(plan, t, &src, &rel)?;
         let (n_src, n_rel) = (src.rows(), rel.rows());
         tables.push(TableData {
             name: t.name.clone(),
@@ -574,6 +542,50 @@ pub(super) async fn load_rows(
         tables[ti].rel_second_path_issues = second;
     }
     Ok(tables)
+}
+
+/// The content columns of plan entry `t` present on both sides, in plan order, each with
+/// how a released cell must relate to its source cell.
+fn contents(
+    plan: &Plan,
+    t: &crate::plan::FamilyTable,
+    src: &Side,
+    rel: &Side,
+) -> Result<Vec<Content>, VerifyError> {
+    let mut content = Vec::new();
+    // Anatomy generalizes nothing (000 Ch. 3): a QI cell is the source value itself.
+    let anatomy = plan.params.model.anatomy().is_some();
+    for c in &t.columns {
+        let rule = match &c.role {
+            ColumnRole::Key | ColumnRole::Identifier => continue,
+            ColumnRole::QuasiIdentifier { .. } if anatomy => Rule::Exact { numeric: false },
+            ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
+            ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
+                Rule::Exact { numeric: false }
+            }
+        };
+        let Some(s) = src.col(&c.name) else {
+            return Err(VerifyError::Plan(format!(
+                "the plan lists column '{}.{}', which the source does not have",
+                t.name, c.name
+            )));
+        };
+        // A content column missing from the release is the schema check's to report.
+        let Some(r) = rel.col(&c.name) else { continue };
+        let rule = match rule {
+            Rule::Exact { .. } => Rule::Exact {
+                numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric(),
+            },
+            qi => qi,
+        };
+        content.push(Content {
+            name: c.name.clone(),
+            src: s,
+            rel: r,
+            rule,
+        });
+    }
+    Ok(content)
 }
 
 /// Each released row's second FK paths (to an ancestor of its parent) against the ancestor

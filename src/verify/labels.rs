@@ -666,10 +666,13 @@ pub(super) fn merged(parts: Vec<Vec<Generalized>>) -> Vec<Generalized> {
     out
 }
 
+/// Values with the number of distinct entities holding each.
+type Counted = Vec<(Cow<'static, str>, usize)>;
+
 /// Distinct entities per value of one source column of plan entry `ti`, over the whole
 /// source, streamed in source order (`entity`: each source row's, [`NO_ENTITY`] for none),
-/// among the values whose first run is one of `runs`; and, with `numbers_too`, whether every
-/// value of the column is a plain number (read only when a long number was found).
+/// among the values whose first run is one of `runs`; None when the source has no such
+/// column.
 fn streamed_column(
     plan: &Plan,
     source: &Warehouse,
@@ -677,7 +680,7 @@ fn streamed_column(
     column: &str,
     entity: &[u32],
     runs: &FxHashSet<&str>,
-) -> Result<Option<Vec<(Cow<'static, str>, usize)>>, VerifyError> {
+) -> Result<Option<Counted>, VerifyError> {
     let ft = &plan.tables[ti];
     let Some(meta) = source.table(&ft.name).and_then(|m| m.column(column)) else {
         return Ok(None);

@@ -26,6 +26,19 @@
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
 //!
+//! A release of more than a few million rows is checked a partition at a time, in bounded
+//! memory, with the verdict the whole check gives (`partition` assigns, `partitioned`
+//! runs): entities go to partitions by a hash of their root's released QI cells, so every
+//! equivalence class lies in one; each partition is read (both sides, rows in source order
+//! with their positions in the whole tables) and runs key atomicity, truthfulness,
+//! k-anonymity, l-diversity and the collection of generalized labels, and every violation
+//! carries its place in the whole check's order ([`Check::merged`]). What needs every row
+//! runs once, streamed: which columns determine a QI (twins), the holders of each value
+//! (labels), the counts. Where a partition could word a finding otherwise (a repeated
+//! released key, a key map sending two keys to one source key, a released row under
+//! another parent than its source row's, a key-less entity table) the release is checked
+//! whole, as are anatomies. `RELANON_VERIFY_PARTITIONS` forces the number (a test hook).
+//!
 //! Under the anatomy model (000 Ch. 3) QI values are published exactly and there is no
 //! k-anonymity to check: schema, declared roles and truthfulness read QI cells as exact
 //! values and the SA side's tables as released beside the family, and the `anatomy` family

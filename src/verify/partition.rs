@@ -171,7 +171,7 @@ pub(super) async fn assign(
             None => {
                 return Ok(
                     Layout::Whole, /* the key map cannot be read per partition */
-                )
+                );
             }
         };
         if !pass.source(source, ti, claims).await? {

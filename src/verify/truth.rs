@@ -125,6 +125,9 @@ fn translation<'m>(
     Ok(Some(m))
 }
 
+/// A table's key-map pairs, with [`key_columns`]' column orders.
+pub(super) type KeyColumns<'m> = (&'m TableKeys, Vec<usize>, Vec<usize>);
+
 /// The key map's pairs for one table, with per PK column of the plan its column in the
 /// pairs' source keys and per released key column its column in their released keys; None
 /// for a table the map leaves out and that released no rows.
@@ -132,7 +135,7 @@ pub(super) fn key_columns<'m>(
     ft: &FamilyTable,
     map: &'m KeyMap,
     released_rows: usize,
-) -> Result<Option<(&'m TableKeys, Vec<usize>, Vec<usize>)>, VerifyError> {
+) -> Result<Option<KeyColumns<'m>>, VerifyError> {
     let entry = map.tables.get(&ft.name).or_else(|| {
         map.tables
             .iter()
