@@ -19,11 +19,12 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
             let cols = ft.released_pk().join(", ");
             let key = |r: usize| t.rel.key(&t.rel_pk, r);
             let index = KeyIndex::new(t.rel.rows(), key, key_hash);
-            for r in index.nulls() {
+            for &r in index.nulls() {
+                out.at([ti, 1, 0, t.rel_row(r)]);
                 out.record(format!(
                     "{} row {}: primary key ({cols}) is NULL",
                     t.name,
-                    r + 1
+                    t.rel_row(r) + 1
                 ));
             }
             // Reported once per key, at its first row, so the order follows the table.
@@ -32,6 +33,7 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
                 *copies.entry(first).or_insert(1) += 1;
             }
             for (first, n) in copies {
+                out.at([ti, 2, 0, t.rel_row(first)]);
                 out.record(format!(
                     "{}: primary key {} appears {n} times",
                     t.name,
@@ -58,9 +60,11 @@ pub(super) fn check(plan: &Plan, tables: &[TableData], out: &mut Check) {
                     )
                 }
             };
+            out.at([ti, 3, 0, t.rel_row(*r)]);
             out.record(format!("{}: {what}", t.describe(tables, *r)));
         }
-        for (r, what) in &t.rel_second_path_issues {
+        for (path, r, what) in &t.rel_second_path_issues {
+            out.at([ti, 4, *path, t.rel_row(*r)]);
             out.record(format!("{}: {what}", t.describe(tables, *r)));
         }
     }

@@ -10,25 +10,35 @@ fn count(entry: &Value, field: &str) -> Option<u64> {
     entry.get(field).and_then(Value::as_u64)
 }
 
+/// (name, released rows, source rows) of one plan entry.
+pub(super) type Rows = (String, u64, u64);
+
+/// [`Rows`] of every plan entry read whole.
+pub(super) fn rows(tables: &[TableData]) -> Vec<Rows> {
+    tables
+        .iter()
+        .map(|t| (t.name.clone(), t.rel.rows() as u64, t.src.rows() as u64))
+        .collect()
+}
+
 /// (name, released rows, source rows) per released table: the entries of a split table
 /// (plan::Part) hold its rows between them.
-fn per_table(tables: &[TableData]) -> Vec<(&str, u64, u64)> {
+fn per_table(entries: &[Rows]) -> Vec<(&str, u64, u64)> {
     let mut out: Vec<(&str, u64, u64)> = Vec::new();
-    for t in tables {
-        let (released, rows_in) = (t.rel.rows() as u64, t.src.rows() as u64);
-        match out.iter_mut().find(|(n, _, _)| *n == t.name) {
+    for (name, released, rows_in) in entries {
+        match out.iter_mut().find(|(n, _, _)| n == name) {
             Some(entry) => {
                 entry.1 += released;
                 entry.2 += rows_in;
             }
-            None => out.push((t.name.as_str(), released, rows_in)),
+            None => out.push((name.as_str(), *released, *rows_in)),
         }
     }
     out
 }
 
-pub(super) fn check(tables: &[TableData], report: Option<&Value>, out: &mut Check) {
-    let tables = per_table(tables);
+pub(super) fn check(entries: &[Rows], report: Option<&Value>, out: &mut Check) {
+    let tables = per_table(entries);
     for &(name, released, rows_in) in &tables {
         if released > rows_in {
             out.record(format!(

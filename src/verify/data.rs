@@ -202,13 +202,37 @@ pub(super) struct TableData {
     /// Released rows whose FK does not name exactly one released parent row.
     pub rel_fk_issues: Vec<(usize, FkIssue)>,
     /// Released rows whose second FK path (to an ancestor of the parent) names another
-    /// ancestor row than the parent chain reaches: (row, what it names, what it should).
-    pub rel_second_path_issues: Vec<(usize, String)>,
+    /// ancestor row than the parent chain reaches: (which second path, row, what it names
+    /// and what it should).
+    pub rel_second_path_issues: Vec<(usize, usize, String)>,
     /// The source row each released row stands for, once truthfulness has traced it.
     pub rel_to_src: Vec<Option<usize>>,
+    /// Each row's position in the whole table (source order) where only some rows were read
+    /// (a partition's); None when every row was, in order.
+    pub rel_origin: Option<Vec<usize>>,
+    pub src_origin: Option<Vec<usize>>,
+    /// Source rows whose FK names no source parent row that was read.
+    pub src_unlinked: usize,
 }
 
 impl TableData {
+    /// Released row `r`'s position in the whole released table: what violations number and
+    /// order rows by.
+    pub(super) fn rel_row(&self, r: usize) -> usize {
+        self.rel_origin
+            .as_ref()
+            .and_then(|o| o.get(r).copied())
+            .unwrap_or(r)
+    }
+
+    /// Source row `s`'s position in the whole source table.
+    pub(super) fn src_row(&self, s: usize) -> usize {
+        self.src_origin
+            .as_ref()
+            .and_then(|o| o.get(s).copied())
+            .unwrap_or(s)
+    }
+
     /// How a released row is named in violations: by its key, or by position and parent.
     pub(super) fn describe(&self, tables: &[TableData], row: usize) -> String {
         if !self.rel_pk.is_empty() {
@@ -227,7 +251,7 @@ impl TableData {
                 .unwrap_or_default();
             return format!("{} key {released}{source}", self.name);
         }
-        let mut text = format!("{} row {}", self.name, row + 1);
+        let mut text = format!("{} row {}", self.name, self.rel_row(row) + 1);
         if let (Some(p), Some(pr)) = (self.parent, self.rel_parent.get(row).copied().flatten()) {
             if let Some(parent) = tables.get(p) {
                 text.push_str(&format!(" (child of {})", parent.describe(tables, pr)));
@@ -251,44 +275,126 @@ pub(super) fn show_cell(v: Option<&str>) -> String {
     }
 }
 
-/// One side of a plan entry: the table, or for an entry of a split table (plan::Part) the
-/// rows it holds, told apart on each side by whether the entry's split columns are NULL.
+/// Which rows of a plan entry a read keeps: those whose partition (`parts`, per row of the
+/// entry in source order) is `part`.
+#[derive(Clone, Copy)]
+pub(super) struct Keep<'a> {
+    pub parts: &'a [u16],
+    pub part: u16,
+}
+
+/// One side of a plan entry, in source order: the table, or for an entry of a split table
+/// (plan::Part) the rows it holds, told apart on each side by whether the entry's split
+/// columns are NULL; with `keep`, only one partition's rows, each with its position in the
+/// entry.
 pub(super) async fn read(
     wh: &Warehouse,
     side: &'static str,
     table: &str,
     part: Option<&crate::plan::Part>,
     leave_out: &[String],
-) -> Result<Side, VerifyError> {
+    keep: Option<Keep<'_>>,
+) -> Result<(Side, Option<Vec<usize>>), VerifyError> {
     let Some(meta) = wh.table(table) else {
         return Err(VerifyError::MissingTable {
             side,
             table: table.to_string(),
         });
     };
-    let columns: Vec<String> = meta
+    let columns: Vec<&crate::warehouse::ColumnMeta> = meta
         .columns
         .iter()
-        .map(|c| c.name.clone())
-        .filter(|c| !leave_out.iter().any(|l| l.eq_ignore_ascii_case(c)))
+        .filter(|c| !leave_out.iter().any(|l| l.eq_ignore_ascii_case(&c.name)))
         .collect();
-    let batch = wh
-        .read_table(&meta.name, Some(&columns), &[])
-        .await
-        .map_err(|source| VerifyError::Read {
-            side,
-            table: table.to_string(),
-            source,
-        })?;
-    let Some(part) = part else {
-        return Ok(Side::new(batch));
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let read_err = |source| VerifyError::Read {
+        side,
+        table: table.to_string(),
+        source,
     };
-    let keep = part
-        .mask(&batch, side == "release")
-        .map_err(|e| VerifyError::Plan(format!("table '{table}' in the {side}: {e}")))?;
-    let batch = arrow::compute::filter_record_batch(&batch, &keep)
-        .map_err(|e| VerifyError::Plan(format!("table '{table}': {e}")))?;
-    Ok(Side::new(batch))
+    let plan_err = |e: String| VerifyError::Plan(format!("table '{table}' in the {side}: {e}"));
+    let mut batches = Vec::new();
+    let mut origin = keep.map(|_| Vec::new());
+    let mut seen = 0;
+    for batch in wh
+        .batches_in_source_order(&meta.name, &names)
+        .map_err(read_err)?
+    {
+        let mut batch = batch.map_err(read_err)?;
+        if let Some(part) = part {
+            let mine = part.mask(&batch, side == "release").map_err(plan_err)?;
+            batch = arrow::compute::filter_record_batch(&batch, &mine)
+                .map_err(|e| plan_err(e.to_string()))?;
+        }
+        let rows = batch.num_rows();
+        if let (Some(keep), Some(origin)) = (keep, origin.as_mut()) {
+            let held = |r: usize| keep.parts.get(seen + r) == Some(&keep.part);
+            origin.extend((0..rows).filter(|&r| held(r)).map(|r| seen + r));
+            let mask: arrow::array::BooleanArray = (0..rows).map(|r| Some(held(r))).collect();
+            batch = arrow::compute::filter_record_batch(&batch, &mask)
+                .map_err(|e| plan_err(e.to_string()))?;
+        }
+        seen += rows;
+        batches.push(batch);
+    }
+    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(
+        columns
+            .iter()
+            .map(|c| arrow::datatypes::Field::new(&c.name, c.data_type.clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let schema = batches.first().map_or(schema, RecordBatch::schema);
+    let batch =
+        crate::warehouse::concat_owned(&schema, batches).map_err(|e| plan_err(e.to_string()))?;
+    Ok((Side::new(batch), origin))
+}
+
+/// Reads `columns` of a plan entry in source order, handing each batch (only the entry's
+/// rows, for a split table) to `each`; None when a column is missing (the whole check
+/// reports it).
+pub(super) fn scan(
+    wh: &Warehouse,
+    side: &'static str,
+    ft: &crate::plan::FamilyTable,
+    columns: &[String],
+    mut each: impl FnMut(&Side),
+) -> Result<Option<()>, VerifyError> {
+    let Some(meta) = wh.table(&ft.name) else {
+        return Ok(None);
+    };
+    let mut names: Vec<String> = Vec::new();
+    for c in columns {
+        let Some(m) = meta.column(c) else {
+            return Ok(None);
+        };
+        if !names.contains(&m.name) {
+            names.push(m.name.clone());
+        }
+    }
+    let read_err = |source| VerifyError::Read {
+        side,
+        table: ft.name.clone(),
+        source,
+    };
+    let plan_err = |e: String| VerifyError::Plan(format!("table '{}': {e}", ft.name));
+    for batch in wh
+        .batches_in_source_order(&meta.name, &names)
+        .map_err(read_err)?
+    {
+        let mut batch = batch.map_err(read_err)?;
+        if let Some(part) = &ft.part {
+            let mine = part.mask(&batch, side == "release").map_err(plan_err)?;
+            batch = arrow::compute::filter_record_batch(&batch, &mine)
+                .map_err(|e| plan_err(e.to_string()))?;
+        }
+        each(&Side::new(batch));
+    }
+    Ok(Some(()))
+}
+
+/// Column positions of `names` in `side` (present: [`scan`] read them).
+pub(super) fn cols(side: &Side, names: &[String]) -> Vec<usize> {
+    names.iter().filter_map(|n| side.col(n)).collect()
 }
 
 fn key_cols(
@@ -336,6 +442,25 @@ pub(super) async fn load(
     source: &Warehouse,
     release: &Warehouse,
 ) -> Result<Vec<TableData>, VerifyError> {
+    load_rows(plan, source, release, None).await
+}
+
+/// Which rows of every plan entry a partition holds: per entry, the partition of each
+/// released and of each source row, and the partition read.
+#[derive(Clone, Copy)]
+pub(super) struct Partition<'a> {
+    pub rel: &'a [Vec<u16>],
+    pub src: &'a [Vec<u16>],
+    pub part: u16,
+}
+
+/// [`load`] of every row, or of one partition's rows, each with its position in its table.
+pub(super) async fn load_rows(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    partition: Option<Partition<'_>>,
+) -> Result<Vec<TableData>, VerifyError> {
     let mut tables = Vec::with_capacity(plan.tables.len());
     for (ti, t) in plan.tables.iter().enumerate() {
         if let Some(p) = t.parent {
@@ -347,43 +472,33 @@ pub(super) async fn load(
                 )));
             }
         }
-        let src = read(source, "source", &t.name, t.part.as_ref(), &streamed(t)).await?;
-        let rel = read(release, "release", &t.name, t.part.as_ref(), &[]).await?;
+        fn keep(of: &[Vec<u16>], ti: usize, part: u16) -> Keep<'_> {
+            Keep {
+                parts: of.get(ti).map_or(&[], Vec::as_slice),
+                part,
+            }
+        }
+        let (src, src_origin) = read(
+            source,
+            "source",
+            &t.name,
+            t.part.as_ref(),
+            &streamed(t),
+            partition.map(|p| keep(p.src, ti, p.part)),
+        )
+        .await?;
+        let (rel, rel_origin) = read(
+            release,
+            "release",
+            &t.name,
+            t.part.as_ref(),
+            &[],
+            partition.map(|p| keep(p.rel, ti, p.part)),
+        )
+        .await?;
         let src_pk = key_cols(&src, "source", &t.name, &t.primary_key)?;
         let rel_pk = key_cols(&rel, "release", &t.name, &t.released_pk())?;
-        let mut content = Vec::new();
-        // Anatomy generalizes nothing (000 Ch. 3): a QI cell is the source value itself.
-        let anatomy = plan.params.model.anatomy().is_some();
-        for c in &t.columns {
-            let rule = match &c.role {
-                ColumnRole::Key | ColumnRole::Identifier => continue,
-                ColumnRole::QuasiIdentifier { .. } if anatomy => Rule::Exact { numeric: false },
-                ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
-                ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
-                    Rule::Exact { numeric: false }
-                }
-            };
-            let Some(s) = src.col(&c.name) else {
-                return Err(VerifyError::Plan(format!(
-                    "the plan lists column '{}.{}', which the source does not have",
-                    t.name, c.name
-                )));
-            };
-            // A content column missing from the release is the schema check's to report.
-            let Some(r) = rel.col(&c.name) else { continue };
-            let rule = match rule {
-                Rule::Exact { .. } => Rule::Exact {
-                    numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric(),
-                },
-                qi => qi,
-            };
-            content.push(Content {
-                name: c.name.clone(),
-                src: s,
-                rel: r,
-                rule,
-            });
-        }
+        let content = contents(plan, t, &src, &rel)?;
         let (n_src, n_rel) = (src.rows(), rel.rows());
         tables.push(TableData {
             name: t.name.clone(),
@@ -398,6 +513,9 @@ pub(super) async fn load(
             rel_fk_issues: Vec::new(),
             rel_second_path_issues: Vec::new(),
             rel_to_src: vec![None; n_rel],
+            rel_origin,
+            src_origin,
+            src_unlinked: 0,
         });
     }
 
@@ -409,16 +527,65 @@ pub(super) async fn load(
         let rel_fk = key_cols(&child.rel, "release", &t.name, &t.released_fk)?;
         let src_ref = key_cols(&parent.src, "source", &parent.name, &t.parent_key)?;
         let rel_ref = key_cols(&parent.rel, "release", &parent.name, &t.released_parent_key)?;
-        let (src_parent, _) = link(&child.src, &src_fk, &parent.src, &src_ref);
+        let (src_parent, src_issues) = link(&child.src, &src_fk, &parent.src, &src_ref);
+        let unlinked = src_issues
+            .iter()
+            .filter(|(_, i)| matches!(i, FkIssue::Dangling(_)))
+            .count();
         let (rel_parent, issues) = link(&child.rel, &rel_fk, &parent.rel, &rel_ref);
         let child = &mut tables[ti];
         child.src_parent = src_parent;
         child.rel_parent = rel_parent;
         child.rel_fk_issues = issues;
+        child.src_unlinked = unlinked;
         let second = second_paths(plan, &tables, ti)?;
         tables[ti].rel_second_path_issues = second;
     }
     Ok(tables)
+}
+
+/// The content columns of plan entry `t` present on both sides, in plan order, each with
+/// how a released cell must relate to its source cell.
+fn contents(
+    plan: &Plan,
+    t: &crate::plan::FamilyTable,
+    src: &Side,
+    rel: &Side,
+) -> Result<Vec<Content>, VerifyError> {
+    let mut content = Vec::new();
+    // Anatomy generalizes nothing (000 Ch. 3): a QI cell is the source value itself.
+    let anatomy = plan.params.model.anatomy().is_some();
+    for c in &t.columns {
+        let rule = match &c.role {
+            ColumnRole::Key | ColumnRole::Identifier => continue,
+            ColumnRole::QuasiIdentifier { .. } if anatomy => Rule::Exact { numeric: false },
+            ColumnRole::QuasiIdentifier { hierarchy } => Rule::Qi(hierarchy.clone()),
+            ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
+                Rule::Exact { numeric: false }
+            }
+        };
+        let Some(s) = src.col(&c.name) else {
+            return Err(VerifyError::Plan(format!(
+                "the plan lists column '{}.{}', which the source does not have",
+                t.name, c.name
+            )));
+        };
+        // A content column missing from the release is the schema check's to report.
+        let Some(r) = rel.col(&c.name) else { continue };
+        let rule = match rule {
+            Rule::Exact { .. } => Rule::Exact {
+                numeric: src.data_type(s).is_numeric() && rel.data_type(r).is_numeric(),
+            },
+            qi => qi,
+        };
+        content.push(Content {
+            name: c.name.clone(),
+            src: s,
+            rel: r,
+            rule,
+        });
+    }
+    Ok(content)
 }
 
 /// Each released row's second FK paths (to an ancestor of its parent) against the ancestor
@@ -427,11 +594,11 @@ fn second_paths(
     plan: &Plan,
     tables: &[TableData],
     ti: usize,
-) -> Result<Vec<(usize, String)>, VerifyError> {
+) -> Result<Vec<(usize, usize, String)>, VerifyError> {
     let t = &plan.tables[ti];
     let child = &tables[ti];
     let mut issues = Vec::new();
-    for r in &t.redundant {
+    for (path, r) in t.redundant.iter().enumerate() {
         let Some(ancestor) = tables.get(r.ancestor).filter(|_| r.ancestor < ti) else {
             return Err(VerifyError::Plan(format!(
                 "the second path of '{}' names table #{}, which is not an earlier family table",
@@ -463,6 +630,7 @@ fn second_paths(
                     .and_then(|a| ancestor.rel.key(&key, a))
                     .map_or_else(|| "no row".to_string(), |k| show_key(Some(&k)));
                 issues.push((
+                    path,
                     row,
                     format!(
                         "second path ({}) = {shown} names another {} row than its parent chain reaches ({reached})",

@@ -201,6 +201,7 @@ fn report_class(
     // Every member's tree is the class's shape: show it, so the owner sees what an
     // adversary who knows it singles out.
     let shape = render(tables, links, (0, members[0]));
+    out.at([tables[0].rel_row(members[0]), 0, 0, 0]);
     out.record(format!(
         "equivalence class of {} {noun}, fewer than k = {k}: {named}; released tree {shape}",
         members.len(),

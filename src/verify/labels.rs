@@ -20,9 +20,10 @@ use arrow::datatypes::DataType;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::data::{Content, Rule, Side, TableData};
+use super::data::{scan, Content, Rule, Side, TableData};
 use super::fates::declared_role;
 use super::keys::{key_hash, KeyIndex};
+use super::partition::NO_ENTITY;
 use super::Check;
 use super::VerifyError;
 use crate::plan::{ColumnRole, HierarchyDef, Plan};
@@ -37,6 +38,9 @@ pub(super) struct Generalized {
     pub table: usize,
     /// Index into the table's `content`.
     pub content: usize,
+    /// The column's name and rule, as the content holds them.
+    pub column: String,
+    pub rule: Rule,
     /// How many released rows show a generalized cell in this column.
     pub rows: usize,
     /// The distinct labels shown, sorted.
@@ -60,6 +64,8 @@ pub(super) fn generalized(tables: &[TableData]) -> Vec<Generalized> {
                 out.push(Generalized {
                     table: ti,
                     content: ci,
+                    column: c.name.clone(),
+                    rule: c.rule.clone(),
                     rows,
                     labels,
                 });
@@ -626,6 +632,166 @@ pub(super) async fn check(
             }
         };
         rare_identifiers.push(rare);
+    }
+    for ((_, labels), own) in searched.iter().zip(&own) {
+        for label in labels {
+            for rare in std::iter::once(own).chain(&rare_identifiers) {
+                let hits = rare.hits(label);
+                if let Some(first) = hits.first() {
+                    out.record(violation(&own.name, label, rare, first, hits.len() - 1, k));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The labels of a partitioned release ([`Generalized`] per partition) as one release's:
+/// rows added, labels put together, in plan order.
+pub(super) fn merged(parts: Vec<Vec<Generalized>>) -> Vec<Generalized> {
+    let mut out: Vec<Generalized> = Vec::new();
+    for g in parts.into_iter().flatten() {
+        match out
+            .iter_mut()
+            .find(|o| (o.table, o.content) == (g.table, g.content))
+        {
+            Some(o) => {
+                o.rows += g.rows;
+                o.labels.extend(g.labels);
+            }
+            None => out.push(g),
+        }
+    }
+    out.sort_by_key(|g| (g.table, g.content));
+    out
+}
+
+/// Values with the number of distinct entities holding each.
+type Counted = Vec<(Cow<'static, str>, usize)>;
+
+/// Distinct entities per value of one source column of plan entry `ti`, over the whole
+/// source, streamed in source order (`entity`: each source row's, [`NO_ENTITY`] for none),
+/// among the values whose first run is one of `runs`; None when the source has no such
+/// column.
+fn streamed_column(
+    plan: &Plan,
+    source: &Warehouse,
+    ti: usize,
+    column: &str,
+    entity: &[u32],
+    runs: &FxHashSet<&str>,
+) -> Result<Option<Counted>, VerifyError> {
+    let ft = &plan.tables[ti];
+    let Some(meta) = source.table(&ft.name).and_then(|m| m.column(column)) else {
+        return Ok(None);
+    };
+    if cannot_start_any(&meta.data_type, runs) {
+        return Ok(Some(Vec::new()));
+    }
+    let admits = Admits::new(runs);
+    let mut found: Holders<'static> = Holders::default();
+    let mut row = 0;
+    let read = scan(source, "source", ft, &[column.to_string()], |side| {
+        let Some(col) = side.col(column) else { return };
+        let texts = side.texts(col);
+        for r in 0..side.rows() {
+            let e = entity.get(row + r).copied().unwrap_or(NO_ENTITY);
+            let Some(v) = texts.get(r).filter(|v| admits.admits(v)) else {
+                continue;
+            };
+            if e != NO_ENTITY {
+                found.add(Cow::Owned(v.into_owned()), e as usize);
+            }
+        }
+        row += side.rows();
+    })?;
+    Ok(read.map(|()| found.counted()))
+}
+
+/// Whether every non-NULL value of source column `column` of entry `ti` is a plain number,
+/// streamed.
+fn all_numbers(
+    plan: &Plan,
+    source: &Warehouse,
+    ti: usize,
+    column: &str,
+) -> Result<bool, VerifyError> {
+    let mut all = true;
+    scan(
+        source,
+        "source",
+        &plan.tables[ti],
+        &[column.to_string()],
+        |side| {
+            let Some(col) = side.col(column) else { return };
+            let texts = side.texts(col);
+            all = all
+                && (0..side.rows())
+                    .filter_map(|r| texts.get(r))
+                    .all(|v| plain_number(&v));
+        },
+    )?;
+    Ok(all)
+}
+
+/// [`check`] over a release checked in partitions: the same search, each source column
+/// streamed from the whole source in source order, a row's entity taken from `entity` (per
+/// plan entry, per source row, found through its parent chain when the rows were assigned).
+pub(super) fn check_streamed(
+    plan: &Plan,
+    source: &Warehouse,
+    generalized: &[Generalized],
+    entity: &[Vec<u32>],
+    out: &mut Check,
+) -> Result<(), VerifyError> {
+    let searched: Vec<(&Generalized, Vec<&String>)> = generalized
+        .iter()
+        .filter(|g| member_labels(plan, &g.rule))
+        .map(|g| {
+            let labels = g
+                .labels
+                .iter()
+                .filter(|l| l.chars().any(char::is_alphanumeric))
+                .collect::<Vec<_>>();
+            (g, labels)
+        })
+        .filter(|(_, labels)| !labels.is_empty())
+        .collect();
+    if searched.is_empty() {
+        return Ok(());
+    }
+    let k = plan.params.model.min_group();
+    let own_runs: Vec<FxHashSet<&str>> = searched
+        .iter()
+        .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
+        .collect();
+    let all_runs: FxHashSet<&str> = own_runs.iter().flatten().copied().collect();
+    let none: Vec<u32> = Vec::new();
+    let entity_of = |ti: usize| entity.get(ti).unwrap_or(&none);
+    let mut own = Vec::with_capacity(searched.len());
+    for ((g, _), runs) in searched.iter().zip(&own_runs) {
+        let name = format!("{}.{}", plan.tables[g.table].name, g.column);
+        let found = streamed_column(plan, source, g.table, &g.column, entity_of(g.table), runs)?
+            .unwrap_or_default();
+        let numbers = found.iter().any(|(v, _)| long_number(v))
+            && all_numbers(plan, source, g.table, &g.column)?;
+        own.push(Rare::of(name, found, k, numbers));
+    }
+    let mut rare_identifiers = Vec::new();
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        for c in &ft.columns {
+            let declared = declared_role(&plan.labels, &ft.name, &c.name);
+            let identifier =
+                matches!(declared, Some(Role::Identifier)) || c.role == ColumnRole::Identifier;
+            if !identifier {
+                continue;
+            }
+            let found = streamed_column(plan, source, ti, &c.name, entity_of(ti), &all_runs)?;
+            if let Some(found) = found {
+                let name = format!("{}.{}", ft.name, c.name);
+                rare_identifiers.push(Rare::of(name, found, k, false));
+            }
+        }
     }
     for ((_, labels), own) in searched.iter().zip(&own) {
         for label in labels {

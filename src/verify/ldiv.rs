@@ -138,7 +138,7 @@ pub(super) fn valid_bounds(bounds: &[f64]) -> bool {
 fn encode(
     tables: &[TableData],
     ti: usize,
-    name: &str,
+    (name, at): (&str, usize),
     col: usize,
     buckets: Option<&[f64]>,
     out: &mut Check,
@@ -152,6 +152,7 @@ fn encode(
         let value = match classify(cell.as_deref(), buckets) {
             Ok(v) => v,
             Err(why) => {
+                out.at([0, ti, at, t.rel_row(row)]);
                 let what = match why {
                     Unbucketed::NotNumeric => "is not a number",
                     Unbucketed::Outside => "lies outside",
@@ -198,7 +199,7 @@ fn sensitive(
             return Err(VerifyError::Plan(format!("no plan for table '{}'", t.name)));
         };
         let mut cols = Vec::new();
-        for c in &pt.columns {
+        for (at, c) in pt.columns.iter().enumerate() {
             let ColumnRole::Sensitive { buckets } = &c.role else {
                 continue;
             };
@@ -215,6 +216,8 @@ fn sensitive(
                 .iter()
                 .find(|x| x.name == c.name && matches!(x.rule, Rule::Exact { .. }));
             let Some(content) = found else {
+                // The plan's and the release's shape, alike in every partition.
+                out.shared_at([0, ti, at, 0]);
                 out.record(format!(
                     "{}.{} is missing from the release, so its diversity cannot be checked",
                     t.name, c.name
@@ -224,7 +227,7 @@ fn sensitive(
             cols.push(encode(
                 tables,
                 ti,
-                &c.name,
+                (&c.name, at),
                 content.rel,
                 buckets.as_deref(),
                 out,
@@ -279,6 +282,7 @@ pub(super) fn check(
             steps_left: budget.saturating_add(vertices),
         };
         if let Err(failure) = search.group(&roots) {
+            out.at([1, tables[0].rel_row(members[0]), 0, 0]);
             // Out of budget nothing is known either way: say "not proven", not "not".
             let verdict = match failure {
                 Failure::Budget => "is not proven",

@@ -26,6 +26,19 @@
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
 //!
+//! A release of more than a few million rows is checked a partition at a time, in bounded
+//! memory, with the verdict the whole check gives (`partition` assigns, `partitioned`
+//! runs): entities go to partitions by a hash of their root's released QI cells, so every
+//! equivalence class lies in one; each partition is read (both sides, rows in source order
+//! with their positions in the whole tables) and runs key atomicity, truthfulness,
+//! k-anonymity, l-diversity and the collection of generalized labels, and every violation
+//! carries its place in the whole check's order ([`Check::merged`]). What needs every row
+//! runs once, streamed: which columns determine a QI (twins), the holders of each value
+//! (labels), the counts. Where a partition could word a finding otherwise (a repeated
+//! released key, a key map sending two keys to one source key, a released row under
+//! another parent than its source row's, a key-less entity table) the release is checked
+//! whole, as are anatomies. `RELANON_VERIFY_PARTITIONS` forces the number (a test hook).
+//!
 //! Under the anatomy model (000 Ch. 3) QI values are published exactly and there is no
 //! k-anonymity to check: schema, declared roles and truthfulness read QI cells as exact
 //! values and the SA side's tables as released beside the family, and the `anatomy` family
@@ -46,6 +59,8 @@ mod keys;
 mod labels;
 mod ldiv;
 mod matching;
+mod partition;
+mod partitioned;
 mod schema;
 mod truth;
 mod twins;
@@ -91,6 +106,26 @@ pub struct Check {
     pub violations: Vec<String>,
     /// Every violation found, including those not kept.
     pub violation_count: usize,
+    /// Where each kept violation stands in the whole check's order, so the checks of
+    /// partitions merge into the order one check of everything records ([`Check::merged`]).
+    #[serde(skip)]
+    places: Vec<Place>,
+    /// The place the next violation is recorded at.
+    #[serde(skip)]
+    place: Place,
+    /// How many violations were recorded at a place every partition shares.
+    #[serde(skip)]
+    shared: usize,
+}
+
+/// A violation's position in the whole check's order: what the check loops over, outermost
+/// first (a table, a phase, a row of the whole table, ...), compared in that order.
+/// `shared`: a finding every partition makes alike (about the key map or the plan, not a
+/// row), kept from the first partition only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    at: [u64; 4],
+    shared: bool,
 }
 
 /// A broken release can produce a violation per row; past this many only the count grows.
@@ -105,13 +140,33 @@ impl Check {
             name,
             violations: Vec::new(),
             violation_count: 0,
+            places: Vec::new(),
+            place: Place::default(),
+            shared: 0,
         }
+    }
+
+    /// Records the next violations at `at` (see [`Place`]): positions in the whole release,
+    /// never in a partition of it.
+    fn at(&mut self, at: [usize; 4]) {
+        self.place = Place {
+            at: at.map(|n| n as u64),
+            shared: false,
+        };
+    }
+
+    /// Records the next violations at `at` as findings every partition makes alike.
+    fn shared_at(&mut self, at: [usize; 4]) {
+        self.at(at);
+        self.place.shared = true;
     }
 
     fn record(&mut self, violation: impl Into<String>) {
         self.violation_count += 1;
+        self.shared += usize::from(self.place.shared);
         if self.violations.len() < KEPT_VIOLATIONS {
             self.violations.push(violation.into());
+            self.places.push(self.place);
         }
     }
 
@@ -119,9 +174,37 @@ impl Check {
     /// in turn (`later` keeps its own first violations, so the kept ones are the same).
     fn absorb(&mut self, later: Check) {
         self.violation_count += later.violation_count;
+        self.shared += later.shared;
         let room = KEPT_VIOLATIONS.saturating_sub(self.violations.len());
         self.violations
             .extend(later.violations.into_iter().take(room));
+        self.places.extend(later.places.into_iter().take(room));
+    }
+
+    /// One check of the whole release from the same check of each partition: the
+    /// violations in the whole check's order (each partition records in that order, so its
+    /// first kept are the first of the whole among its own), shared findings once.
+    fn merged(name: &'static str, parts: Vec<Check>) -> Check {
+        let mut out = Check::new(name);
+        let mut all: Vec<(Place, String)> = Vec::new();
+        for (i, part) in parts.into_iter().enumerate() {
+            let again = if i == 0 { 0 } else { part.shared };
+            out.violation_count += part.violation_count - again;
+            out.shared += part.shared - again;
+            all.extend(
+                part.places
+                    .into_iter()
+                    .zip(part.violations)
+                    .filter(|(place, _)| i == 0 || !place.shared),
+            );
+        }
+        // Stable: equal places keep the order one partition recorded them in.
+        all.sort_by_key(|(place, _)| place.at);
+        for (place, violation) in all.into_iter().take(KEPT_VIOLATIONS) {
+            out.violations.push(violation);
+            out.places.push(place);
+        }
+        out
     }
 
     pub fn passed(&self) -> bool {
@@ -224,7 +307,8 @@ fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> 
 /// k-anonymity of QI-isomorphism classes, labels without rare values, twins of generalized
 /// QIs, row counts (against `report` when given) and,
 /// under the l-diversity model, l-diversity of every class; under anatomy the anatomy family
-/// in place of k-anonymity.
+/// in place of k-anonymity. A large release is checked a partition at a time
+/// ([`partition`]), with the verdict the whole check gives.
 pub async fn verify(
     plan: &Plan,
     source: &Warehouse,
@@ -232,11 +316,14 @@ pub async fn verify(
     keys: Keys<'_>,
     report: Option<&serde_json::Value>,
 ) -> Result<Verdict, VerifyError> {
-    verify_with_budget(plan, source, release, keys, report, ldiv::BUDGET).await
+    verify_in(plan, source, release, keys, report, ldiv::BUDGET, None).await
 }
 
 /// [`verify`] with the l-diversity search's per-EC step budget as a parameter, so tests can
 /// run it out.
+/// Checks in one partition, the whole check, and in 2, 3 and 7 partitions, and asserts the
+/// verdicts (or errors) are the same: every fixture routed through here tests partitioning.
+#[cfg(test)]
 async fn verify_with_budget(
     plan: &Plan,
     source: &Warehouse,
@@ -244,6 +331,60 @@ async fn verify_with_budget(
     keys: Keys<'_>,
     report: Option<&serde_json::Value>,
     budget: usize,
+) -> Result<Verdict, VerifyError> {
+    let shown = |v: &Result<Verdict, VerifyError>| match v {
+        Ok(v) => format!(
+            "{}\n{:?}",
+            serde_json::to_string_pretty(v).unwrap_or_default(),
+            v.class_sizes
+        ),
+        Err(e) => format!("error: {e}"),
+    };
+    let whole = verify_in(plan, source, release, keys, report, budget, Some(1)).await;
+    for parts in [2, 3, 7] {
+        let split = verify_in(plan, source, release, keys, report, budget, Some(parts)).await;
+        assert_eq!(
+            shown(&split),
+            shown(&whole),
+            "the verdict in {parts} partitions differs from the whole check's"
+        );
+    }
+    whole
+}
+
+/// A test hook: the number of partitions verify checks a release in, in place of the one
+/// its size gives ([`partition::count`]), so the integration tests can check a small release
+/// in several through the binary. Read here only.
+const PARTITIONS_VAR: &str = "RELANON_VERIFY_PARTITIONS";
+
+/// How many partitions `release` is checked in: [`PARTITIONS_VAR`] when set to a number,
+/// else by the released rows.
+fn partitions(plan: &Plan, release: &Warehouse) -> usize {
+    if let Some(n) = std::env::var(PARTITIONS_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return n.max(1);
+    }
+    let mut names: Vec<&str> = plan.tables.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let rows = names
+        .iter()
+        .map(|n| release.row_count(n).unwrap_or(0))
+        .sum();
+    partition::count(rows)
+}
+
+/// [`verify`] in `parts` partitions (None: as [`partitions`] says).
+async fn verify_in(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: Keys<'_>,
+    report: Option<&serde_json::Value>,
+    budget: usize,
+    parts: Option<usize>,
 ) -> Result<Verdict, VerifyError> {
     let hiers = hierarchies(plan)?;
 
@@ -253,19 +394,60 @@ async fn verify_with_budget(
     let mut fates = Check::new("declared roles");
     fates::check(plan, release, &mut fates);
 
+    // Anatomy's groups are checked whole.
+    let parts = parts.unwrap_or_else(|| partitions(plan, release));
+    if parts > 1 && plan.params.model.anatomy().is_none() {
+        let setting = partitioned::Setting {
+            plan,
+            source,
+            release,
+            keys: &keys,
+            hiers: &hiers,
+            budget,
+        };
+        let first = [schema.clone(), fates.clone()];
+        if let Some(verdict) = partitioned::verify(&setting, parts, first, report).await? {
+            return Ok(verdict);
+        }
+    }
+    whole(
+        plan,
+        source,
+        release,
+        keys,
+        report,
+        budget,
+        &hiers,
+        [schema, fates],
+    )
+    .await
+}
+
+/// The whole check: every family table of both sides held at once.
+#[allow(clippy::too_many_arguments)]
+async fn whole(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: Keys<'_>,
+    report: Option<&serde_json::Value>,
+    budget: usize,
+    hiers: &HashMap<String, hier::Hier>,
+    [schema, fates]: [Check; 2],
+) -> Result<Verdict, VerifyError> {
     let mut tables = data::load(plan, source, release).await?;
 
     let mut atomic = Check::new("key atomicity");
     atomicity::check(plan, &tables, &mut atomic);
 
     let mut truth = Check::new("truthfulness");
-    truth::check(plan, &mut tables, &keys, &hiers, &mut truth)?;
+    truth::check(plan, &mut tables, &keys, hiers, &mut truth)?;
 
     if plan.params.model.anatomy().is_some() {
         // An anatomy publishes QI values exactly: there is no k-anonymity of the QI side to
         // check, and its groups are what the verdict counts.
         let mut counts = Check::new("counts");
-        counts::check(&tables, report, &mut counts);
+        counts::check(&counts::rows(&tables), report, &mut counts);
         let (family, groups) = anatomy::check(plan, release, &tables, &keys).await?;
         let mut checks = vec![schema, fates, atomic, truth, counts];
         checks.extend(family);
@@ -290,7 +472,7 @@ async fn verify_with_budget(
     twins::check(plan, &tables, &generalized, &classes, &mut twins);
 
     let mut counts = Check::new("counts");
-    counts::check(&tables, report, &mut counts);
+    counts::check(&counts::rows(&tables), report, &mut counts);
 
     let mut checks = vec![schema, fates, atomic, truth, kanon, leaks, twins, counts];
     if plan.params.model.diversity().is_some() {

@@ -499,7 +499,15 @@ async fn run_with(
     write_sqlite(&rp, rel);
     let source = Warehouse::open(&sp).await.expect("open source");
     let release = Warehouse::open(&rp).await.expect("open release");
-    verify(plan, &source, &release, keys, report).await
+    verify_with_budget(
+        plan,
+        &source,
+        &release,
+        keys,
+        report,
+        crate::verify::ldiv::BUDGET,
+    )
+    .await
 }
 
 async fn run(src: &[Table], rel: &[Table], report: Option<&Value>) -> Verdict {
@@ -961,16 +969,36 @@ async fn parquet_release_passes() {
     write_parquet(&rp, &release_db());
     let source = Warehouse::open(&sp).await.expect("open source");
     let release = Warehouse::open(&rp).await.expect("open release");
-    let v = verify(
+    let v = verify_with_budget(
         &plan(2),
         &source,
         &release,
         Keys::Preserved,
         Some(&report()),
+        crate::verify::ldiv::BUDGET,
     )
     .await
     .expect("verify runs");
     assert!(v.passed(), "{}", v.summary());
+    // The release is read from files a batch at a time: it is checked in partitions, not
+    // handed back to the whole check.
+    let keys = Keys::Preserved;
+    let hiers = hierarchies(&plan(2)).expect("hierarchies");
+    let plan = plan(2);
+    let setting = partitioned::Setting {
+        plan: &plan,
+        source: &source,
+        release: &release,
+        keys: &keys,
+        hiers: &hiers,
+        budget: crate::verify::ldiv::BUDGET,
+    };
+    let first = [Check::new("schema"), Check::new("declared roles")];
+    let split = partitioned::verify(&setting, 3, first, Some(&report()))
+        .await
+        .expect("verify runs")
+        .expect("checked in partitions");
+    assert_eq!(split.class_sizes, v.class_sizes);
 }
 
 #[tokio::test]

@@ -83,7 +83,7 @@ impl Translation<'_> {
 }
 
 /// Pair `i`'s released key, in the plan's released column order.
-fn released_key(pairs: &TableKeys, i: usize, perm: &[usize]) -> Vec<String> {
+pub(super) fn released_key(pairs: &TableKeys, i: usize, perm: &[usize]) -> Vec<String> {
     perm.iter().map(|&c| pairs.released_text(i, c)).collect()
 }
 
@@ -95,6 +95,47 @@ fn translation<'m>(
     released_rows: usize,
     out: &mut Check,
 ) -> Result<Option<Translation<'m>>, VerifyError> {
+    // The key map is the whole release's: every partition finds its repeats alike.
+    out.shared_at([0; 4]);
+    let Some((tk, perm, released_perm)) = key_columns(ft, map, released_rows)? else {
+        return Ok(None);
+    };
+    // Each pair's arity is its columns' (`TableKeys::push` refuses others).
+    let released_key = |i: usize| Some(released_key(tk, i, &released_perm));
+    let index = KeyIndex::new(tk.len(), released_key, key_hash);
+    let m = Translation {
+        pairs: tk,
+        perm,
+        released_perm,
+        index,
+    };
+    let repeats = m.index.repeats(|j| m.released(j), key_hash);
+    for (i, first) in repeats {
+        let (kept, other) = (m.source(first), m.source(i));
+        if kept != other {
+            out.record(format!(
+                "the key map sends {} key {} to two source keys ({} and {})",
+                ft.name,
+                show_key(m.released(i).as_deref()),
+                show_key(Some(&kept)),
+                show_key(Some(&other))
+            ));
+        }
+    }
+    Ok(Some(m))
+}
+
+/// A table's key-map pairs, with [`key_columns`]' column orders.
+pub(super) type KeyColumns<'m> = (&'m TableKeys, Vec<usize>, Vec<usize>);
+
+/// The key map's pairs for one table, with per PK column of the plan its column in the
+/// pairs' source keys and per released key column its column in their released keys; None
+/// for a table the map leaves out and that released no rows.
+pub(super) fn key_columns<'m>(
+    ft: &FamilyTable,
+    map: &'m KeyMap,
+    released_rows: usize,
+) -> Result<Option<KeyColumns<'m>>, VerifyError> {
     let entry = map.tables.get(&ft.name).or_else(|| {
         map.tables
             .iter()
@@ -151,29 +192,7 @@ fn translation<'m>(
             expected: format!("released as {}", released_pk.join(", ")),
         });
     };
-    // Each pair's arity is its columns' (`TableKeys::push` refuses others).
-    let released_key = |i: usize| Some(released_key(tk, i, &released_perm));
-    let index = KeyIndex::new(tk.len(), released_key, key_hash);
-    let m = Translation {
-        pairs: tk,
-        perm,
-        released_perm,
-        index,
-    };
-    let repeats = m.index.repeats(|j| m.released(j), key_hash);
-    for (i, first) in repeats {
-        let (kept, other) = (m.source(first), m.source(i));
-        if kept != other {
-            out.record(format!(
-                "the key map sends {} key {} to two source keys ({} and {})",
-                ft.name,
-                show_key(m.released(i).as_deref()),
-                show_key(Some(&kept)),
-                show_key(Some(&other))
-            ));
-        }
-    }
-    Ok(Some(m))
+    Ok(Some((tk, perm, released_perm)))
 }
 
 /// How a released row's key resolved, found on every thread; what it means for the check
@@ -220,7 +239,10 @@ fn by_key(
             Ok((m, found))
         },
     );
-    let (translate, found) = translate?;
+    let (translate, mut found) = translate?;
+    for place in &mut found.places {
+        place.at[0] = ti as u64;
+    }
     out.absorb(found);
     let lookups: Vec<Lookup> = (0..t.rel.rows())
         .into_par_iter()
@@ -240,6 +262,7 @@ fn by_key(
     let mut claimed: Vec<Option<usize>> = vec![None; t.src.rows()];
     let mut mapped = vec![None; t.rel.rows()];
     for (r, lookup) in lookups.into_iter().enumerate() {
+        out.at([ti, 1, t.rel_row(r), t.rel_row(r)]);
         let rk = || t.rel.key(&t.rel_pk, r);
         match lookup {
             Lookup::NullKey => {}
@@ -284,7 +307,7 @@ fn by_key(
 
 fn source_name(t: &TableData, s: usize) -> String {
     if t.src_pk.is_empty() {
-        format!("{} source row {}", t.name, s + 1)
+        format!("{} source row {}", t.name, t.src_row(s) + 1)
     } else {
         format!(
             "{} key {}",
@@ -307,6 +330,7 @@ fn check_pairs(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, o
         .map(|b| {
             let mut block = Check::new(out.name);
             for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
+                block.at([ti, 2, tables[ti].rel_row(r), 0]);
                 check_pair(tables, ti, r, hiers, &mut block);
             }
             block
@@ -489,8 +513,10 @@ fn by_content(
         let Some((rels, srcs)) = groups.get(&g) else {
             continue;
         };
+        let first = rels.first().map_or(0, |&r| t.rel_row(r));
         for (i, pairing) in pair_group(t, rels, srcs, &columns).into_iter().enumerate() {
             let r = rels[i];
+            out.at([ti, 1, first, t.rel_row(r)]);
             match pairing {
                 Pairing::Paired(s) => mapped[r] = Some(s),
                 Pairing::NoCandidate => out.record(format!(

@@ -17,11 +17,12 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::data::{Rule, TableData, Value};
+use super::data::{cols, scan, Rule, TableData, Value};
 use super::kanon::{self, Classes};
 use super::labels::Generalized;
-use super::Check;
-use crate::plan::Plan;
+use super::{Check, VerifyError};
+use crate::plan::{ColumnRole, Plan};
+use crate::warehouse::Warehouse;
 
 /// Which of the QI columns `qis` (source columns of `t`) source column `col` determines (see
 /// the module comment), in one pass over the column that compares QI cells without copying
@@ -72,45 +73,210 @@ fn determines(t: &TableData, col: usize, qis: &[usize]) -> Vec<bool> {
     alive.iter().zip(&several).map(|(a, s)| *a && *s).collect()
 }
 
+/// [`determines`] of one column, a batch at a time: the same decision with each value and
+/// each QI cell held as a hash (equal values hash alike; two values sharing a 64-bit hash are
+/// taken for one).
+struct Streamed {
+    /// Per value seen: its slot in `first`.
+    seen: FxHashMap<u64, usize>,
+    /// The QI cells' hashes of the first row holding each value, `qis` per slot.
+    first: Vec<u64>,
+    alive: Vec<bool>,
+    several: Vec<bool>,
+    origin: Option<Vec<u64>>,
+    held: usize,
+    /// Decided that it determines nothing.
+    none: bool,
+}
+
+impl Streamed {
+    fn new(qis: usize) -> Streamed {
+        Streamed {
+            seen: FxHashMap::default(),
+            first: Vec::new(),
+            alive: vec![true; qis],
+            several: vec![false; qis],
+            origin: None,
+            held: 0,
+            none: false,
+        }
+    }
+
+    /// One row: the column's value, and the hashes of its QI cells; `rows`: the table's.
+    fn row(&mut self, value: u64, cells: &[u64], rows: usize) {
+        if self.none {
+            return;
+        }
+        self.held += 1;
+        let origin = self.origin.get_or_insert_with(|| cells.to_vec());
+        for ((several, &c), &o) in self.several.iter_mut().zip(cells).zip(origin.iter()) {
+            *several = *several || c != o;
+        }
+        let n = cells.len();
+        match self.seen.get(&value) {
+            Some(&slot) => {
+                let before = &self.first[slot * n..(slot + 1) * n];
+                for ((alive, &c), &b) in self.alive.iter_mut().zip(cells).zip(before) {
+                    *alive = *alive && c == b;
+                }
+                self.none = !self.alive.contains(&true);
+            }
+            None => {
+                self.seen.insert(value, self.seen.len());
+                self.first.extend_from_slice(cells);
+                // Nearly unique whatever follows: let the values go.
+                if self.seen.len() * 2 > rows {
+                    self.none = true;
+                    self.seen = FxHashMap::default();
+                    self.first = Vec::new();
+                }
+            }
+        }
+    }
+
+    fn decided(&self) -> Vec<bool> {
+        if self.none || self.held == 0 || self.seen.len() * 2 > self.held {
+            return vec![false; self.alive.len()];
+        }
+        self.alive
+            .iter()
+            .zip(&self.several)
+            .map(|(a, s)| *a && *s)
+            .collect()
+    }
+}
+
+fn value_hash(v: &Option<Value<'_>>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    v.hash(&mut h);
+    h.finish()
+}
+
+/// Which QI column each column published unchanged (SENSITIVE, INSENSITIVE) determines in
+/// the whole source, every family table streamed once in source order: (table, twin, QI) by
+/// name. What a partition holds cannot say it: determining is a property of all the rows.
+pub(super) fn determined(
+    plan: &Plan,
+    source: &Warehouse,
+) -> Result<Vec<(usize, String, String)>, VerifyError> {
+    let mut out = Vec::new();
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        let qis: Vec<String> = ft.qi_columns().map(|(c, _)| c.to_string()).collect();
+        let candidates: Vec<String> = ft
+            .columns
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.role,
+                    ColumnRole::Sensitive { .. } | ColumnRole::Insensitive
+                )
+            })
+            .map(|c| c.name.clone())
+            .collect();
+        if qis.is_empty() || candidates.is_empty() {
+            continue;
+        }
+        let rows = source.row_count(&ft.name).unwrap_or(usize::MAX);
+        let mut state: Vec<Streamed> = candidates
+            .iter()
+            .map(|_| Streamed::new(qis.len()))
+            .collect();
+        let wanted: Vec<String> = candidates.iter().chain(&qis).cloned().collect();
+        let read = scan(source, "source", ft, &wanted, |side| {
+            let (cand_at, qi_at) = (cols(side, &candidates), cols(side, &qis));
+            let mut cells = vec![0u64; qi_at.len()];
+            for r in 0..side.rows() {
+                for (cell, &q) in cells.iter_mut().zip(&qi_at) {
+                    *cell = value_hash(&side.value(q, r));
+                }
+                for (st, &c) in state.iter_mut().zip(&cand_at) {
+                    if let Some(v) = side.value(c, r) {
+                        st.row(value_hash(&Some(v)), &cells, rows);
+                    }
+                }
+            }
+        })?;
+        if read.is_none() {
+            continue;
+        }
+        for (st, twin) in state.iter().zip(&candidates) {
+            for (of, qi) in st.decided().into_iter().zip(&qis) {
+                if of {
+                    out.push((ti, twin.clone(), qi.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A column published unchanged that determines a generalized QI column of its table.
-struct Twin {
+pub(super) struct Twin {
     table: usize,
     /// Index into the table's `content`: the twin, and the QI it determines.
     twin: usize,
     qi: usize,
     /// Released rows whose QI cell is generalized.
     generalized: usize,
-}
-
-impl Twin {
-    fn name(&self, tables: &[TableData]) -> String {
-        let t = &tables[self.table];
-        format!("{}.{}", t.name, t.content[self.twin].name)
-    }
-
-    fn qi_name(&self, tables: &[TableData]) -> String {
-        let t = &tables[self.table];
-        format!("{}.{}", t.name, t.content[self.qi].name)
-    }
+    /// `table.column` of the twin and of the QI, as violations name them.
+    name: String,
+    qi_name: String,
 }
 
 /// Every twin of a generalized QI column, by QI in plan order, then by twin. Each column
 /// published unchanged is read once for all of its table's generalized QIs, on every thread.
 fn find(tables: &[TableData], generalized: &[Generalized]) -> Vec<Twin> {
+    pick(tables, generalized, |_, t, candidates, qis| {
+        let qis: Vec<usize> = qis.iter().map(|&q| t.content[q].src).collect();
+        candidates
+            .par_iter()
+            .map(|&ci| determines(t, t.content[ci].src, &qis))
+            .collect()
+    })
+}
+
+/// [`find`] with which column determines which already known (`determined`: (table, twin,
+/// QI) by name, over the whole source).
+pub(super) fn find_known(
+    tables: &[TableData],
+    generalized: &[Generalized],
+    determined: &[(usize, String, String)],
+) -> Vec<Twin> {
+    pick(tables, generalized, |ti, t, candidates, qis| {
+        candidates
+            .iter()
+            .map(|&ci| {
+                qis.iter()
+                    .map(|&q| {
+                        determined.iter().any(|(dt, twin, qi)| {
+                            *dt == ti && *twin == t.content[ci].name && *qi == t.content[q].name
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+/// The twins of generalized QIs, `decide` telling for a table which of its candidate
+/// columns (content indices) determines which of its generalized QIs (content indices).
+fn pick(
+    tables: &[TableData],
+    generalized: &[Generalized],
+    decide: impl Fn(usize, &TableData, &[usize], &[usize]) -> Vec<Vec<bool>>,
+) -> Vec<Twin> {
     let mut twins = Vec::new();
     for (ti, t) in tables.iter().enumerate() {
         let mine: Vec<&Generalized> = generalized.iter().filter(|g| g.table == ti).collect();
         if mine.is_empty() {
             continue;
         }
-        let qis: Vec<usize> = mine.iter().map(|g| t.content[g.content].src).collect();
+        let qis: Vec<usize> = mine.iter().map(|g| g.content).collect();
         let candidates: Vec<usize> = (0..t.content.len())
             .filter(|&ci| matches!(t.content[ci].rule, Rule::Exact { .. }))
             .collect();
-        let found: Vec<Vec<bool>> = candidates
-            .par_iter()
-            .map(|&ci| determines(t, t.content[ci].src, &qis))
-            .collect();
+        let found = decide(ti, t, &candidates, &qis);
         for (q, g) in mine.iter().enumerate() {
             for (&ci, of) in candidates.iter().zip(&found) {
                 if of[q] {
@@ -119,6 +285,8 @@ fn find(tables: &[TableData], generalized: &[Generalized]) -> Vec<Twin> {
                         twin: ci,
                         qi: g.content,
                         generalized: g.rows,
+                        name: format!("{}.{}", t.name, t.content[ci].name),
+                        qi_name: format!("{}.{}", t.name, t.content[g.content].name),
                     });
                 }
             }
@@ -179,10 +347,13 @@ impl<'a> Relabel<'a> {
 
 /// Entities (entity rows) that fall in a class smaller than `k` under `relabel`, having been
 /// in a class of at least `k` (`base`: each entity's class size in the release), each with
-/// the size of its new class.
+/// the size of its new class, by the entity's position in the whole release.
 fn newly_small(relabel: &Relabel<'_>, base: &[usize], k: usize) -> Vec<(usize, usize)> {
     let labels = |t: usize, r: usize| relabel.labels(t, r);
     let trees = kanon::forms(relabel.tables, &labels);
+    let Some(entity) = relabel.tables.first() else {
+        return Vec::new();
+    };
     let mut out: Vec<(usize, usize)> = kanon::classes(&trees)
         .into_iter()
         .filter(|members| members.len() < k)
@@ -191,6 +362,7 @@ fn newly_small(relabel: &Relabel<'_>, base: &[usize], k: usize) -> Vec<(usize, u
             members.into_iter().map(move |r| (r, size))
         })
         .filter(|&(r, _)| base.get(r).is_some_and(|&b| b >= k))
+        .map(|(r, size)| (entity.rel_row(r), size))
         .collect();
     out.sort_unstable();
     out
@@ -217,6 +389,63 @@ fn entities(n: usize) -> &'static str {
     }
 }
 
+/// What counting twins as known does: the entities (by position in the whole release, with
+/// their new class's size) newly in a class smaller than k, for all twins at once and, when
+/// that finds any, for each twin alone.
+#[derive(Debug, Default)]
+pub(super) struct Effects {
+    joint: Vec<(usize, usize)>,
+    alone: Vec<Vec<(usize, usize)>>,
+}
+
+impl Effects {
+    /// The effects over a release from those over each of its partitions: classes lie in
+    /// one partition, so the entities are the partitions' together.
+    pub(super) fn merged(parts: Vec<Effects>, twins: usize) -> Effects {
+        let mut out = Effects {
+            joint: Vec::new(),
+            alone: vec![Vec::new(); twins],
+        };
+        for part in parts {
+            out.joint.extend(part.joint);
+            for (all, mine) in out.alone.iter_mut().zip(part.alone) {
+                all.extend(mine);
+            }
+        }
+        out.joint.sort_unstable();
+        for all in &mut out.alone {
+            all.sort_unstable();
+        }
+        out
+    }
+}
+
+/// [`Effects`] of `twins` on the classes `base` of `tables` (a release or a partition).
+pub(super) fn effects(tables: &[TableData], twins: &[Twin], base: &Classes, k: usize) -> Effects {
+    if twins.is_empty() {
+        return Effects::default();
+    }
+    let base = class_sizes(base);
+    let all: Vec<&Twin> = twins.iter().collect();
+    let joint = newly_small(&Relabel::new(tables, &all), &base, k);
+    if joint.is_empty() {
+        return Effects {
+            joint,
+            alone: vec![Vec::new(); twins.len()],
+        };
+    }
+    // One twin alone finds what all of them find.
+    let alone = if twins.len() == 1 {
+        vec![joint.clone()]
+    } else {
+        twins
+            .iter()
+            .map(|twin| newly_small(&Relabel::new(tables, &[twin]), &base, k))
+            .collect()
+    };
+    Effects { joint, alone }
+}
+
 /// Fails each (twin, QI) pair whose twin, counted as known, leaves entities in classes
 /// smaller than k that were not there before.
 pub(super) fn check(
@@ -230,31 +459,24 @@ pub(super) fn check(
         return;
     }
     let twins = find(tables, generalized);
-    if twins.is_empty() {
-        return;
-    }
     let k = plan.params.model.min_group();
-    let base = class_sizes(base);
-    let all: Vec<&Twin> = twins.iter().collect();
-    let joint = newly_small(&Relabel::new(tables, &all), &base, k);
-    if joint.is_empty() {
+    let found = effects(tables, &twins, base, k);
+    word(&twins, &found, k, out);
+}
+
+/// Records what `found` says of `twins`: a violation per twin that alone leaves entities in
+/// small classes, and one for the entities only the twins together do.
+pub(super) fn word(twins: &[Twin], found: &Effects, k: usize, out: &mut Check) {
+    if found.joint.is_empty() {
         return;
     }
-    let mut explained = vec![false; base.len()];
-    for twin in &twins {
-        // One twin alone finds what all of them find.
-        let alone = if twins.len() == 1 {
-            joint.clone()
-        } else {
-            newly_small(&Relabel::new(tables, &[twin]), &base, k)
-        };
+    let mut explained: Vec<usize> = Vec::new();
+    for (twin, alone) in twins.iter().zip(&found.alone) {
         let Some(smallest) = alone.iter().map(|&(_, size)| size).min() else {
             continue;
         };
-        for &(r, _) in &alone {
-            explained[r] = true;
-        }
-        let (name, qi) = (twin.name(tables), twin.qi_name(tables));
+        explained.extend(alone.iter().map(|&(r, _)| r));
+        let (name, qi) = (&twin.name, &twin.qi_name);
         out.record(format!(
             "{name} determines {qi} (generalized in {} released rows) and is published unchanged: {} released {} smaller than k = {k} when it is counted as known (smallest: {smallest}); give {name} the role of {qi}",
             twin.generalized,
@@ -262,11 +484,16 @@ pub(super) fn check(
             entities(alone.len()),
         ));
     }
-    let rest: Vec<&(usize, usize)> = joint.iter().filter(|(r, _)| !explained[*r]).collect();
+    explained.sort_unstable();
+    let rest: Vec<&(usize, usize)> = found
+        .joint
+        .iter()
+        .filter(|(r, _)| explained.binary_search(r).is_err())
+        .collect();
     if let Some(smallest) = rest.iter().map(|&&(_, size)| size).min() {
         let pairs: Vec<String> = twins
             .iter()
-            .map(|tw| format!("{} (of {})", tw.name(tables), tw.qi_name(tables)))
+            .map(|tw| format!("{} (of {})", tw.name, tw.qi_name))
             .collect();
         out.record(format!(
             "{} together: {} released {} smaller than k = {k} when they are counted as known (smallest: {smallest}); give each the role of the column it determines",

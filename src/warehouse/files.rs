@@ -247,6 +247,31 @@ pub(super) fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>),
     plain_types(schema, batches).map_err(|e| err(&e))
 }
 
+/// A Parquet file's rows in file order and plain types, only the columns at `columns` (their
+/// positions in the file's schema, ascending), read a batch at a time as the iterator is
+/// driven: a table larger than memory can be scanned.
+pub(super) fn scan_parquet(
+    path: &Path,
+    columns: Vec<usize>,
+) -> Result<impl Iterator<Item = Result<RecordBatch, WarehouseError>>, WarehouseError> {
+    let builder = parquet_reader(path)?;
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), columns);
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|e| parquet_error(path, one_line(e)))?;
+    let path = path.to_path_buf();
+    Ok(reader.map(move |batch| {
+        let batch = batch.map_err(|e| parquet_error(&path, one_line(e)))?;
+        let (_, mut plain) = plain_types(batch.schema(), vec![batch])
+            .map_err(|e| parquet_error(&path, one_line(e)))?;
+        // One batch in, one batch out.
+        plain
+            .pop()
+            .ok_or_else(|| parquet_error(&path, "a batch was lost in casting".to_string()))
+    }))
+}
+
 /// The plain Arrow type a column is held as: one string type and one binary type whatever
 /// the writer chose (views, large offsets or dictionaries), so every module sees the same
 /// types from Parquet, CSV and SQLite alike.

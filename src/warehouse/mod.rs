@@ -637,6 +637,39 @@ impl Warehouse {
         })
     }
 
+    /// The columns `columns` of the whole table, in table order, a batch at a time in the
+    /// order the source holds its rows (file order; SQLite's scan order), never the whole
+    /// table at once: a scan that numbers rows numbers them alike every time, which a query
+    /// does not promise ([`Warehouse::table_in_source_order`]).
+    pub fn batches_in_source_order(
+        &self,
+        table: &str,
+        columns: &[String],
+    ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch, WarehouseError>> + '_>, WarehouseError>
+    {
+        let ti = self.resolve_table(table)?;
+        let t = &self.tables[ti];
+        let mut at: Vec<usize> = columns
+            .iter()
+            .map(|c| t.resolve_column(c))
+            .collect::<Result<_, _>>()?;
+        at.sort_unstable();
+        at.dedup();
+        let (_, rows) = &self.loaded[ti];
+        match rows {
+            Rows::Memory(batches) => Ok(Box::new(batches.iter().map(move |b| {
+                b.project(&at).map_err(|e| {
+                    WarehouseError::Message(format!(
+                        "cannot read table '{}': {}",
+                        t.name,
+                        one_line(e)
+                    ))
+                })
+            }))),
+            Rows::Parquet { path, .. } => Ok(Box::new(files::scan_parquet(path, at)?)),
+        }
+    }
+
     /// Refuses a source whose Parquet files changed since `open`: the queries read the files
     /// again, so a run that saw two versions of one table must not be committed.
     pub fn unchanged(&self) -> Result<(), WarehouseError> {

@@ -565,3 +565,54 @@ proptest! {
         prop_assert!(verdict.passed(), "{}\n{}", verdict.summary(), made.text);
     }
 }
+
+/// Runs the binary's `verify` on the release in `dir` with `RELANON_VERIFY_PARTITIONS` (the
+/// test hook that forces how many partitions verify checks in) set to `parts`.
+fn verify_in_partitions(dir: &std::path::Path, parts: usize) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_relanon"))
+        .current_dir(dir)
+        .args(["verify", "random.sql", "--key-map", "keys.json"])
+        .env("RELANON_VERIFY_PARTITIONS", parts.to_string())
+        .output()
+        .expect("the relanon binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+proptest! {
+    #![proptest_config(Config { cases: cases("RELANON_WAREHOUSE_CASES", 24), rng_seed: RngSeed::Fixed(20261127), failure_persistence: None, ..Config::default() })]
+
+    /// Verify checks a release in partitions with the verdict of the whole check: a random
+    /// snowflake's release (the baselines' too, which break k-anonymity) verifies to the same
+    /// text and exit code whole and in 3 partitions.
+    #[test]
+    fn partitions_give_the_whole_checks_verdict(
+        w in warehouse(),
+        baseline in prop::bool::ANY,
+    ) {
+        let w = if baseline { Warehouse { algorithm: "universal", ..w } } else { w };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = build(&w, dir.path());
+        std::fs::write(dir.path().join("random.sql"), &text).expect("write declarations");
+        let req = Request {
+            text,
+            base: dir.path().to_path_buf(),
+            origin: "random.sql".into(),
+            key_map: Some(dir.path().join("keys.json")),
+            allow_unverified: true,
+            ..Request::default()
+        };
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        if rt.block_on(anonymize(&req, &Progress::new())).is_err() {
+            // A refusal the data rules out: nothing was released to verify.
+            return Ok(());
+        }
+        let whole = verify_in_partitions(dir.path(), 1);
+        prop_assert!(whole.0 == Some(0) || whole.0 == Some(1), "{}", whole.2);
+        let split = verify_in_partitions(dir.path(), 3);
+        prop_assert_eq!(&split, &whole, "{}", req.text);
+    }
+}

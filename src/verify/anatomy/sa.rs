@@ -92,7 +92,7 @@ pub(super) async fn read(
             sides.push(None);
             continue;
         };
-        let side = read_side(release, "release", &meta.name, None, &[]).await?;
+        let (side, _) = read_side(release, "release", &meta.name, None, &[], None).await?;
         sides.push(Some(side));
     }
     match variant {

@@ -1,0 +1,435 @@
+//! Partitions of a release, so it is checked a part at a time in bounded memory.
+//!
+//! Every released entity (root row) goes to partition `hash(its released QI cells) % P`, and
+//! every released row with its entity: a child row to its released parent's partition, a row
+//! whose FK names no released row to partition 0 (where it is still checked, and reported
+//! as today). QI-isomorphic trees have equal roots, so each equivalence class lies in one
+//! partition. A source row goes with the released row that claims it (through the key map, or
+//! by equal key when keys are preserved); a source row no released row claims (suppressed)
+//! is read by no partition; a key-less table's source rows go with their source parent.
+//!
+//! One streamed pass over every family table of both sides (in source order, a batch at a
+//! time) assigns every row; what is held is a partition number per row, the entity of each
+//! source row (the labels check counts holders over the whole source) and, for the table
+//! being assigned and its parent, a hash per key. Where that could make a partition's
+//! verdict differ from the whole check's (a released key that repeats or whose hash does, a
+//! key map that sends two released keys to one source key, source rows of one key claimed
+//! by two partitions, a key-less entity table, a missing column), the assignment declines
+//! and the whole check runs.
+
+use super::data::{cols, scan};
+use super::keys::key_hash;
+use super::truth::{key_columns, released_key};
+use super::{counts, Keys, VerifyError};
+use crate::plan::{FamilyTable, Plan};
+use crate::warehouse::Warehouse;
+
+/// A source row no partition reads.
+pub(super) const UNREAD: u16 = u16::MAX;
+/// A source row whose parent chain breaks: it belongs to no entity.
+pub(super) const NO_ENTITY: u32 = u32::MAX;
+
+/// Released rows per partition. The whole check holds about 450 bytes per released row
+/// (both sides, links, indexes: TPC-H SF 1, 7.7 M released rows, peaked at 3.26 GiB), so a
+/// partition of 2 M rows holds about 1 GiB, well under the 8 GiB a run may use with the
+/// assignment, the key map and the labels check's streams beside it.
+const ROWS_PER_PARTITION: usize = 2_000_000;
+
+/// How many partitions a release of `released` rows is checked in: at least one.
+pub(super) fn count(released: usize) -> usize {
+    released
+        .div_ceil(ROWS_PER_PARTITION)
+        .clamp(1, usize::from(UNREAD - 1))
+}
+
+/// Where every row of every plan entry goes.
+pub(super) struct Assignment {
+    pub parts: usize,
+    /// Per entry, the partition of each released row, in source order.
+    pub rel: Vec<Vec<u16>>,
+    /// Per entry, the partition of each source row ([`UNREAD`]: none).
+    pub src: Vec<Vec<u16>>,
+    /// Per entry, the entity (row of the entity table) of each source row ([`NO_ENTITY`]).
+    pub entity: Vec<Vec<u32>>,
+    /// Per entry, its released and source rows.
+    pub rows: Vec<counts::Rows>,
+}
+
+/// Whether a release can be checked in partitions, and how.
+pub(super) enum Layout {
+    /// Checked whole; the reason, for the progress line of a test, never shown as a finding.
+    Whole,
+    Parts(Assignment),
+}
+
+/// Hashes of keys with what they lead to, sorted by hash: a parent's key to its partition
+/// (and entity), looked up by its children's FKs.
+#[derive(Default)]
+struct Index {
+    entries: Vec<(u64, u16, u32)>,
+}
+
+impl Index {
+    fn push(&mut self, key: &[String], part: u16, entity: u32) {
+        self.entries.push((key_hash(key), part, entity));
+    }
+
+    /// Sorted, keeping the first of equal hashes first; false when two keys share a hash and
+    /// disagree on `what` (a repeated key, or a hash collision, leads two ways).
+    fn seal(&mut self, what: impl Fn(&(u64, u16, u32)) -> (u16, u32)) -> bool {
+        self.entries.sort_by_key(|e| e.0);
+        self.entries
+            .windows(2)
+            .all(|w| w[0].0 != w[1].0 || what(&w[0]) == what(&w[1]))
+    }
+
+    /// Sorted; false when two keys share a hash (a repeated key, or a collision).
+    fn unique(&mut self) -> bool {
+        self.entries.sort_by_key(|e| e.0);
+        self.entries.windows(2).all(|w| w[0].0 != w[1].0)
+    }
+
+    fn get(&self, key: &[String]) -> Option<(u16, u32)> {
+        let h = key_hash(key);
+        let at = self.entries.partition_point(|e| e.0 < h);
+        self.entries
+            .get(at)
+            .filter(|e| e.0 == h)
+            .map(|e| (e.1, e.2))
+    }
+}
+
+/// The root's released QI columns a partition is chosen by: all but those a twin could
+/// reveal (`revealed`), so classes counted with twins known stay in one partition too.
+fn root_columns(plan: &Plan, revealed: &[String]) -> Vec<String> {
+    plan.tables.first().map_or_else(Vec::new, |root| {
+        root.qi_columns()
+            .map(|(c, _)| c.to_string())
+            .filter(|c| !revealed.iter().any(|r| r.eq_ignore_ascii_case(c)))
+            .collect()
+    })
+}
+
+/// State of the pass: per entry what its children look their parents up in.
+struct Pass<'a> {
+    plan: &'a Plan,
+    parts: usize,
+    /// Per entry, its released parent rows by the released key its children name.
+    rel_parents: Vec<Index>,
+    /// Released keys are traced through a key map.
+    keyed_by_map: bool,
+    /// Per entry, its source parent rows by the source key its children name.
+    src_parents: Vec<Index>,
+    out: Assignment,
+}
+
+/// Assigns every row of every family table to one of `parts` partitions, or declines.
+/// `revealed`: root QI columns a twin may reveal (not hashed).
+pub(super) async fn assign(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: &Keys<'_>,
+    parts: usize,
+    revealed: &[String],
+) -> Result<Layout, VerifyError> {
+    if plan.tables.first().is_none_or(|t| t.primary_key.is_empty()) {
+        return Ok(Layout::Whole /* the entity table has no key */);
+    }
+    let n = plan.tables.len();
+    let mut pass = Pass {
+        plan,
+        parts,
+        rel_parents: (0..n).map(|_| Index::default()).collect(),
+        keyed_by_map: matches!(keys, Keys::Map(_)),
+        src_parents: (0..n).map(|_| Index::default()).collect(),
+        out: Assignment {
+            parts,
+            rel: Vec::with_capacity(n),
+            src: Vec::with_capacity(n),
+            entity: Vec::with_capacity(n),
+            rows: Vec::with_capacity(n),
+        },
+    };
+    let root = root_columns(plan, revealed);
+    // Released keys per table name: the entries of a split table release into one table.
+    let mut released_keys: Vec<(String, Vec<u64>)> = Vec::new();
+    for (ti, ft) in plan.tables.iter().enumerate() {
+        if ft.parent.is_some_and(|p| p >= ti) {
+            return Ok(Layout::Whole /* a table before its parent */);
+        }
+        let Some(claims) = pass
+            .released(release, ti, &root, &mut released_keys)
+            .await?
+        else {
+            return Ok(
+                Layout::Whole, /* a released key repeats or a column is missing */
+            );
+        };
+        let claims = match claims_of(ft, keys, claims, pass.out.rel[ti].len())? {
+            Some(c) => c,
+            None => {
+                return Ok(
+                    Layout::Whole, /* the key map cannot be read per partition */
+                );
+            }
+        };
+        if !pass.source(source, ti, claims).await? {
+            return Ok(Layout::Whole /* source keys lead to two partitions */);
+        }
+    }
+    for (_, mut hashes) in released_keys {
+        hashes.sort_unstable();
+        if hashes.windows(2).any(|w| w[0] == w[1]) {
+            return Ok(Layout::Whole /* a released key repeats */);
+        }
+    }
+    Ok(Layout::Parts(pass.out))
+}
+
+/// How a table's source rows are found: by the released rows that claim them (their source
+/// keys' index), or through their source parent.
+enum Claims {
+    ByKey(Index),
+    ByParent,
+}
+
+/// The source keys the released rows of `ft` claim, from the released keys' index `released`
+/// (None: traced by content). None when the key map cannot be read per partition (the whole
+/// check says why) or sends two released keys to one source key.
+fn claims_of(
+    ft: &FamilyTable,
+    keys: &Keys<'_>,
+    released: Option<Index>,
+    released_rows: usize,
+) -> Result<Option<Claims>, VerifyError> {
+    let Some(released) = released else {
+        return Ok(Some(Claims::ByParent));
+    };
+    let Keys::Map(map) = keys else {
+        return Ok(Some(Claims::ByKey(released)));
+    };
+    let Ok(found) = key_columns(ft, map, released_rows) else {
+        return Ok(None);
+    };
+    let Some((tk, perm, released_perm)) = found else {
+        return Ok(Some(Claims::ByKey(Index::default())));
+    };
+    let mut claims = Index::default();
+    for i in 0..tk.len() {
+        let Some((part, _)) = released.get(&released_key(tk, i, &released_perm)) else {
+            continue;
+        };
+        let source: Vec<String> = perm.iter().map(|&c| tk.source_text(i, c)).collect();
+        claims.push(&source, part, 0);
+    }
+    // Two claims of one source key: a finding of the whole check, whose partitions may
+    // differ.
+    if !claims.unique() {
+        return Ok(None);
+    }
+    Ok(Some(Claims::ByKey(claims)))
+}
+
+impl Pass<'_> {
+    /// Assigns the released rows of entry `ti`; indexes the keys its children name and, when
+    /// its rows are traced by key, its own released keys (returned). None: a key repeats
+    /// among the parent keys, or a column is missing.
+    async fn released(
+        &mut self,
+        release: &Warehouse,
+        ti: usize,
+        root: &[String],
+        released_keys: &mut Vec<(String, Vec<u64>)>,
+    ) -> Result<Option<Option<Index>>, VerifyError> {
+        let plan = self.plan;
+        let ft = &plan.tables[ti];
+        let pk = ft.released_pk();
+        let children: Vec<usize> = (0..plan.tables.len())
+            .filter(|&c| plan.tables[c].parent == Some(ti))
+            .collect();
+        let mut wanted: Vec<String> = pk.clone();
+        wanted.extend(ft.released_fk.iter().cloned());
+        if ft.parent.is_none() {
+            wanted.extend(root.iter().cloned());
+        }
+        for &c in &children {
+            wanted.extend(plan.tables[c].released_parent_key.iter().cloned());
+        }
+        if let Some(part) = &ft.part {
+            wanted.extend(part.split_released.iter().cloned());
+        }
+        let mut parts: Vec<u16> = Vec::new();
+        let mut own = Index::default();
+        let mut hashes: Vec<u64> = Vec::new();
+        let mut kids: Vec<Index> = children.iter().map(|_| Index::default()).collect();
+        let parent = ft.parent.map(|_| std::mem::take(&mut self.rel_parents[ti]));
+        let modulo = self.parts as u64;
+        let found = scan(release, "release", ft, &wanted, |side| {
+            let (pk_at, fk_at, root_at) = (
+                cols(side, &pk),
+                cols(side, &ft.released_fk),
+                cols(side, root),
+            );
+            let kid_at: Vec<Vec<usize>> = children
+                .iter()
+                .map(|&c| cols(side, &plan.tables[c].released_parent_key))
+                .collect();
+            for r in 0..side.rows() {
+                let part = match &parent {
+                    None => {
+                        let cells: Vec<Option<String>> =
+                            root_at.iter().map(|&c| side.cell(c, r)).collect();
+                        (cells_hash(&cells) % modulo) as u16
+                    }
+                    Some(index) => side
+                        .key(&fk_at, r)
+                        .and_then(|k| index.get(&k))
+                        .map_or(0, |(p, _)| p),
+                };
+                parts.push(part);
+                if let Some(k) = side.key(&pk_at, r).filter(|_| !pk_at.is_empty()) {
+                    hashes.push(key_hash(&k));
+                    own.push(&k, part, 0);
+                }
+                for (kid, at) in kids.iter_mut().zip(&kid_at) {
+                    if let Some(k) = side.key(at, r) {
+                        kid.push(&k, part, 0);
+                    }
+                }
+            }
+        })?;
+        if found.is_none() {
+            return Ok(None);
+        }
+        for (mut kid, &c) in kids.into_iter().zip(&children) {
+            // A key two parent rows share makes a child's FK ambiguous: the whole check's.
+            if !kid.unique() {
+                return Ok(None);
+            }
+            self.rel_parents[c] = kid;
+        }
+        let repeats = {
+            hashes.sort_unstable();
+            hashes.windows(2).any(|w| w[0] == w[1])
+        };
+        if repeats {
+            return Ok(None);
+        }
+        match released_keys.iter_mut().find(|(n, _)| *n == ft.name) {
+            Some((_, all)) => all.extend(hashes),
+            None if ft.part.is_some() => released_keys.push((ft.name.clone(), hashes)),
+            None => {}
+        }
+        self.out.rel.push(parts);
+        if pk.is_empty() || !self.traced_by_key(ti) {
+            return Ok(Some(None));
+        }
+        // Unique: the hashes were.
+        own.unique();
+        Ok(Some(Some(own)))
+    }
+
+    /// Assigns the source rows of entry `ti` (by `claims`, or through their source parent)
+    /// and their entities; indexes the keys its children name. False: one source key leads
+    /// to two partitions or entities, so a partition's links could differ from the whole's.
+    async fn source(
+        &mut self,
+        source: &Warehouse,
+        ti: usize,
+        claims: Claims,
+    ) -> Result<bool, VerifyError> {
+        let plan = self.plan;
+        let ft = &plan.tables[ti];
+        let children: Vec<usize> = (0..plan.tables.len())
+            .filter(|&c| plan.tables[c].parent == Some(ti))
+            .collect();
+        let mut wanted: Vec<String> = ft.primary_key.clone();
+        wanted.extend(ft.parent_fk.iter().cloned());
+        for &c in &children {
+            wanted.extend(plan.tables[c].parent_key.iter().cloned());
+        }
+        if let Some(part) = &ft.part {
+            wanted.extend(part.split_source.iter().cloned());
+        }
+        let parent = ft.parent.map(|_| std::mem::take(&mut self.src_parents[ti]));
+        if parent.is_none() && matches!(claims, Claims::ByParent) {
+            return Ok(false);
+        }
+        // A streamed identifier is found by its row's key: a key two rows share must not be.
+        let streamed = !super::data::streamed(ft).is_empty();
+        let mut hashes: Vec<u64> = Vec::new();
+        let (mut parts, mut entities) = (Vec::new(), Vec::new());
+        let mut kids: Vec<Index> = children.iter().map(|_| Index::default()).collect();
+        let found = scan(source, "source", ft, &wanted, |side| {
+            let (pk_at, fk_at) = (cols(side, &ft.primary_key), cols(side, &ft.parent_fk));
+            let kid_at: Vec<Vec<usize>> = children
+                .iter()
+                .map(|&c| cols(side, &plan.tables[c].parent_key))
+                .collect();
+            for r in 0..side.rows() {
+                let up = parent
+                    .as_ref()
+                    .and_then(|index| index.get(&side.key(&fk_at, r)?));
+                let entity = match &parent {
+                    None => u32::try_from(entities.len()).unwrap_or(NO_ENTITY),
+                    Some(_) => up.map_or(NO_ENTITY, |(_, e)| e),
+                };
+                let key = side.key(&pk_at, r);
+                let part = match &claims {
+                    Claims::ByKey(index) => key.as_ref().and_then(|k| index.get(k)).map(|c| c.0),
+                    Claims::ByParent => up.map(|(p, _)| p),
+                };
+                let part = part.unwrap_or(UNREAD);
+                if let (true, Some(k)) = (streamed, &key) {
+                    hashes.push(key_hash(k));
+                }
+                for (kid, at) in kids.iter_mut().zip(&kid_at) {
+                    if let Some(k) = side.key(at, r) {
+                        kid.push(&k, part, entity);
+                    }
+                }
+                parts.push(part);
+                entities.push(entity);
+            }
+        })?;
+        if found.is_none() {
+            return Ok(false);
+        }
+        hashes.sort_unstable();
+        if hashes.windows(2).any(|w| w[0] == w[1]) {
+            return Ok(false);
+        }
+        for (mut kid, &c) in kids.into_iter().zip(&children) {
+            if !kid.seal(|e| (e.1, e.2)) {
+                return Ok(false);
+            }
+            self.src_parents[c] = kid;
+        }
+        let released = self.out.rel.get(ti).map_or(0, Vec::len);
+        self.out
+            .rows
+            .push((ft.name.clone(), released as u64, parts.len() as u64));
+        self.out.src.push(parts);
+        self.out.entity.push(entities);
+        Ok(true)
+    }
+
+    /// Whether the released rows of entry `ti` are traced to source rows by key (as
+    /// truthfulness does): a released key that is the source's own, or any through a key map.
+    fn traced_by_key(&self, ti: usize) -> bool {
+        let ft = &self.plan.tables[ti];
+        let released = ft.released_pk();
+        let same_key = released.len() == ft.primary_key.len()
+            && released.iter().all(|c| ft.primary_key.contains(c));
+        !released.is_empty() && (same_key || self.keyed_by_map)
+    }
+}
+
+/// A fixed hash of a row's cells, NULLs included.
+fn cells_hash(cells: &[Option<String>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    cells.hash(&mut h);
+    h.finish()
+}
