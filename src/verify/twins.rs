@@ -73,17 +73,20 @@ fn determines(t: &TableData, col: usize, qis: &[usize]) -> Vec<bool> {
     alive.iter().zip(&several).map(|(a, s)| *a && *s).collect()
 }
 
-/// [`determines`] of one column, a batch at a time: the same decision with each value and
-/// each QI cell held as a hash (equal values hash alike; two values sharing a 64-bit hash are
-/// taken for one).
+/// A cell held past its batch.
+type Held = Option<Value<'static>>;
+
+/// [`determines`] of one column, a batch at a time: the same decision, each value and each
+/// QI cell held as itself, so two values are one only when they are equal (a hash shared by
+/// two values would take them for one and could miss a twin).
 struct Streamed {
     /// Per value seen: its slot in `first`.
-    seen: FxHashMap<u64, usize>,
-    /// The QI cells' hashes of the first row holding each value, `qis` per slot.
-    first: Vec<u64>,
+    seen: FxHashMap<Value<'static>, usize>,
+    /// The QI cells of the first row holding each value, `qis` per slot.
+    first: Vec<Held>,
     alive: Vec<bool>,
     several: Vec<bool>,
-    origin: Option<Vec<u64>>,
+    origin: Option<Vec<Held>>,
     held: usize,
     /// Decided that it determines nothing.
     none: bool,
@@ -102,28 +105,28 @@ impl Streamed {
         }
     }
 
-    /// One row: the column's value, and the hashes of its QI cells; `rows`: the table's.
-    fn row(&mut self, value: u64, cells: &[u64], rows: usize) {
+    /// One row: the column's value, and its QI cells; `rows`: the table's.
+    fn row(&mut self, value: Value<'static>, cells: &[Held], rows: usize) {
         if self.none {
             return;
         }
         self.held += 1;
         let origin = self.origin.get_or_insert_with(|| cells.to_vec());
-        for ((several, &c), &o) in self.several.iter_mut().zip(cells).zip(origin.iter()) {
+        for ((several, c), o) in self.several.iter_mut().zip(cells).zip(origin.iter()) {
             *several = *several || c != o;
         }
         let n = cells.len();
         match self.seen.get(&value) {
             Some(&slot) => {
                 let before = &self.first[slot * n..(slot + 1) * n];
-                for ((alive, &c), &b) in self.alive.iter_mut().zip(cells).zip(before) {
+                for ((alive, c), b) in self.alive.iter_mut().zip(cells).zip(before) {
                     *alive = *alive && c == b;
                 }
                 self.none = !self.alive.contains(&true);
             }
             None => {
                 self.seen.insert(value, self.seen.len());
-                self.first.extend_from_slice(cells);
+                self.first.extend(cells.iter().cloned());
                 // Nearly unique whatever follows: let the values go.
                 if self.seen.len() * 2 > rows {
                     self.none = true;
@@ -146,11 +149,14 @@ impl Streamed {
     }
 }
 
-fn value_hash(v: &Option<Value<'_>>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    v.hash(&mut h);
-    h.finish()
+/// `v` owned, to be held past its batch.
+fn held(v: Value<'_>) -> Value<'static> {
+    match v {
+        Value::Int(i) => Value::Int(i),
+        Value::Float(f) => Value::Float(f),
+        Value::Bool(b) => Value::Bool(b),
+        Value::Text(t) => Value::Text(std::borrow::Cow::Owned(t.into_owned())),
+    }
 }
 
 /// Which QI column each column published unchanged (SENSITIVE, INSENSITIVE) determines in
@@ -185,14 +191,14 @@ pub(super) fn determined(
         let wanted: Vec<String> = candidates.iter().chain(&qis).cloned().collect();
         let read = scan(source, "source", ft, &wanted, |side| {
             let (cand_at, qi_at) = (cols(side, &candidates), cols(side, &qis));
-            let mut cells = vec![0u64; qi_at.len()];
+            let mut cells: Vec<Held> = vec![None; qi_at.len()];
             for r in 0..side.rows() {
                 for (cell, &q) in cells.iter_mut().zip(&qi_at) {
-                    *cell = value_hash(&side.value(q, r));
+                    *cell = side.value(q, r).map(held);
                 }
                 for (st, &c) in state.iter_mut().zip(&cand_at) {
                     if let Some(v) = side.value(c, r) {
-                        st.row(value_hash(&Some(v)), &cells, rows);
+                        st.row(held(v), &cells, rows);
                     }
                 }
             }
