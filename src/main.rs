@@ -74,6 +74,10 @@ async fn on_signal() {
 #[cfg(unix)]
 async fn wait_for_signal() -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
+    // A file-size limit reached (SIGXFSZ) is caught rather than left to kill the process: the
+    // write then fails (EFBIG) and the run ends with its error and removes what it staged, as
+    // on a full disk. Held for the life of the process.
+    let _file_size = signal(SignalKind::from_raw(libc::SIGXFSZ));
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),

@@ -237,3 +237,33 @@ fn a_run_killed_between_shards_leaves_no_release_and_the_next_cleans_up() {
     let second = std::fs::read(d.join("sales-release.sqlite")).expect("released");
     assert!(first == second, "same seed, same shards: the same release");
 }
+
+/// A write that fails while the shards are written (a file-size limit stands in for a full
+/// disk): one line naming the file and the cause, exit 2, no release, nothing staged left.
+#[cfg(unix)]
+#[test]
+fn a_write_failing_while_shards_are_written_ends_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let decl = realworld_workspace(d, "sales", "sales", &[]);
+    let script = format!(
+        "ulimit -f 1; exec '{}' anonymize '{}' --shards 3",
+        env!("CARGO_BIN_EXE_relanon"),
+        decl.to_str().expect("UTF-8")
+    );
+    let o = std::process::Command::new("bash")
+        .current_dir(d)
+        .args(["-c", &script])
+        .env_remove("RELANON_FAILPOINT")
+        .output()
+        .expect("run relanon");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot write") && err.contains("too large"),
+        "{err}"
+    );
+    assert!(!d.join("sales-release.sqlite").exists(), "no release");
+    assert!(hidden(d).is_empty(), "debris: {:?}", hidden(d));
+}
