@@ -35,8 +35,9 @@ pub struct AnonymizeArgs {
     /// single-table baselines; such a release must never be published).
     #[arg(long)]
     allow_unverified: bool,
-    /// Split the entities into N shards, each with its whole tree, anonymized one at a time
-    /// (contiguous ranges of the shape order; each shard holds at least k entities).
+    /// Split the entities into N shards, each with its whole tree, read from the source and
+    /// anonymized one at a time (contiguous ranges of the shape order; each shard holds at
+    /// least k entities), for a family larger than memory.
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
 }
