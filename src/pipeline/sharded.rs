@@ -142,11 +142,12 @@ impl Whole<'_> {
     /// Materializes one shard's generalization, moves its ids past the shards before, writes
     /// its tables as parts and adds its key map, statistics, classes and tallies.
     async fn add(&mut self, shard: &Forest, g: Generalization, again: bool) -> Result<()> {
-        let kept = g.kept.clone();
-        let mut m = release::materialize(self.plan, shard, &Output::Generalized(g))?;
+        let out = Output::Generalized(g);
+        let mut m = release::materialize(self.plan, shard, &out)?;
         self.tally
-            .add(self.plan, shard, &kept, &m.tables, again)
+            .add(self.plan, shard, out.kept(), &m.tables, again)
             .await?;
+        drop(out);
         self.offsets.shift(self.plan, &mut m)?;
         for t in &m.tables {
             self.parts.write(&t.name, &t.batch)?;

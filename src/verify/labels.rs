@@ -561,29 +561,12 @@ pub(super) async fn check(
     generalized: &[Generalized],
     out: &mut Check,
 ) -> Result<(), VerifyError> {
-    // A label without a letter or digit (the root `*`) can hold no searched value.
-    let searched: Vec<(&Generalized, Vec<&String>)> = generalized
-        .iter()
-        .filter(|g| member_labels(plan, &tables[g.table].content[g.content].rule))
-        .map(|g| {
-            let labels = g
-                .labels
-                .iter()
-                .filter(|l| l.chars().any(char::is_alphanumeric))
-                .collect::<Vec<_>>();
-            (g, labels)
-        })
-        .filter(|(_, labels)| !labels.is_empty())
-        .collect();
+    let (searched, own_runs) = searched(plan, generalized);
     if searched.is_empty() {
         return Ok(());
     }
     let k = plan.params.model.min_group();
     let entity = entities(tables);
-    let own_runs: Vec<FxHashSet<&str>> = searched
-        .iter()
-        .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
-        .collect();
     let all_runs: FxHashSet<&str> = own_runs.iter().flatten().copied().collect();
     // (table, source column, name, runs) of every column searched that the source side
     // holds: each QI's own, then the identifiers read with their table, each once, on every
@@ -734,16 +717,15 @@ fn all_numbers(
     Ok(all)
 }
 
-/// [`check`] over a release checked in partitions: the same search, each source column
-/// streamed from the whole source in source order, a row's entity taken from `entity` (per
-/// plan entry, per source row, found through its parent chain when the rows were assigned).
-pub(super) fn check_streamed(
-    plan: &Plan,
-    source: &Warehouse,
-    generalized: &[Generalized],
-    entity: &[Vec<u32>],
-    out: &mut Check,
-) -> Result<(), VerifyError> {
+/// Searched columns with their labels, and each one's runs.
+type Searched<'g> = (
+    Vec<(&'g Generalized, Vec<&'g String>)>,
+    Vec<FxHashSet<&'g str>>,
+);
+
+/// The generalized columns whose labels are searched, each with its labels that can hold a
+/// value (a label without a letter or digit, the root `*`, holds none) and their runs.
+fn searched<'g>(plan: &Plan, generalized: &'g [Generalized]) -> Searched<'g> {
     let searched: Vec<(&Generalized, Vec<&String>)> = generalized
         .iter()
         .filter(|g| member_labels(plan, &g.rule))
@@ -757,14 +739,28 @@ pub(super) fn check_streamed(
         })
         .filter(|(_, labels)| !labels.is_empty())
         .collect();
+    let own_runs = searched
+        .iter()
+        .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
+        .collect();
+    (searched, own_runs)
+}
+
+/// [`check`] over a release checked in partitions: the same search, each source column
+/// streamed from the whole source in source order, a row's entity taken from `entity` (per
+/// plan entry, per source row, found through its parent chain when the rows were assigned).
+pub(super) fn check_streamed(
+    plan: &Plan,
+    source: &Warehouse,
+    generalized: &[Generalized],
+    entity: &[Vec<u32>],
+    out: &mut Check,
+) -> Result<(), VerifyError> {
+    let (searched, own_runs) = searched(plan, generalized);
     if searched.is_empty() {
         return Ok(());
     }
     let k = plan.params.model.min_group();
-    let own_runs: Vec<FxHashSet<&str>> = searched
-        .iter()
-        .map(|(_, labels)| labels.iter().flat_map(|l| runs(l)).collect())
-        .collect();
     let all_runs: FxHashSet<&str> = own_runs.iter().flatten().copied().collect();
     let none: Vec<u32> = Vec::new();
     let entity_of = |ti: usize| entity.get(ti).unwrap_or(&none);

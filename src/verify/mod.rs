@@ -320,9 +320,9 @@ pub async fn verify(
 }
 
 /// [`verify`] with the l-diversity search's per-EC step budget as a parameter, so tests can
-/// run it out.
-/// Checks in one partition, the whole check, and in 2, 3 and 7 partitions, and asserts the
-/// verdicts (or errors) are the same: every fixture routed through here tests partitioning.
+/// run it out. Checks in one partition (the whole check) and in 2, 3 and 7 partitions, and
+/// asserts the verdicts (or errors) are the same: every fixture routed through here tests
+/// partitioning.
 #[cfg(test)]
 async fn verify_with_budget(
     plan: &Plan,
