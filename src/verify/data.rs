@@ -451,6 +451,8 @@ pub(super) async fn load(
 pub(super) struct Partition<'a> {
     pub rel: &'a [Vec<u16>],
     pub src: &'a [Vec<u16>],
+    /// Per entry, the partition of each key-map pair of its table (None: every pair is read).
+    pub pairs: &'a [Option<Vec<u16>>],
     pub part: u16,
 }
 

@@ -32,13 +32,27 @@ impl KeyIndex {
         key: impl Fn(usize) -> Option<Vec<String>> + Sync,
         hash: fn(&[String]) -> u64,
     ) -> KeyIndex {
+        KeyIndex::among(rows, |i| i, key, hash)
+    }
+
+    /// Rows `row(0) .. row(n - 1)` (ascending) by `key`, as [`KeyIndex::new`] indexes all:
+    /// a partition's rows of a table whose other rows it never looks up.
+    pub(super) fn among(
+        n: usize,
+        row: impl Fn(usize) -> usize + Sync,
+        key: impl Fn(usize) -> Option<Vec<String>> + Sync,
+        hash: fn(&[String]) -> u64,
+    ) -> KeyIndex {
         let mut index = KeyIndex {
-            first: HashMap::with_capacity(rows),
+            first: HashMap::with_capacity(n),
             later: HashMap::new(),
             nulls: Vec::new(),
         };
-        let hashed = |r: usize| key(r).map(|k| hash(&k));
-        in_row_order(rows, hashed, |r, h| {
+        let hashed = |i: usize| {
+            let r = row(i);
+            (r, key(r).map(|k| hash(&k)))
+        };
+        in_row_order(n, hashed, |_, (r, h)| {
             let Some(h) = h else {
                 index.nulls.push(r);
                 return;
@@ -171,6 +185,19 @@ mod tests {
             assert_eq!(index.nulls(), [2]);
             assert_eq!(index.repeats(key, hash), [(3, 0), (5, 0)]);
         }
+    }
+
+    #[test]
+    fn an_index_among_some_rows_finds_them_and_no_other() {
+        let keys = keys();
+        let key = |r: usize| keys[r].clone();
+        // Rows 2, 3, 5: "a" first at 3 (row 0 is not among them), the NULL at 2.
+        let among = [2, 3, 5];
+        let index = KeyIndex::among(among.len(), |i| among[i], key, key_hash);
+        assert_eq!(index.find(&wanted("a"), key, key_hash), Some(3));
+        assert_eq!(index.find(&wanted("b"), key, key_hash), None);
+        assert_eq!(index.nulls(), [2]);
+        assert_eq!(index.repeats(key, key_hash), [(5, 3)]);
     }
 
     #[test]

@@ -218,17 +218,32 @@ impl<'r> Admits<'r> {
     }
 }
 
-/// Distinct entities per value, counted as (value, entity) pairs come.
-#[derive(Default)]
+/// Distinct entities per value, counted as (value, entity) pairs come, up to `k`: a value k
+/// entities hold is not rare however many more do, so what is held per value stays small
+/// whatever the number of rows (a date column of sixty million line items holds a few
+/// thousand values with k holders each).
 struct Holders<'v> {
     ids: FxHashMap<Cow<'v, str>, usize>,
-    pairs: Vec<(usize, usize)>,
+    /// Per value (by id), its first distinct holders, at most `k`.
+    held: Vec<Vec<usize>>,
+    k: usize,
 }
 
 impl<'v> Holders<'v> {
+    fn new(k: usize) -> Holders<'v> {
+        Holders {
+            ids: FxHashMap::default(),
+            held: Vec::new(),
+            k,
+        }
+    }
+
     fn add(&mut self, v: Cow<'v, str>, entity: usize) {
         let id = self.id(v);
-        self.pairs.push((id, entity));
+        let held = &mut self.held[id];
+        if held.len() < self.k && !held.contains(&entity) {
+            held.push(entity);
+        }
     }
 
     /// A value held by a row whose entity is unknown: searched, its holders not counted.
@@ -242,33 +257,34 @@ impl<'v> Holders<'v> {
             None => {
                 let id = self.ids.len();
                 self.ids.insert(v, id);
+                self.held.push(Vec::new());
                 id
             }
         }
     }
 
-    /// Each value with the number of distinct entities holding it.
-    fn counted(mut self) -> Vec<(Cow<'v, str>, usize)> {
-        self.pairs.sort_unstable();
-        self.pairs.dedup();
-        let mut count = vec![0usize; self.ids.len()];
-        for (id, _) in self.pairs {
-            count[id] += 1;
-        }
-        self.ids.into_iter().map(|(v, id)| (v, count[id])).collect()
+    /// Each value with the number of distinct entities holding it, or `k` for k or more.
+    fn counted(self) -> Vec<(Cow<'v, str>, usize)> {
+        let held = self.held;
+        self.ids
+            .into_iter()
+            .map(|(v, id)| (v, held[id].len()))
+            .collect()
     }
 }
 
 /// The values of source column `col` of `t` whose first alphanumeric run is one of `runs`,
-/// each with the number of distinct entities holding it (`entity`: each source row's).
+/// each with the number of distinct entities holding it (`entity`: each source row's), or
+/// `k` for k or more.
 fn holders<'t>(
     t: &'t TableData,
     col: usize,
     entity: &[Option<usize>],
     runs: &FxHashSet<&str>,
+    k: usize,
 ) -> Vec<(Cow<'t, str>, usize)> {
     let admits = Admits::new(runs);
-    let mut found = Holders::default();
+    let mut found = Holders::new(k);
     let texts = t.src.texts(col);
     for (s, e) in entity.iter().enumerate() {
         let (Some(e), Some(v)) = (e, texts.get(s)) else {
@@ -295,6 +311,7 @@ async fn streamed_holders(
     entity: &[Option<usize>],
     runs: &FxHashSet<&str>,
     index: &mut Option<KeyIndex>,
+    k: usize,
 ) -> Result<Vec<(Cow<'static, str>, usize)>, VerifyError> {
     // The source's own spelling of the names: its queries match identifiers exactly.
     let read_err = |source| VerifyError::Read {
@@ -331,7 +348,7 @@ async fn streamed_holders(
         quote_ident(column)
     );
     let admits = Admits::new(runs);
-    let mut found: Holders<'static> = Holders::default();
+    let mut found: Holders<'static> = Holders::new(k);
     let row_key = |r: usize| t.src.key(&t.src_pk, r);
     let n_keys = key_names.len();
     source
@@ -392,7 +409,7 @@ impl Rare {
         if cannot_start_any(t.src.data_type(col), runs) {
             return Rare::of(name, [], k, false);
         }
-        let found = holders(t, col, entity, runs);
+        let found = holders(t, col, entity, runs, k);
         // Whether the column holds numbers only: read only when a long number was found.
         let numbers = own && found.iter().any(|(v, _)| long_number(v)) && {
             let texts = t.src.texts(col);
@@ -610,7 +627,7 @@ pub(super) async fn check(
                 .expect("one Rare per identifier read with its table, in order"),
             Held::Streamed(column) => {
                 let (t, index) = (&tables[ti], &mut indexes[ti]);
-                let found = streamed_holders(source, t, &column, &entity[ti], &all_runs, index);
+                let found = streamed_holders(source, t, &column, &entity[ti], &all_runs, index, k);
                 Rare::of(name, found.await?, k, false)
             }
         };
@@ -672,7 +689,7 @@ fn streamed_column(
         return Ok(Some(Vec::new()));
     }
     let admits = Admits::new(runs);
-    let mut found: Holders<'static> = Holders::default();
+    let mut found: Holders<'static> = Holders::new(plan.params.model.min_group());
     let mut row = 0;
     let read = scan(source, "source", ft, &[column.to_string()], |side| {
         let Some(col) = side.col(column) else { return };
@@ -854,6 +871,26 @@ mod tests {
 
     fn found(r: &Rare, label: &str) -> Vec<String> {
         r.hits(label).into_iter().map(|v| v.value.clone()).collect()
+    }
+
+    #[test]
+    fn holders_are_counted_distinct_and_up_to_k() {
+        let mut h = Holders::new(3);
+        for (v, e) in [("a", 1), ("a", 1), ("a", 2), ("b", 1), ("c", 1), ("c", 2)] {
+            h.add(Cow::Borrowed(v), e);
+        }
+        for e in 3..100 {
+            h.add(Cow::Borrowed("c"), e);
+        }
+        h.note(Cow::Borrowed("d"));
+        let mut counted = h.counted();
+        counted.sort();
+        let expected = [("a", 2), ("b", 1), ("c", 3), ("d", 0)];
+        let expected: Vec<(Cow<str>, usize)> = expected
+            .iter()
+            .map(|&(v, n)| (Cow::Borrowed(v), n))
+            .collect();
+        assert_eq!(counted, expected);
     }
 
     #[test]

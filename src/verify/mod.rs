@@ -62,6 +62,7 @@ mod matching;
 mod partition;
 mod partitioned;
 mod schema;
+mod signature;
 mod truth;
 mod twins;
 mod witness;
@@ -441,7 +442,7 @@ async fn whole(
     atomicity::check(plan, &tables, &mut atomic);
 
     let mut truth = Check::new("truthfulness");
-    truth::check(plan, &mut tables, &keys, hiers, &mut truth)?;
+    truth::check(plan, &mut tables, &keys, hiers, None, &mut truth)?;
 
     if plan.params.model.anatomy().is_some() {
         // An anatomy publishes QI values exactly: there is no k-anonymity of the QI side to

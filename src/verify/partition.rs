@@ -1,14 +1,15 @@
 //! Partitions of a release, so it is checked a part at a time in bounded memory.
 //!
-//! Every released entity (root row) goes to partition `hash(its released QI cells) % P`, and
-//! every released row with its entity: a child row to its released parent's partition, a row
-//! whose FK names no released row to partition 0 (where it is still checked, and reported
-//! as today). QI-isomorphic trees have equal roots, so each equivalence class lies in one
-//! partition. A source row goes with the released row that claims it (through the key map, or
+//! Every released entity (root row) goes to partition `signature(its tree) % P`, and every
+//! released row with its entity: a child row to its released parent's partition, a row whose
+//! FK names no released row to partition 0 (where it is still checked, and reported as
+//! today). QI-isomorphic trees share their signature ([`signature`]), so each equivalence
+//! class lies in one partition, and classes, not root labels, spread the rows. A source row goes with the released row that claims it (through the key map, or
 //! by equal key when keys are preserved); a source row no released row claims (suppressed)
 //! is read by no partition; a key-less table's source rows go with their source parent.
 //!
-//! One streamed pass over every family table of both sides (in source order, a batch at a
+//! A streamed pass over the release's family tables, leaves first, signs the entities; one
+//! streamed pass over every family table of both sides (in source order, a batch at a
 //! time) assigns every row; what is held is a partition number per row, the entity of each
 //! source row (the labels check counts holders over the whole source) and, for the table
 //! being assigned and its parent, a hash per key. Where that could make a partition's
@@ -19,6 +20,7 @@
 
 use super::data::{cols, scan};
 use super::keys::key_hash;
+use super::signature;
 use super::truth::{key_columns, released_key};
 use super::{counts, Keys, VerifyError};
 use crate::plan::{FamilyTable, Plan};
@@ -29,11 +31,12 @@ pub(super) const UNREAD: u16 = u16::MAX;
 /// A source row whose parent chain breaks: it belongs to no entity.
 pub(super) const NO_ENTITY: u32 = u32::MAX;
 
-/// Released rows per partition. The whole check holds about 450 bytes per released row
-/// (both sides, links, indexes: TPC-H SF 1, 7.7 M released rows, peaked at 3.26 GiB), so a
-/// partition of 2 M rows holds about 1 GiB, well under the 8 GiB a run may use with the
-/// assignment, the key map and the labels check's streams beside it.
-const ROWS_PER_PARTITION: usize = 2_000_000;
+/// Released rows per partition. A partition holds about 300 bytes per released row (both
+/// sides, links, indexes: TPC-H SF 1 in 2 partitions of 3.9 M rows each peaked 1.1 GiB above
+/// the assignment), so a partition of 6 M rows holds about 2 GiB, well under the 8 GiB a run
+/// may use with the assignment, the key map and the labels check's streams beside it; fewer
+/// partitions read the tables fewer times.
+const ROWS_PER_PARTITION: usize = 6_000_000;
 
 /// How many partitions a release of `released` rows is checked in: at least one.
 pub(super) fn count(released: usize) -> usize {
@@ -53,6 +56,10 @@ pub(super) struct Assignment {
     pub entity: Vec<Vec<u32>>,
     /// Per entry, its released and source rows.
     pub rows: Vec<counts::Rows>,
+    /// Per entry traced through the key map, the partition of each of the map's pairs for
+    /// its table: a released key's, or 0 for a pair whose released key no row has (pairs
+    /// of one released key share its partition, so each finds its repeats).
+    pub pairs: Vec<Option<Vec<u16>>>,
 }
 
 /// Whether a release can be checked in partitions, and how.
@@ -99,17 +106,6 @@ impl Index {
     }
 }
 
-/// The root's released QI columns a partition is chosen by: all but those a twin could
-/// reveal (`revealed`), so classes counted with twins known stay in one partition too.
-fn root_columns(plan: &Plan, revealed: &[String]) -> Vec<String> {
-    plan.tables.first().map_or_else(Vec::new, |root| {
-        root.qi_columns()
-            .map(|(c, _)| c.to_string())
-            .filter(|c| !revealed.iter().any(|r| r.eq_ignore_ascii_case(c)))
-            .collect()
-    })
-}
-
 /// State of the pass: per entry what its children look their parents up in.
 struct Pass<'a> {
     plan: &'a Plan,
@@ -124,14 +120,14 @@ struct Pass<'a> {
 }
 
 /// Assigns every row of every family table to one of `parts` partitions, or declines.
-/// `revealed`: root QI columns a twin may reveal (not hashed).
+/// `revealed`: per entry, the QI columns a twin may reveal (not signed).
 pub(super) async fn assign(
     plan: &Plan,
     source: &Warehouse,
     release: &Warehouse,
     keys: &Keys<'_>,
     parts: usize,
-    revealed: &[String],
+    revealed: &[Vec<String>],
 ) -> Result<Layout, VerifyError> {
     if plan.tables.first().is_none_or(|t| t.primary_key.is_empty()) {
         return Ok(Layout::Whole /* the entity table has no key */);
@@ -149,17 +145,25 @@ pub(super) async fn assign(
             src: Vec::with_capacity(n),
             entity: Vec::with_capacity(n),
             rows: Vec::with_capacity(n),
+            pairs: Vec::with_capacity(n),
         },
     };
-    let root = root_columns(plan, revealed);
+    if plan
+        .tables
+        .iter()
+        .enumerate()
+        .any(|(ti, ft)| ft.parent.is_some_and(|p| p >= ti))
+    {
+        return Ok(Layout::Whole /* a table before its parent */);
+    }
+    let Some(signed) = signature::of_entities(plan, release, revealed)? else {
+        return Ok(Layout::Whole /* a column is missing */);
+    };
     // Released keys per table name: the entries of a split table release into one table.
     let mut released_keys: Vec<(String, Vec<u64>)> = Vec::new();
     for (ti, ft) in plan.tables.iter().enumerate() {
-        if ft.parent.is_some_and(|p| p >= ti) {
-            return Ok(Layout::Whole /* a table before its parent */);
-        }
         let Some(claims) = pass
-            .released(release, ti, &root, &mut released_keys)
+            .released(release, ti, &signed, &mut released_keys)
             .await?
         else {
             return Ok(
@@ -167,7 +171,10 @@ pub(super) async fn assign(
             );
         };
         let claims = match claims_of(ft, keys, claims, pass.out.rel[ti].len())? {
-            Some(c) => c,
+            Some((c, pairs)) => {
+                pass.out.pairs.push(pairs);
+                c
+            }
             None => {
                 return Ok(
                     Layout::Whole, /* the key map cannot be read per partition */
@@ -194,32 +201,39 @@ enum Claims {
     ByParent,
 }
 
+/// A table's claims, with the partition of each of its key-map pairs when it has any.
+type ClaimsAndPairs = (Claims, Option<Vec<u16>>);
+
 /// The source keys the released rows of `ft` claim, from the released keys' index `released`
-/// (None: traced by content). None when the key map cannot be read per partition (the whole
+/// (None: traced by content), with the partition of each key-map pair of the table
+/// ([`Assignment::pairs`]). None when the key map cannot be read per partition (the whole
 /// check says why) or sends two released keys to one source key.
 fn claims_of(
     ft: &FamilyTable,
     keys: &Keys<'_>,
     released: Option<Index>,
     released_rows: usize,
-) -> Result<Option<Claims>, VerifyError> {
+) -> Result<Option<ClaimsAndPairs>, VerifyError> {
     let Some(released) = released else {
-        return Ok(Some(Claims::ByParent));
+        return Ok(Some((Claims::ByParent, None)));
     };
     let Keys::Map(map) = keys else {
-        return Ok(Some(Claims::ByKey(released)));
+        return Ok(Some((Claims::ByKey(released), None)));
     };
     let Ok(found) = key_columns(ft, map, released_rows) else {
         return Ok(None);
     };
     let Some((tk, perm, released_perm)) = found else {
-        return Ok(Some(Claims::ByKey(Index::default())));
+        return Ok(Some((Claims::ByKey(Index::default()), None)));
     };
     let mut claims = Index::default();
+    let mut pairs = Vec::with_capacity(tk.len());
     for i in 0..tk.len() {
         let Some((part, _)) = released.get(&released_key(tk, i, &released_perm)) else {
+            pairs.push(0);
             continue;
         };
+        pairs.push(part);
         let source: Vec<String> = perm.iter().map(|&c| tk.source_text(i, c)).collect();
         claims.push(&source, part, 0);
     }
@@ -228,7 +242,7 @@ fn claims_of(
     if !claims.unique() {
         return Ok(None);
     }
-    Ok(Some(Claims::ByKey(claims)))
+    Ok(Some((Claims::ByKey(claims), Some(pairs))))
 }
 
 impl Pass<'_> {
@@ -239,7 +253,7 @@ impl Pass<'_> {
         &mut self,
         release: &Warehouse,
         ti: usize,
-        root: &[String],
+        signed: &[u64],
         released_keys: &mut Vec<(String, Vec<u64>)>,
     ) -> Result<Option<Option<Index>>, VerifyError> {
         let plan = self.plan;
@@ -250,9 +264,6 @@ impl Pass<'_> {
             .collect();
         let mut wanted: Vec<String> = pk.clone();
         wanted.extend(ft.released_fk.iter().cloned());
-        if ft.parent.is_none() {
-            wanted.extend(root.iter().cloned());
-        }
         for &c in &children {
             wanted.extend(plan.tables[c].released_parent_key.iter().cloned());
         }
@@ -266,22 +277,15 @@ impl Pass<'_> {
         let parent = ft.parent.map(|_| std::mem::take(&mut self.rel_parents[ti]));
         let modulo = self.parts as u64;
         let found = scan(release, "release", ft, &wanted, |side| {
-            let (pk_at, fk_at, root_at) = (
-                cols(side, &pk),
-                cols(side, &ft.released_fk),
-                cols(side, root),
-            );
+            let (pk_at, fk_at) = (cols(side, &pk), cols(side, &ft.released_fk));
             let kid_at: Vec<Vec<usize>> = children
                 .iter()
                 .map(|&c| cols(side, &plan.tables[c].released_parent_key))
                 .collect();
             for r in 0..side.rows() {
                 let part = match &parent {
-                    None => {
-                        let cells: Vec<Option<String>> =
-                            root_at.iter().map(|&c| side.cell(c, r)).collect();
-                        (cells_hash(&cells) % modulo) as u16
-                    }
+                    // As many signatures as root rows: both read the same rows in order.
+                    None => signed.get(parts.len()).map_or(0, |s| (s % modulo) as u16),
                     Some(index) => side
                         .key(&fk_at, r)
                         .and_then(|k| index.get(&k))
@@ -424,12 +428,4 @@ impl Pass<'_> {
             && released.iter().all(|c| ft.primary_key.contains(c));
         !released.is_empty() && (same_key || self.keyed_by_map)
     }
-}
-
-/// A fixed hash of a row's cells, NULLs included.
-fn cells_hash(cells: &[Option<String>]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    cells.hash(&mut h);
-    h.finish()
 }

@@ -57,11 +57,12 @@ pub(super) async fn verify(
     let determined = twins::determined(plan, setting.source)?;
     // A column a twin reveals is not what the partition is chosen by: classes counted with
     // it known must stay in one partition too.
-    let revealed: Vec<String> = determined
-        .iter()
-        .filter(|(t, _, _)| *t == 0)
-        .map(|(_, _, qi)| qi.clone())
-        .collect();
+    let mut revealed: Vec<Vec<String>> = vec![Vec::new(); plan.tables.len()];
+    for (t, _, qi) in &determined {
+        if let Some(list) = revealed.get_mut(*t) {
+            list.push(qi.clone());
+        }
+    }
     let (source, release, keys) = (setting.source, setting.release, setting.keys);
     let layout = partition::assign(plan, source, release, keys, parts, &revealed).await?;
     let Layout::Parts(assigned) = layout else {
@@ -130,6 +131,7 @@ async fn load(
     let partition = Partition {
         rel: &assigned.rel,
         src: &assigned.src,
+        pairs: &assigned.pairs,
         part: u16::try_from(part).map_err(|_| {
             VerifyError::Plan(format!("partition {part} is past the most there can be"))
         })?,
@@ -140,7 +142,15 @@ async fn load(
         return Ok(None);
     }
     let mut truth = Check::new("truthfulness");
-    truth::check(plan, &mut tables, setting.keys, setting.hiers, &mut truth)?;
+    let within = Some(partition);
+    truth::check(
+        plan,
+        &mut tables,
+        setting.keys,
+        setting.hiers,
+        within,
+        &mut truth,
+    )?;
     Ok(Some((tables, truth)))
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use super::data::{show_cell, show_key, Content, Rule, TableData};
+use super::data::{show_cell, show_key, Content, Partition, Rule, TableData};
 use super::hier::{Hier, ROOT};
 use super::keys::{key_hash, KeyIndex};
 use super::matching::complete;
@@ -16,12 +16,14 @@ use crate::keymap::{KeyMap, TableKeys};
 use crate::plan::{FamilyTable, Plan};
 
 /// Traces every released row to its source row (filling `rel_to_src`, parents first, since
-/// a key-less table is matched under its traced parents) and checks each traced pair.
+/// a key-less table is matched under its traced parents) and checks each traced pair; of a
+/// partition's rows (`within`), through the key map's pairs of that partition.
 pub(super) fn check(
     plan: &Plan,
     tables: &mut [TableData],
     keys: &Keys<'_>,
     hiers: &HashMap<String, Hier>,
+    within: Option<Partition<'_>>,
     out: &mut Check,
 ) -> Result<(), VerifyError> {
     for ti in 0..tables.len() {
@@ -39,7 +41,11 @@ pub(super) fn check(
                 .tables
                 .get(ti)
                 .ok_or_else(|| VerifyError::Plan(format!("no plan entry for table #{ti}")))?;
-            by_key(ft, tables, ti, keys, out)?
+            let pairs = within.and_then(|p| {
+                let of_entry = p.pairs.get(ti)?.as_deref()?;
+                Some((of_entry, p.part))
+            });
+            by_key(ft, tables, ti, keys, pairs, out)?
         } else {
             by_content(tables, ti, hiers, out)
         };
@@ -93,16 +99,25 @@ fn translation<'m>(
     ft: &FamilyTable,
     map: &'m KeyMap,
     released_rows: usize,
+    pairs: Option<PairsIn<'_>>,
     out: &mut Check,
 ) -> Result<Option<Translation<'m>>, VerifyError> {
-    // The key map is the whole release's: every partition finds its repeats alike.
-    out.shared_at([0; 4]);
     let Some((tk, perm, released_perm)) = key_columns(ft, map, released_rows)? else {
         return Ok(None);
     };
     // Each pair's arity is its columns' (`TableKeys::push` refuses others).
     let released_key = |i: usize| Some(released_key(tk, i, &released_perm));
-    let index = KeyIndex::new(tk.len(), released_key, key_hash);
+    let shared = pairs.is_none();
+    let index = match pairs {
+        // Pairs of one released key share a partition: each repeat is found in one.
+        Some((of, part)) => {
+            let among: Vec<usize> = (0..tk.len().min(of.len()))
+                .filter(|&i| of[i] == part)
+                .collect();
+            KeyIndex::among(among.len(), |i| among[i], released_key, key_hash)
+        }
+        None => KeyIndex::new(tk.len(), released_key, key_hash),
+    };
     let m = Translation {
         pairs: tk,
         perm,
@@ -113,6 +128,13 @@ fn translation<'m>(
     for (i, first) in repeats {
         let (kept, other) = (m.source(first), m.source(i));
         if kept != other {
+            // Before the table's rows ([ti, 1, ..]), by the later pair as one pass finds them;
+            // a partition that reads every pair finds what the others do.
+            if shared {
+                out.shared_at([0, 0, i, 0]);
+            } else {
+                out.at([0, 0, i, 0]);
+            }
             out.record(format!(
                 "the key map sends {} key {} to two source keys ({} and {})",
                 ft.name,
@@ -218,11 +240,15 @@ fn source_key(translate: Option<&Translation>, released: &[String]) -> Option<Ve
     }
 }
 
+/// The partition of each key-map pair of a table, and the partition checked.
+type PairsIn<'a> = (&'a [u16], u16);
+
 fn by_key(
     ft: &FamilyTable,
     tables: &[TableData],
     ti: usize,
     keys: &Keys<'_>,
+    pairs: Option<PairsIn<'_>>,
     out: &mut Check,
 ) -> Result<Vec<Option<usize>>, VerifyError> {
     let t = &tables[ti];
@@ -234,7 +260,7 @@ fn by_key(
             let mut found = Check::new(name);
             let m = match keys {
                 Keys::Preserved => None,
-                Keys::Map(map) => translation(ft, map, t.rel.rows(), &mut found)?,
+                Keys::Map(map) => translation(ft, map, t.rel.rows(), pairs, &mut found)?,
             };
             Ok((m, found))
         },
