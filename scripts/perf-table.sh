@@ -9,12 +9,15 @@
 #   W3  UCI Adult (sql/adult.sql) at k = 2, 5, 10, 50;
 #   A   anatomy (000 Ch. 3) at l = 3: t-t and v-v on W1, t-t on W2 at the scale factors given
 #       (not in the default workloads: --workloads anatomy);
+#   S   TPC-H SF 10 (1.5 M customers, 60 M line items) as Parquet, MiRaCleX k = 10 in 16 shards
+#       into a Parquet release, one run (not in the default workloads: --workloads sf10; about
+#       an hour and 8 GiB, and 3 GiB of disk for the source);
 # and, with --threads, W1 again with RAYON_NUM_THREADS=1.
 # Prints one Markdown row per run: median wall time, largest peak RSS, LM with suppression,
 # equivalence classes, suppressed entities, whether the release passed verify, load + write
 # time (report.json timings) and total / (load + write).
 #
-# Usage: scripts/perf-table.sh [--runs N] [--workloads w1,w2,w3,anatomy] [--sf "0.01 0.1 1"]
+# Usage: scripts/perf-table.sh [--runs N] [--workloads w1,w2,w3,anatomy,sf10] [--sf "0.01 0.1 1"]
 #                              [--threads] [--w2-clustree] [--w2-options "..."]
 # Needs: /usr/bin/time (Debian package "time"), jq. Data goes to out/perf/.
 # RELANON=path/to/relanon skips the release build.
@@ -23,6 +26,8 @@ cd "$(dirname "$0")/.."
 
 runs=3
 workloads="w1,w2,w3"
+# Arguments of `anonymize` beyond the run's own (the SF 10 row's --shards).
+extra_args=()
 sfs="0.01 0.1"
 threads=0
 w2_options=""
@@ -35,7 +40,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=1; shift ;;
     --w2-clustree) w2_clustree=1; shift ;;
     --w2-options) w2_options="$2"; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1'; see --help" >&2; exit 2 ;;
     esac
 done
@@ -52,7 +57,7 @@ run() {
     local walls=() rss=0 log="$out/time.txt"
     for _ in $(seq "$runs"); do
         if ! /usr/bin/time -v -o "$log" env "$@" "$RELANON" anonymize "$decl" --source "$source" \
-            --target "$target" --with "$options" --overwrite --quiet; then
+            --target "$target" --with "$options" --overwrite --quiet "${extra_args[@]}"; then
             echo "| $label | $param | failed: see the error above | | | | | | | |"
             return
         fi
@@ -139,4 +144,16 @@ if has anatomy; then
         run "A TPC-H SF $sf" "anatomy t-t l = 3" sql/tpch.sql "$src" "$out/a.sqlite" \
             "model = 'anatomy', l = 3, variant = 't-t', algorithm = 'anatomy'"
     done
+fi
+
+if has sf10; then
+    src="$out/tpch-10"
+    [ -e "$src" ] || "$RELANON" generate tpch --sf 10 --out "$src" --quiet
+    extra_args=(--shards 16)
+    saved_runs=$runs
+    runs=1
+    run "W2 TPC-H SF 10 (Parquet, 16 shards)" "MiRaCleX k = 10" sql/tpch.sql "$src" \
+        "$out/sf10-release" "model = 'k-anonymity', k = 10, algorithm = 'miraclex'"
+    runs=$saved_runs
+    extra_args=()
 fi

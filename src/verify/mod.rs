@@ -26,10 +26,10 @@
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
 //!
-//! A release of more than a few million rows is checked a partition at a time, in bounded
+//! A release of more than twelve million rows is checked a partition at a time, in bounded
 //! memory, with the verdict the whole check gives (`partition` assigns, `partitioned`
-//! runs): entities go to partitions by a hash of their root's released QI cells, so every
-//! equivalence class lies in one; each partition is read (both sides, rows in source order
+//! runs): entities go to partitions by a signature of their released tree that
+//! QI-isomorphic trees share (`signature`), so every equivalence class lies in one; each partition is read (both sides, rows in source order
 //! with their positions in the whole tables) and runs key atomicity, truthfulness,
 //! k-anonymity, l-diversity and the collection of generalized labels, and every violation
 //! carries its place in the whole check's order ([`Check::merged`]). What needs every row

@@ -38,8 +38,17 @@ pub(super) const NO_ENTITY: u32 = u32::MAX;
 /// partitions read the tables fewer times.
 const ROWS_PER_PARTITION: usize = 6_000_000;
 
-/// How many partitions a release of `released` rows is checked in: at least one.
+/// Released rows checked whole: the whole check holds about 400 bytes a row (4.5 GiB here)
+/// and takes half the time of two partitions, which read every table three times (TPC-H
+/// SF 1, 7.7 M released rows: 53 s at 2.9 GiB whole, 113 s at 1.8 GiB in two).
+const WHOLE_ROWS: usize = 12_000_000;
+
+/// How many partitions a release of `released` rows is checked in: one up to
+/// [`WHOLE_ROWS`], else one per [`ROWS_PER_PARTITION`].
 pub(super) fn count(released: usize) -> usize {
+    if released <= WHOLE_ROWS {
+        return 1;
+    }
     released
         .div_ceil(ROWS_PER_PARTITION)
         .clamp(1, usize::from(UNREAD - 1))
