@@ -107,12 +107,34 @@ impl Index {
 
     fn get(&self, key: &[String]) -> Option<(u16, u32)> {
         let h = key_hash(key);
-        let at = self.entries.partition_point(|e| e.0 < h);
+        let at = first_at_least(&self.entries, h);
         self.entries
             .get(at)
             .filter(|e| e.0 == h)
             .map(|e| (e.1, e.2))
     }
+}
+
+/// The first entry of `entries` (sorted by hash) whose hash is at least `h`. Hashes are
+/// spread evenly over u64, so `h` sits near `h / 2^64` of the way along: the search gallops
+/// out from there (a few neighbouring reads) instead of bisecting the whole list (at SF 10,
+/// 26 reads far apart for each of 60 M line items: a fifth of the assignment's time).
+fn first_at_least(entries: &[(u64, u16, u32)], h: u64) -> usize {
+    let n = entries.len();
+    let guess = ((u128::from(h) * n as u128) >> 64) as usize;
+    let (mut lo, mut hi) = (guess, guess);
+    let mut step = 1;
+    // Everything before `lo` is below `h`; everything from `hi` on is not.
+    while lo > 0 && entries[lo - 1].0 >= h {
+        lo = lo.saturating_sub(step);
+        step *= 2;
+    }
+    step = 1;
+    while hi < n && entries[hi].0 < h {
+        hi = (hi + step).min(n);
+        step *= 2;
+    }
+    lo + entries[lo..hi].partition_point(|e| e.0 < h)
 }
 
 /// State of the pass: per entry what its children look their parents up in.
@@ -436,5 +458,33 @@ impl Pass<'_> {
         let same_key = released.len() == ft.primary_key.len()
             && released.iter().all(|c| ft.primary_key.contains(c));
         !released.is_empty() && (same_key || self.keyed_by_map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_at_least;
+
+    #[test]
+    fn the_search_from_the_spread_guess_finds_what_bisection_finds() {
+        // Hashes evenly spread, bunched at both ends, repeated, and a list of one.
+        let spread: Vec<u64> = (0..1000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        let bunched: Vec<u64> = (0..300).chain(u64::MAX - 300..=u64::MAX).collect();
+        let repeated: Vec<u64> = [5u64, 5, 5, 9, 9, u64::MAX, u64::MAX].to_vec();
+        for mut hashes in [spread, bunched, repeated, vec![42]] {
+            hashes.sort_unstable();
+            let entries: Vec<(u64, u16, u32)> = hashes.iter().map(|&h| (h, 0, 0)).collect();
+            let probes = hashes
+                .iter()
+                .flat_map(|&h| [h, h.wrapping_add(1), h.wrapping_sub(1)])
+                .chain([0, 1, u64::MAX / 2, u64::MAX]);
+            for h in probes {
+                let expected = entries.partition_point(|e| e.0 < h);
+                assert_eq!(first_at_least(&entries, h), expected, "hash {h}");
+            }
+        }
+        assert_eq!(first_at_least(&[], 7), 0);
     }
 }
