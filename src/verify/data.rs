@@ -11,7 +11,7 @@ use arrow::record_batch::RecordBatch;
 
 use super::keys::{in_row_order, key_hash, KeyIndex};
 use super::VerifyError;
-use crate::plan::{ColumnRole, Plan};
+use crate::plan::{ColumnRole, FamilyTable, Plan};
 use crate::warehouse::{render_value, Warehouse};
 
 /// One table as one warehouse holds it.
@@ -395,6 +395,27 @@ pub(super) fn scan(
 /// Column positions of `names` in `side` (present: [`scan`] read them).
 pub(super) fn cols(side: &Side, names: &[String]) -> Vec<usize> {
     names.iter().filter_map(|n| side.col(n)).collect()
+}
+
+/// The plan entries whose parent is entry `ti`, in plan order.
+pub(super) fn children(plan: &Plan, ti: usize) -> Vec<usize> {
+    (0..plan.tables.len())
+        .filter(|&c| plan.tables[c].parent == Some(ti))
+        .collect()
+}
+
+/// Per entry of `children`, the columns of `side` that child names its parent rows by:
+/// `key` is its `parent_key` (source side) or `released_parent_key` (release side).
+pub(super) fn child_cols(
+    side: &Side,
+    plan: &Plan,
+    children: &[usize],
+    key: fn(&FamilyTable) -> &[String],
+) -> Vec<Vec<usize>> {
+    children
+        .iter()
+        .map(|&c| cols(side, key(&plan.tables[c])))
+        .collect()
 }
 
 fn key_cols(

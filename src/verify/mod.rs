@@ -29,10 +29,11 @@
 //! A release of more than twelve million rows is checked a partition at a time, in bounded
 //! memory, with the verdict the whole check gives (`partition` assigns, `partitioned`
 //! runs): entities go to partitions by a signature of their released tree that
-//! QI-isomorphic trees share (`signature`), so every equivalence class lies in one; each partition is read (both sides, rows in source order
-//! with their positions in the whole tables) and runs key atomicity, truthfulness,
-//! k-anonymity, l-diversity and the collection of generalized labels, and every violation
-//! carries its place in the whole check's order ([`Check::merged`]). What needs every row
+//! QI-isomorphic trees share (`signature`), so every equivalence class lies in one; each
+//! partition is read (both sides, rows in source order with their positions in the whole
+//! tables) and runs key atomicity, truthfulness, k-anonymity, l-diversity and the
+//! collection of generalized labels, and every violation carries its place in the whole
+//! check's order ([`Check::merged`]). What needs every row
 //! runs once, streamed: which columns determine a QI (twins), the holders of each value
 //! (labels), the counts. Where a partition could word a finding otherwise (a repeated
 //! released key, a key map sending two keys to one source key, a released row under

@@ -4,9 +4,10 @@
 //! released row with its entity: a child row to its released parent's partition, a row whose
 //! FK names no released row to partition 0 (where it is still checked, and reported as
 //! today). QI-isomorphic trees share their signature ([`signature`]), so each equivalence
-//! class lies in one partition, and classes, not root labels, spread the rows. A source row goes with the released row that claims it (through the key map, or
-//! by equal key when keys are preserved); a source row no released row claims (suppressed)
-//! is read by no partition; a key-less table's source rows go with their source parent.
+//! class lies in one partition, and classes, not root labels, spread the rows. A source row
+//! goes with the released row that claims it (through the key map, or by equal key when
+//! keys are preserved); a source row no released row claims (suppressed) is read by no
+//! partition; a key-less table's source rows go with their source parent.
 //!
 //! A streamed pass over the release's family tables, leaves first, signs the entities; one
 //! streamed pass over every family table of both sides (in source order, a batch at a
@@ -18,7 +19,7 @@
 //! by two partitions, a key-less entity table, a missing column), the assignment declines
 //! and the whole check runs.
 
-use super::data::{cols, scan};
+use super::data::{child_cols, children, cols, scan};
 use super::keys::key_hash;
 use super::signature;
 use super::truth::{key_columns, released_key};
@@ -117,8 +118,9 @@ impl Index {
 
 /// The first entry of `entries` (sorted by hash) whose hash is at least `h`. Hashes are
 /// spread evenly over u64, so `h` sits near `h / 2^64` of the way along: the search gallops
-/// out from there (a few neighbouring reads) instead of bisecting the whole list (at SF 10,
-/// 26 reads far apart for each of 60 M line items: a fifth of the assignment's time).
+/// out from there (a few neighbouring reads) instead of bisecting the whole list (26 reads
+/// far apart for a list of 60 M line items; at TPC-H SF 1 the lookups were a fifth of the
+/// assignment's samples, and this took 5% off the whole check).
 fn first_at_least(entries: &[(u64, u16, u32)], h: u64) -> usize {
     let n = entries.len();
     let guess = ((u128::from(h) * n as u128) >> 64) as usize;
@@ -290,9 +292,7 @@ impl Pass<'_> {
         let plan = self.plan;
         let ft = &plan.tables[ti];
         let pk = ft.released_pk();
-        let children: Vec<usize> = (0..plan.tables.len())
-            .filter(|&c| plan.tables[c].parent == Some(ti))
-            .collect();
+        let children = children(plan, ti);
         let mut wanted: Vec<String> = pk.clone();
         wanted.extend(ft.released_fk.iter().cloned());
         for &c in &children {
@@ -309,10 +309,7 @@ impl Pass<'_> {
         let modulo = self.parts as u64;
         let found = scan(release, "release", ft, &wanted, |side| {
             let (pk_at, fk_at) = (cols(side, &pk), cols(side, &ft.released_fk));
-            let kid_at: Vec<Vec<usize>> = children
-                .iter()
-                .map(|&c| cols(side, &plan.tables[c].released_parent_key))
-                .collect();
+            let kid_at = child_cols(side, plan, &children, |t| &t.released_parent_key);
             for r in 0..side.rows() {
                 let part = match &parent {
                     // As many signatures as root rows: both read the same rows in order.
@@ -376,9 +373,7 @@ impl Pass<'_> {
     ) -> Result<bool, VerifyError> {
         let plan = self.plan;
         let ft = &plan.tables[ti];
-        let children: Vec<usize> = (0..plan.tables.len())
-            .filter(|&c| plan.tables[c].parent == Some(ti))
-            .collect();
+        let children = children(plan, ti);
         let mut wanted: Vec<String> = ft.primary_key.clone();
         wanted.extend(ft.parent_fk.iter().cloned());
         for &c in &children {
@@ -398,10 +393,7 @@ impl Pass<'_> {
         let mut kids: Vec<Index> = children.iter().map(|_| Index::default()).collect();
         let found = scan(source, "source", ft, &wanted, |side| {
             let (pk_at, fk_at) = (cols(side, &ft.primary_key), cols(side, &ft.parent_fk));
-            let kid_at: Vec<Vec<usize>> = children
-                .iter()
-                .map(|&c| cols(side, &plan.tables[c].parent_key))
-                .collect();
+            let kid_at = child_cols(side, plan, &children, |t| &t.parent_key);
             for r in 0..side.rows() {
                 let up = parent
                     .as_ref()

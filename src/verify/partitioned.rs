@@ -142,15 +142,8 @@ async fn load(
         return Ok(None);
     }
     let mut truth = Check::new("truthfulness");
-    let within = Some(partition);
-    truth::check(
-        plan,
-        &mut tables,
-        setting.keys,
-        setting.hiers,
-        within,
-        &mut truth,
-    )?;
+    let (keys, hiers) = (setting.keys, setting.hiers);
+    truth::check(plan, &mut tables, keys, hiers, Some(partition), &mut truth)?;
     Ok(Some((tables, truth)))
 }
 

@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHashMap;
 
-use super::data::{cols, scan};
+use super::data::{child_cols, children, cols, scan};
 use super::keys::key_hash;
 use super::VerifyError;
 use crate::plan::Plan;
@@ -38,9 +38,7 @@ pub(super) fn of_entities(
     // Children come after their parents in plan order (the assignment declines otherwise).
     for ti in (0..n).rev() {
         let ft = &plan.tables[ti];
-        let children: Vec<usize> = (0..n)
-            .filter(|&c| plan.tables[c].parent == Some(ti))
-            .collect();
+        let children = children(plan, ti);
         let hidden = revealed.get(ti).map_or(&[][..], Vec::as_slice);
         let qis: Vec<String> = ft
             .qi_columns()
@@ -62,10 +60,7 @@ pub(super) fn of_entities(
         let mut up = FxHashMap::default();
         let found = scan(release, "release", ft, &wanted, |side| {
             let (qi_at, fk_at) = (cols(side, &qis), cols(side, &ft.released_fk));
-            let kid_at: Vec<Vec<usize>> = children
-                .iter()
-                .map(|&c| cols(side, &plan.tables[c].released_parent_key))
-                .collect();
+            let kid_at = child_cols(side, plan, &children, |t| &t.released_parent_key);
             for r in 0..side.rows() {
                 let cells: Vec<Option<String>> = qi_at.iter().map(|&c| side.cell(c, r)).collect();
                 let below = kids
