@@ -54,6 +54,11 @@ pub struct KeyMap {
 }
 
 impl KeyMap {
+    /// Pairs over every table.
+    pub fn pairs(&self) -> u64 {
+        self.tables.values().map(|t| t.len() as u64).sum()
+    }
+
     /// A fingerprint of the map as written (xxHash64 of its JSON, in hex): report.json
     /// carries it, so a key map from another run is recognized as such before its keys are
     /// traced. It says nothing of the keys themselves.
@@ -132,10 +137,18 @@ impl Column {
         }
     }
 
+    /// Grows by exactly `other`'s length: a map built a shard at a time would otherwise
+    /// hold up to twice its pairs in spare capacity (a large block grows in place).
     fn extend(&mut self, other: Column) {
         match (&mut *self, other) {
-            (Column::Int(xs), Column::Int(ys)) => xs.extend(ys),
-            (Column::Text(xs), Column::Text(ys)) => xs.extend(ys),
+            (Column::Int(xs), Column::Int(ys)) => {
+                xs.reserve_exact(ys.len());
+                xs.extend(ys)
+            }
+            (Column::Text(xs), Column::Text(ys)) => {
+                xs.reserve_exact(ys.len());
+                xs.extend(ys)
+            }
             (_, other) => {
                 for i in 0..other.len() {
                     self.push(other.get(i));
@@ -229,6 +242,7 @@ impl TableKeys {
             self.groups = vec![NO_GROUP; self.len];
         }
         if !self.groups.is_empty() {
+            self.groups.reserve_exact(other.len);
             if other.groups.is_empty() {
                 self.groups.extend(std::iter::repeat_n(NO_GROUP, other.len));
             } else {

@@ -17,6 +17,7 @@
 
 pub mod algo;
 pub mod attack;
+pub mod budget;
 pub mod decl;
 pub mod experiment;
 pub mod forest;

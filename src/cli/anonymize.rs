@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use relanon::budget::Budget;
 use relanon::pipeline;
 
 use super::progress::Watch;
@@ -40,6 +41,12 @@ pub struct AnonymizeArgs {
     /// least k entities), for a family larger than memory.
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
+    /// What the run may hold in memory, such as 8GiB or 1500MiB (default: half this
+    /// machine's memory). A family larger than that is anonymized in the fewest shards that
+    /// fit; verify and the final sort keep within it too. Refused, saying how much is
+    /// needed, when not even a shard of k entities fits.
+    #[arg(long, value_name = "SIZE")]
+    memory_budget: Option<Budget>,
 }
 
 /// Anonymizes, prints the summary (or the report as JSON) and says where the release went;
@@ -52,6 +59,7 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     req.key_map = args.key_map;
     req.allow_unverified = args.allow_unverified;
     req.shards = args.shards;
+    req.memory_budget = args.memory_budget;
     // Written with the release, as one set.
     req.page = args.report.clone();
     let watch = Watch::start(quiet);

@@ -566,7 +566,7 @@ async fn scan(
         None => {
             // No row matched (an empty table, or an entry of a split table whose share is
             // empty): the table's columns, no rows.
-            let empty = wh.read_table(&ft.name, None, &[]).await?.slice(0, 0);
+            let empty = wh.empty_table(&ft.name).await?;
             if ft.parent.is_none() {
                 empty
             } else {

@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::algo::Configured;
+use crate::budget::{self, Budget, Decision};
 use crate::keymap::KeyMap;
 use crate::outputs::{self, Input, Kind as OutputKind, Output};
 use crate::plan::{KeyPolicy, Plan};
@@ -56,6 +57,8 @@ pub struct Request {
     /// `--shards N`: split the entities into N shards anonymized one at a time (None or 1:
     /// one run over every entity).
     pub shards: Option<usize>,
+    /// `--memory-budget SIZE`: what the run may hold (None: half the machine's memory).
+    pub memory_budget: Option<Budget>,
 }
 
 impl Request {
@@ -426,7 +429,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     if req.key_map.is_some() && plan.params.model.anatomy().is_some() {
         progress.warn("the key map leads each released row back to its source row, and so to its sensitive values, which anatomy publishes apart from it: keep the key map with the source, never with the release");
     }
-    shard(req, &mut algorithm, progress)?;
+    let memory = shard(req, &plan, &wh, &mut algorithm, progress)?;
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
     // Held to the end: no other run writes or reads this target meanwhile. What the checks
@@ -439,16 +442,14 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     clean_debris(req, &target, progress)?;
     // Dropped after the commit (or the error that ends the run): lists every temporary.
     let _manifest = staging::Manifest::begin(&target)?;
-    let (staged, materialized, utility, anatomy) = staged_release(
-        &plan,
-        &mut algorithm,
-        &wh,
-        &target,
-        req.overwrite,
-        progress,
-        &mut clock,
-    )
-    .await?;
+    let to = Staging {
+        target: &target,
+        overwrite: req.overwrite,
+        sort_memory: memory.sort_memory,
+    };
+    let (staged, materialized, utility, anatomy) =
+        staged_release(&plan, &mut algorithm, &wh, &to, progress, &mut clock).await?;
+    return_free_heap();
     progress.phase("verify", "checking the staged release independently");
     let mut report = report::build(
         &plan,
@@ -458,7 +459,15 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         clock.laps.clone(),
         anatomy,
     );
-    let verdict = self_verify(&plan, &wh, staged.path(), &materialized, &report).await?;
+    let verdict = self_verify(
+        &plan,
+        &wh,
+        staged.path(),
+        &materialized,
+        &report,
+        memory.verify_memory,
+    )
+    .await?;
     if !verdict.passed() && !req.allow_unverified {
         let hint = if algorithm.spec.baseline {
             "\n(the single-table baselines are not multi-relationally k-anonymous; pass --allow-unverified to write such a release for study, never for publication)"
@@ -499,8 +508,7 @@ async fn staged_release(
     plan: &Plan,
     algorithm: &mut Configured,
     wh: &Warehouse,
-    target: &Path,
-    overwrite: bool,
+    to: &Staging<'_>,
     progress: &Progress,
     clock: &mut Clock,
 ) -> Result<(
@@ -510,7 +518,7 @@ async fn staged_release(
     Option<report::AnatomyReport>,
 )> {
     if sharded::applies(plan, algorithm) {
-        let p = sharded::release(plan, algorithm, wh, target, overwrite, progress, clock).await?;
+        let p = sharded::release(plan, algorithm, wh, to, progress, clock).await?;
         return Ok((p.staged, p.materialized, p.utility, None));
     }
     let forest = load(plan, wh, algorithm.shards, progress).await?;
@@ -540,30 +548,73 @@ async fn staged_release(
     let set = assemble(plan, wh, std::mem::take(&mut materialized.tables)).await?;
     clock.lap("assemble");
     progress.phase("write", "staging the release");
-    let staged = write_staged(target, &set, overwrite)?;
+    let staged = write_staged(to.target, &set, to.overwrite)?;
     drop(set);
     clock.lap("write");
     Ok((staged, materialized, utility, anatomy))
 }
 
-/// Sets the shards `--shards` asks for on the algorithm: refused where the algorithm cannot
-/// be split, said where it runs whole anyway.
-fn shard(req: &Request, algorithm: &mut Configured, progress: &Progress) -> Result<()> {
-    let Some(n) = req.shards else {
-        return Ok(());
-    };
-    if n == 0 {
+/// Where a run's release is staged, and what its final sort may hold.
+pub(super) struct Staging<'a> {
+    pub target: &'a Path,
+    pub overwrite: bool,
+    /// Bytes the final sort of a run in shards holds before it spills (the budget's).
+    pub sort_memory: usize,
+}
+
+/// The memory budget's decision (`budget::decide`), its shards (or those `--shards` asks
+/// for) set on the algorithm: refused where the algorithm cannot be split, said where it
+/// runs whole anyway.
+fn shard(
+    req: &Request,
+    plan: &Plan,
+    wh: &Warehouse,
+    algorithm: &mut Configured,
+    progress: &Progress,
+) -> Result<Decision> {
+    if req.shards == Some(0) {
         bail!("--shards 0: a run needs at least one shard; give a count of 1 or more");
     }
-    algorithm.shards = n;
-    if n > 1 && algorithm.sharding().map_err(|e| anyhow!(e))? == algo::Sharding::Whole {
-        progress.warn(format!(
-            "--shards {n}: algorithm = '{}' recodes the whole population globally, so it runs over every entity at once",
-            algorithm.spec.name
-        ));
-        algorithm.shards = 1;
+    let budget = Budget::or_default(req.memory_budget);
+    let decision = budget::decide(budget, family_size(plan, wh)?, req.shards)?;
+    algorithm.shards = decision.shards;
+    if decision.shards == 1 {
+        return Ok(decision);
     }
-    Ok(())
+    let n = decision.shards;
+    let why = match algorithm.sharding() {
+        Err(e) if req.shards.is_some() => bail!(e),
+        Err(_) => "forms its groups over the whole population",
+        Ok(algo::Sharding::Whole) => "recodes the whole population globally",
+        Ok(algo::Sharding::Split) => return Ok(decision),
+    };
+    let name = &algorithm.spec.name;
+    progress.warn(match req.shards {
+        Some(_) => format!("--shards {n}: algorithm = '{name}' {why}, so it runs over every entity at once"),
+        None => format!(
+            "this family needs about {} whole, more than the memory budget of {} allows; algorithm = '{name}' {why}, so it runs over every entity at once and may hold more",
+            budget::Size(decision.whole),
+            budget::Size(budget.bytes)
+        ),
+    });
+    algorithm.shards = 1;
+    Ok(decision)
+}
+
+/// The family as the budget sees it: rows of every family table (a table on two paths
+/// loads twice), entities, the smallest group and what the source already holds.
+fn family_size(plan: &Plan, wh: &Warehouse) -> Result<budget::Family> {
+    let mut rows = 0u64;
+    for t in &plan.tables {
+        rows += wh.row_count(&t.name)? as u64;
+    }
+    Ok(budget::Family {
+        rows,
+        entities: wh.row_count(&plan.tables[0].name)? as u64,
+        min_group: plan.params.model.min_group() as u64,
+        held: wh.held_bytes(),
+        verify_least: verify::least_memory(rows, 2 * rows),
+    })
 }
 
 /// The report's anatomy section, for an anatomy: its groups and rules, and the SA side's
@@ -670,6 +721,7 @@ async fn self_verify(
     staged: &Path,
     materialized: &release::Materialized,
     report: &Report,
+    memory: u64,
 ) -> Result<Verdict> {
     let report_json = serde_json::to_value(report)?;
     let released = Warehouse::open(staged)
@@ -681,6 +733,7 @@ async fn self_verify(
         &released,
         Keys::Map(&materialized.keys),
         Some(&report_json),
+        memory,
     )
     .await?)
 }
@@ -839,8 +892,13 @@ pub async fn verify_release(
             );
         }
     }
+    // What this process holds beside verify: the source read whole, the key map.
+    let held = wh.held_bytes() + map.as_ref().map_or(0, |m| m.pairs() * budget::HELD_PER_ROW);
+    let memory = Budget::or_default(req.memory_budget)
+        .bytes
+        .saturating_sub(budget::BASE + held);
     progress.phase("verify", "checking the release independently");
-    Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref()).await?)
+    Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref(), memory).await?)
 }
 
 /// What l-diversity must suppress whatever the algorithm does (see
@@ -888,7 +946,7 @@ fn ms(t: Instant) -> f64 {
 /// this thread) cannot reuse it. At TPC-H SF 1 the peak was 8.03 GiB without this, 7.34 GiB
 /// with it.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn return_free_heap() {
+pub(super) fn return_free_heap() {
     // SAFETY: malloc_trim takes no pointers and only releases pages no allocation uses.
     unsafe {
         libc::malloc_trim(0);
@@ -896,7 +954,7 @@ fn return_free_heap() {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn return_free_heap() {}
+pub(super) fn return_free_heap() {}
 
 pub mod answers;
 mod dry_run;

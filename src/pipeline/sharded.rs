@@ -14,7 +14,9 @@ use anyhow::{anyhow, Context, Result};
 use arrow::array::UInt32Array;
 use arrow::record_batch::RecordBatch;
 
-use super::{assemble, diversity_warnings, parentless_warnings, population, Clock};
+use super::{
+    assemble, diversity_warnings, parentless_warnings, population, return_free_heap, Clock, Staging,
+};
 use crate::algo::{self, Configured, Generalization, Output};
 use crate::forest::{self, Forest, Scope};
 use crate::hierarchy::Hierarchy;
@@ -26,9 +28,6 @@ use crate::warehouse::{
     collect_stream, write_staged, write_stream, Parts, ReleaseSet, ReleaseTable, Remap, Staged,
     TargetKind, Warehouse,
 };
-
-/// Memory the final sort of one table may hold before it spills to disk.
-const SORT_MEMORY: usize = 1 << 30;
 
 /// The registered table of one shard's entity keys.
 const SHARD_KEYS: &str = "__relanon_shard_keys";
@@ -68,8 +67,7 @@ pub(super) async fn release(
     plan: &Plan,
     algorithm: &mut Configured,
     wh: &Warehouse,
-    target: &std::path::Path,
-    overwrite: bool,
+    to: &Staging<'_>,
     progress: &Progress,
     clock: &mut Clock,
 ) -> Result<Piecewise> {
@@ -91,10 +89,13 @@ pub(super) async fn release(
     let source = source_stats(plan, &bones);
     let entities = bones.entities();
     drop(bones);
+    // Each phase after the skeleton, and each shard after the one before, holds less than
+    // its peak: what it freed goes back, so the budget bounds what the process holds.
+    return_free_heap();
     clock.lap("load");
     let mut whole = Whole {
         plan,
-        parts: Parts::create(target)?,
+        parts: Parts::create(to.target)?,
         offsets: pieces::Offsets::default(),
         merged: empty_materialized(),
         shapes: Vec::new(),
@@ -120,13 +121,15 @@ pub(super) async fn release(
         options = algo::shards::highest_price(options, used);
         whole.rest.push(suppressed_keys(plan, &shard, &g)?);
         whole.add(&shard, g, false).await?;
+        drop(shard);
+        return_free_heap();
         crate::warehouse::staging::failpoint(&format!("shard-{}", i + 1));
     }
     remainder(&mut whole, algorithm, wh, &global, entities, progress).await?;
     algorithm.options = options;
     clock.lap("cluster");
     progress.phase("write", "writing the shards' tables in key order");
-    let staged = finish(&mut whole, wh, target, overwrite).await?;
+    let staged = finish(&mut whole, wh, to).await?;
     let utility = whole.tally.finish(plan, entities);
     let mut merged = std::mem::replace(&mut whole.merged, empty_materialized());
     settle_stats(&mut merged, &source, entities);
@@ -344,21 +347,16 @@ fn settle_stats(m: &mut Materialized, source: &[(String, [usize; 4])], entities:
 
 /// Each family table read back from its parts in key order, its ids mapped onto the
 /// release's keys, written into the staged target with the dimensions and views.
-async fn finish(
-    whole: &mut Whole<'_>,
-    wh: &Warehouse,
-    target: &std::path::Path,
-    overwrite: bool,
-) -> Result<Staged> {
+async fn finish(whole: &mut Whole<'_>, wh: &Warehouse, to: &Staging<'_>) -> Result<Staged> {
     let plan = whole.plan;
     let perms = pieces::permutations(plan, whole.offsets.totals());
     pieces::finish_key_map(plan, &mut whole.merged.keys, &perms);
     let columns = pieces::id_columns(plan)?;
     let rest = assemble(plan, wh, Vec::new()).await?;
-    let parquet = TargetKind::of(target) == TargetKind::Parquet;
+    let parquet = TargetKind::of(to.target) == TargetKind::Parquet;
     let mut family = Vec::new();
     let staged = if parquet {
-        Some(write_staged(target, &rest, overwrite)?)
+        Some(write_staged(to.target, &rest, to.overwrite)?)
     } else {
         None
     };
@@ -377,7 +375,7 @@ async fn finish(
         let order = pieces::row_order(plan, &shape.name, &shape.batch);
         let stream = whole
             .parts
-            .merged(&shape.name, &remaps, &order, SORT_MEMORY)
+            .merged(&shape.name, &remaps, &order, to.sort_memory)
             .await?
             .ok_or_else(|| anyhow!("no shard wrote table {}", shape.name))?;
         match &staged {
@@ -399,7 +397,7 @@ async fn finish(
                 tables: family,
                 views: rest.views,
             };
-            Ok(write_staged(target, &set, overwrite)?)
+            Ok(write_staged(to.target, &set, to.overwrite)?)
         }
     }
 }

@@ -68,6 +68,8 @@ mod truth;
 mod twins;
 mod witness;
 
+pub use partition::least_memory;
+
 #[cfg(test)]
 mod tests;
 
@@ -310,15 +312,28 @@ fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> 
 /// QIs, row counts (against `report` when given) and,
 /// under the l-diversity model, l-diversity of every class; under anatomy the anatomy family
 /// in place of k-anonymity. A large release is checked a partition at a time
-/// ([`partition`]), with the verdict the whole check gives.
+/// ([`partition`]): as many as keep it within the `memory` it is given (bytes), with the
+/// verdict the whole check gives.
 pub async fn verify(
     plan: &Plan,
     source: &Warehouse,
     release: &Warehouse,
     keys: Keys<'_>,
     report: Option<&serde_json::Value>,
+    memory: u64,
 ) -> Result<Verdict, VerifyError> {
-    verify_in(plan, source, release, keys, report, ldiv::BUDGET, None).await
+    let split = Split::Memory(memory);
+    verify_in(plan, source, release, keys, report, ldiv::BUDGET, split).await
+}
+
+/// How a release is split into partitions.
+#[derive(Clone, Copy)]
+enum Split {
+    /// As many as the memory verify may hold calls for ([`partitions`]).
+    Memory(u64),
+    /// This many (a test's).
+    #[cfg(test)]
+    Parts(usize),
 }
 
 /// [`verify`] with the l-diversity search's per-EC step budget as a parameter, so tests can
@@ -342,9 +357,18 @@ async fn verify_with_budget(
         ),
         Err(e) => format!("error: {e}"),
     };
-    let whole = verify_in(plan, source, release, keys, report, budget, Some(1)).await;
+    let whole = verify_in(plan, source, release, keys, report, budget, Split::Parts(1)).await;
     for parts in [2, 3, 7] {
-        let split = verify_in(plan, source, release, keys, report, budget, Some(parts)).await;
+        let split = verify_in(
+            plan,
+            source,
+            release,
+            keys,
+            report,
+            budget,
+            Split::Parts(parts),
+        )
+        .await;
         assert_eq!(
             shown(&split),
             shown(&whole),
@@ -355,13 +379,13 @@ async fn verify_with_budget(
 }
 
 /// A test hook: the number of partitions verify checks a release in, in place of the one
-/// its size gives ([`partition::count`]), so the integration tests can check a small release
-/// in several through the binary. Read here only.
+/// its size and memory give ([`partition::count`]), so the integration tests can check a
+/// small release in several through the binary. Read here only.
 const PARTITIONS_VAR: &str = "RELANON_VERIFY_PARTITIONS";
 
 /// How many partitions `release` is checked in: [`PARTITIONS_VAR`] when set to a number,
-/// else by the released rows.
-fn partitions(plan: &Plan, release: &Warehouse) -> usize {
+/// else by the released and source rows and the `memory` verify may hold.
+fn partitions(plan: &Plan, source: &Warehouse, release: &Warehouse, memory: u64) -> usize {
     if let Some(n) = std::env::var(PARTITIONS_VAR)
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -371,14 +395,13 @@ fn partitions(plan: &Plan, release: &Warehouse) -> usize {
     let mut names: Vec<&str> = plan.tables.iter().map(|t| t.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    let rows = names
-        .iter()
-        .map(|n| release.row_count(n).unwrap_or(0))
-        .sum();
-    partition::count(rows)
+    let count =
+        |wh: &Warehouse| -> usize { names.iter().map(|n| wh.row_count(n).unwrap_or(0)).sum() };
+    let released = count(release);
+    partition::count(released, released + count(source), memory)
 }
 
-/// [`verify`] in `parts` partitions (None: as [`partitions`] says).
+/// [`verify`] in the partitions `split` says.
 async fn verify_in(
     plan: &Plan,
     source: &Warehouse,
@@ -386,7 +409,7 @@ async fn verify_in(
     keys: Keys<'_>,
     report: Option<&serde_json::Value>,
     budget: usize,
-    parts: Option<usize>,
+    split: Split,
 ) -> Result<Verdict, VerifyError> {
     let hiers = hierarchies(plan)?;
 
@@ -397,7 +420,11 @@ async fn verify_in(
     fates::check(plan, release, &mut fates);
 
     // Anatomy's groups are checked whole.
-    let parts = parts.unwrap_or_else(|| partitions(plan, release));
+    let parts = match split {
+        Split::Memory(memory) => partitions(plan, source, release, memory),
+        #[cfg(test)]
+        Split::Parts(n) => n,
+    };
     if parts > 1 && plan.params.model.anatomy().is_none() {
         let setting = partitioned::Setting {
             plan,

@@ -32,27 +32,44 @@ pub(super) const UNREAD: u16 = u16::MAX;
 /// A source row whose parent chain breaks: it belongs to no entity.
 pub(super) const NO_ENTITY: u32 = u32::MAX;
 
-/// Released rows per partition. A partition holds about 300 bytes per released row (both
-/// sides, links, indexes: TPC-H SF 1 in 2 partitions of 3.9 M rows each peaked 1.1 GiB above
-/// the assignment), so a partition of 6 M rows holds about 2 GiB, well under the 8 GiB a run
-/// may use with the assignment, the key map and the labels check's streams beside it; fewer
-/// partitions read the tables fewer times.
-const ROWS_PER_PARTITION: usize = 6_000_000;
+/// What a partition holds per released row: both sides, links, indexes (TPC-H SF 1 in 2
+/// partitions of 3.9 M rows each peaked 1.1 GiB above the assignment).
+const PARTITION_BYTES: u64 = 300;
 
-/// Released rows checked whole: the whole check holds about 400 bytes a row (4.5 GiB here)
-/// and takes half the time of two partitions, which read every table three times (TPC-H
-/// SF 1, 7.7 M released rows: 53 s at 2.9 GiB whole, 113 s at 1.8 GiB in two).
-const WHOLE_ROWS: usize = 12_000_000;
+/// What the whole check holds per released row (TPC-H SF 1, 7.7 M released rows: 2.9 GiB).
+/// Checked whole where it fits: two partitions read every table three times (SF 1: 53 s
+/// whole, 113 s in two).
+const WHOLE_BYTES: u64 = 400;
 
-/// How many partitions a release of `released` rows is checked in: one up to
-/// [`WHOLE_ROWS`], else one per [`ROWS_PER_PARTITION`].
-pub(super) fn count(released: usize) -> usize {
-    if released <= WHOLE_ROWS {
+/// What the assignment holds per row of either side: a partition number, the entity of a
+/// source row, and while a table is assigned a key hash per row of it and its parent
+/// (TPC-H SF 1: about 140 MB for 15.4 M rows).
+const ASSIGNED_BYTES: u64 = 10;
+
+/// The fewest released rows a partition is given, however small the memory: below it,
+/// reading every table once per partition is all the check does.
+const LEAST_PARTITION: u64 = 1_000;
+
+/// The least memory a check of `released` rows (`rows` on both sides) keeps within: the
+/// assignment and one partition of the fewest rows.
+pub fn least_memory(released: u64, rows: u64) -> u64 {
+    ASSIGNED_BYTES
+        .saturating_mul(rows)
+        .saturating_add(PARTITION_BYTES.saturating_mul(released.min(LEAST_PARTITION)))
+}
+
+/// How many partitions a release of `released` rows (`rows` on both sides) is checked in
+/// with `memory` bytes: one where the whole check fits, else as many as keep a partition
+/// and the assignment within it.
+pub(super) fn count(released: usize, rows: usize, memory: u64) -> usize {
+    let released = released as u64;
+    if released.saturating_mul(WHOLE_BYTES) <= memory {
         return 1;
     }
-    released
-        .div_ceil(ROWS_PER_PARTITION)
-        .clamp(1, usize::from(UNREAD - 1))
+    let room = memory.saturating_sub(ASSIGNED_BYTES.saturating_mul(rows as u64));
+    let per_part = (room / PARTITION_BYTES).max(LEAST_PARTITION);
+    let parts = released.div_ceil(per_part).clamp(1, u64::from(UNREAD - 1));
+    usize::try_from(parts).unwrap_or(usize::from(UNREAD - 1))
 }
 
 /// Where every row of every plan entry goes.
@@ -455,7 +472,23 @@ impl Pass<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::first_at_least;
+    use super::{count, first_at_least, PARTITION_BYTES, WHOLE_BYTES};
+
+    #[test]
+    fn partitions_follow_the_memory_verify_is_given() {
+        let gib = 1u64 << 30;
+        // TPC-H SF 1: 7.7 M released rows, 15.4 M on both sides.
+        assert_eq!(count(7_700_000, 15_400_000, 4 * gib), 1);
+        let tight = count(7_700_000, 15_400_000, gib / 2);
+        assert!(tight > 1, "{tight}");
+        // Each partition within what is left beside the assignment.
+        let room = gib / 2 - 10 * 15_400_000;
+        assert!(7_700_000u64.div_ceil(tight as u64) * PARTITION_BYTES <= room);
+        // Less memory, more partitions; none at all still partitions of a least size.
+        assert!(count(7_700_000, 15_400_000, gib / 4) > tight);
+        assert_eq!(count(7_700_000, 15_400_000, 0), 7700);
+        assert_eq!(count(1000, 2000, 1000 * WHOLE_BYTES), 1);
+    }
 
     #[test]
     fn the_search_from_the_spread_guess_finds_what_bisection_finds() {

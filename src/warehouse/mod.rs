@@ -687,12 +687,50 @@ impl Warehouse {
         Ok(())
     }
 
+    /// Bytes the source holds in memory: the tables read whole at open (SQLite, CSV); a
+    /// Parquet table holds none until a query reads it.
+    pub fn held_bytes(&self) -> u64 {
+        self.loaded
+            .iter()
+            .map(|(_, rows)| match rows {
+                Rows::Memory(batches) => batches
+                    .iter()
+                    .map(|b| b.get_array_memory_size() as u64)
+                    .sum(),
+                Rows::Parquet { .. } => 0,
+            })
+            .sum()
+    }
+
     /// The table's rows, counted without reading them.
     pub fn row_count(&self, table: &str) -> Result<usize, WarehouseError> {
         Ok(match &self.loaded[self.resolve_table(table)?].1 {
             Rows::Memory(batches) => batches.iter().map(RecordBatch::num_rows).sum(),
             Rows::Parquet { rows, .. } => *rows,
         })
+    }
+
+    /// The table's columns and no rows, as [`Warehouse::read_table`] would give them,
+    /// planned without reading a row (a shard whose trees have none of a table's rows must
+    /// not read the whole table to learn its shape).
+    pub async fn empty_table(&self, table: &str) -> Result<RecordBatch, WarehouseError> {
+        let t = &self.tables[self.resolve_table(table)?];
+        let list = t
+            .columns
+            .iter()
+            .map(|c| quote_ident(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let query = format!("SELECT {list} FROM {}", quote_ident(&t.name));
+        let df = self
+            .ctx
+            .sql(&query)
+            .await
+            .map_err(|e| WarehouseError::Query {
+                sql: query.clone(),
+                msg: one_line(e),
+            })?;
+        Ok(RecordBatch::new_empty(Arc::clone(df.schema().inner())))
     }
 
     /// One concatenated batch of the table (all columns, or the listed ones), ordered by

@@ -267,3 +267,79 @@ fn a_write_failing_while_shards_are_written_ends_cleanly() {
     assert!(!d.join("sales-release.sqlite").exists(), "no release");
     assert!(hidden(d).is_empty(), "debris: {:?}", hidden(d));
 }
+
+/// `--memory-budget`: a budget that is no size, and one below what the family needs,
+/// refused in one line that says how much it needs (exit 2, nothing written); that amount
+/// given back is enough, and the family, too large to run whole in it, runs in shards and
+/// verifies, as does the standalone verify within the same budget.
+#[test]
+fn a_memory_budget_picks_the_shards_and_a_short_one_says_what_it_needs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let o = relanon(d, &["generate", "tpch", "--sf", "0.0005", "--out", "tpch"]);
+    assert!(o.status.success(), "generate tpch: {}", stderr(&o));
+    let decl = crate::common::root().join("sql/tpch.sql");
+    let decl = decl.to_str().expect("UTF-8");
+    let run = |budget: &str| {
+        relanon(
+            d,
+            &[
+                "anonymize",
+                decl,
+                "--source",
+                "tpch",
+                "--target",
+                "rel",
+                "--key-map",
+                "keys.json",
+                "--overwrite",
+                "--json",
+                "--memory-budget",
+                budget,
+            ],
+        )
+    };
+    let o = run("lots");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'lots' is not a size"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run("1KiB");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!d.join("rel").exists(), "{err}");
+    let needs = err
+        .split("give at least --memory-budget ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no amount in: {err}"));
+    let o = run(needs);
+    assert!(
+        o.status.success(),
+        "--memory-budget {needs}: {}",
+        stderr(&o)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json report");
+    assert_eq!(report["verified"], true, "{report}");
+    let shards = report["params"]["shards"].as_u64().unwrap_or(1);
+    assert!(shards >= 2, "--memory-budget {needs}: {}", report["params"]);
+    let v = relanon(
+        d,
+        &[
+            "verify",
+            decl,
+            "--source",
+            "tpch",
+            "--release",
+            "rel",
+            "--key-map",
+            "keys.json",
+            "--memory-budget",
+            needs,
+        ],
+    );
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+}
