@@ -9,9 +9,10 @@
 #   W3  UCI Adult (sql/adult.sql) at k = 2, 5, 10, 50;
 #   A   anatomy (000 Ch. 3) at l = 3: t-t and v-v on W1, t-t on W2 at the scale factors given
 #       (not in the default workloads: --workloads anatomy);
-#   S   TPC-H SF 10 (1.5 M customers, 60 M line items) as Parquet, MiRaCleX k = 10 in 16 shards
-#       into a Parquet release, one run (not in the default workloads: --workloads sf10; about
-#       an hour and 8 GiB, and 3 GiB of disk for the source);
+#   S   TPC-H SF 10 (1.5 M customers, 60 M line items) as Parquet, MiRaCleX k = 10 within
+#       --memory-budget 7GiB (the shards the budget picks) into a Parquet release, one run (not
+#       in the default workloads: --workloads sf10; under an hour and 8 GiB, and 3 GiB of
+#       disk for the source);
 # and, with --threads, W1 again with RAYON_NUM_THREADS=1.
 # Prints one Markdown row per run: median wall time, largest peak RSS, LM with suppression,
 # equivalence classes, suppressed entities, whether the release passed verify, load + write
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 runs=3
 workloads="w1,w2,w3"
-# Arguments of `anonymize` beyond the run's own (the SF 10 row's --shards).
+# Arguments of `anonymize` beyond the run's own (the SF 10 row's --memory-budget).
 extra_args=()
 sfs="0.01 0.1"
 threads=0
@@ -149,10 +150,10 @@ fi
 if has sf10; then
     src="$out/tpch-10"
     [ -e "$src" ] || "$RELANON" generate tpch --sf 10 --out "$src" --quiet
-    extra_args=(--shards 16)
+    extra_args=(--memory-budget 7GiB)
     saved_runs=$runs
     runs=1
-    run "W2 TPC-H SF 10 (Parquet, 16 shards)" "MiRaCleX k = 10" sql/tpch.sql "$src" \
+    run "W2 TPC-H SF 10 (Parquet, --memory-budget 7GiB)" "MiRaCleX k = 10" sql/tpch.sql "$src" \
         "$out/sf10-release" "model = 'k-anonymity', k = 10, algorithm = 'miraclex'"
     runs=$saved_runs
     extra_args=()

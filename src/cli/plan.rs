@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use relanon::budget::Budget;
 use relanon::pipeline::{self, DryRun};
 
 use super::{Declared, Overrides};
@@ -17,12 +18,17 @@ pub struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
+    /// The memory budget `anonymize` would be given (default: half this machine's memory):
+    /// the plan says whether the family runs whole or in how many shards.
+    #[arg(long, value_name = "SIZE")]
+    memory_budget: Option<Budget>,
 }
 
 /// Prints what a run would do.
 pub async fn plan(args: PlanArgs, quiet: bool) -> Result<ExitCode> {
     let mut req = args.declared.request()?;
     req.with = args.overrides.with;
+    req.memory_budget = args.memory_budget;
     let dry = pipeline::dry_run(&req).await?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&dry)?);
@@ -101,8 +107,8 @@ fn describe(d: &DryRun) -> String {
         out.push('\n');
     }
     out.push_str(&format!(
-        "\nalgorithm {}: expect {}\nnothing was written; run `relanon anonymize` with the same declarations to release",
-        d.algorithm, d.estimate.time
+        "\nalgorithm {}: expect {}\nmemory: {}\nnothing was written; run `relanon anonymize` with the same declarations to release",
+        d.algorithm, d.estimate.time, d.estimate.memory
     ));
     out
 }

@@ -10,6 +10,7 @@ use arrow::array::RecordBatch;
 use serde::Serialize;
 
 use super::{prepare, Request};
+use crate::budget::{self, Budget, Size};
 use crate::hierarchy::Hierarchy;
 use crate::init::{Profile, REVIEW};
 use crate::plan::{ColumnRole, Plan, PlannedColumn};
@@ -63,6 +64,9 @@ pub struct Estimate {
     pub vertices: usize,
     /// A rough class of the run's time, and what it is based on.
     pub time: String,
+    /// What the run would hold whole, and what the memory budget decides (whole, or how
+    /// many shards), or why the budget is refused.
+    pub memory: String,
 }
 
 /// Plans the declarations against the source and describes the result.
@@ -110,6 +114,7 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
         .iter()
         .any(|(n, v)| n == "candidates" && v != crate::algo::OptionValue::Unset);
     let time = estimate(configured.spec.name, linear, entities, vertices);
+    let memory = memory_estimate(req, &plan, &wh)?;
     Ok(DryRun {
         entity: plan.entity.clone(),
         algorithm: configured.spec.name.to_string(),
@@ -123,7 +128,27 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
             entities,
             vertices,
             time,
+            memory,
         },
+    })
+}
+
+/// What `anonymize` with the same budget would hold whole, and what the budget decides.
+fn memory_estimate(req: &Request, plan: &Plan, wh: &Warehouse) -> Result<String> {
+    let family = super::family_size(plan, wh)?;
+    let budget = Budget::or_default(req.memory_budget);
+    let shown = Size(budget.bytes);
+    Ok(match budget::decide(budget, family, req.shards) {
+        Ok(d) if d.shards == 1 => format!(
+            "about {} at its peak, within the memory budget of {shown}: the family in one run",
+            Size(d.whole)
+        ),
+        Ok(d) => format!(
+            "about {} whole, more than the memory budget of {shown}: {} shards of whole trees",
+            Size(d.whole),
+            d.shards
+        ),
+        Err(e) => format!("refused: {e}"),
     })
 }
 

@@ -183,9 +183,21 @@ fn plan_lists_fates_review_lines_and_personal_values_published_unchanged() {
     );
     assert!(out.contains("left out: address, staff"), "{out}");
     assert!(out.contains("algorithm miraclex: expect seconds"), "{out}");
+    assert!(out.contains("the family in one run"), "{out}");
     let json = relanon(dir.path(), &["plan", "rental.decl.sql", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&json)).expect("json");
     assert_eq!(v["estimate"]["entities"], 120);
+    // The budget's refusal, said by the plan as anonymize would say it.
+    let small = relanon(
+        dir.path(),
+        &["plan", "rental.decl.sql", "--memory-budget", "1MiB"],
+    );
+    assert!(small.status.success(), "{}", stderr(&small));
+    assert!(
+        stdout(&small).contains("memory: refused: --memory-budget 1.0 MiB"),
+        "{}",
+        stdout(&small)
+    );
     assert_eq!(before, fingerprint(dir.path()), "plan writes nothing");
 }
 
