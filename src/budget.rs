@@ -185,6 +185,12 @@ pub fn decide(
         Some(n) => n.max(1),
         None if whole <= budget.bytes => 1,
         None => {
+            if most < 2 {
+                return Err(too_small(
+                    whole,
+                    "the whole family at once: it has too few entities for two shards",
+                ));
+            }
             if skeleton > budget.bytes {
                 return Err(too_small(skeleton, "every row's keys and links"));
             }
@@ -307,6 +313,17 @@ mod tests {
         )
         .expect_err("too small");
         assert!(default.to_string().contains("the default"), "{default}");
+    }
+
+    #[test]
+    fn a_family_of_too_few_entities_to_split_needs_room_to_run_whole() {
+        let few = Family {
+            entities: 15,
+            ..tpch(1)
+        };
+        let e = decide(given("1GiB"), few, None).expect_err("cannot split");
+        assert!(e.to_string().contains("too few entities"), "{e}");
+        assert_eq!(decide(given("8GiB"), few, None).expect("whole").shards, 1);
     }
 
     #[test]
