@@ -114,6 +114,11 @@ impl Budget {
         given.unwrap_or_else(Budget::half_machine)
     }
 
+    /// What is left of the budget beside the process itself ([`BASE`]) and `held` bytes.
+    pub fn beside(&self, held: u64) -> u64 {
+        self.bytes.saturating_sub(BASE.saturating_add(held))
+    }
+
     fn shown(&self) -> &'static str {
         if self.given {
             ""
@@ -173,6 +178,8 @@ pub fn decide(
     let verify_floor = fixed
         .saturating_add(held)
         .saturating_add(family.verify_least);
+    // What the shards, verify and the sort share: all the floors below are checked first.
+    let left = budget.beside(family.held.saturating_add(held));
     let too_small = |needs: u64, what: &'static str| BudgetError::TooSmall {
         budget: Size(budget.bytes),
         default: budget.shown(),
@@ -200,8 +207,7 @@ pub fn decide(
                     "the key map and a shard of the fewest entities a class needs",
                 ));
             }
-            let room = budget.bytes - fixed - held;
-            let n = SHARD_PER_ROW.saturating_mul(rows).div_ceil(room.max(1));
+            let n = SHARD_PER_ROW.saturating_mul(rows).div_ceil(left.max(1));
             usize::try_from(n.clamp(2, most)).unwrap_or(usize::MAX)
         }
     };
@@ -211,7 +217,6 @@ pub fn decide(
             "the key map and verify's smallest partition",
         ));
     }
-    let left = budget.bytes - fixed - held;
     Ok(Decision {
         shards,
         verify_memory: left,

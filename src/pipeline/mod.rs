@@ -894,9 +894,7 @@ pub async fn verify_release(
     }
     // What this process holds beside verify: the source read whole, the key map.
     let held = wh.held_bytes() + map.as_ref().map_or(0, |m| m.pairs() * budget::HELD_PER_ROW);
-    let memory = Budget::or_default(req.memory_budget)
-        .bytes
-        .saturating_sub(budget::BASE + held);
+    let memory = Budget::or_default(req.memory_budget).beside(held);
     progress.phase("verify", "checking the release independently");
     Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref(), memory).await?)
 }

@@ -26,7 +26,7 @@
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
 //!
-//! A release of more than twelve million rows is checked a partition at a time, in bounded
+//! A release larger than the memory verify is given is checked a partition at a time, in bounded
 //! memory, with the verdict the whole check gives (`partition` assigns, `partitioned`
 //! runs): entities go to partitions by a signature of their released tree that
 //! QI-isomorphic trees share (`signature`), so every equivalence class lies in one; each

@@ -715,21 +715,8 @@ impl Warehouse {
     /// not read the whole table to learn its shape).
     pub async fn empty_table(&self, table: &str) -> Result<RecordBatch, WarehouseError> {
         let t = &self.tables[self.resolve_table(table)?];
-        let list = t
-            .columns
-            .iter()
-            .map(|c| quote_ident(&c.name))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let query = format!("SELECT {list} FROM {}", quote_ident(&t.name));
-        let df = self
-            .ctx
-            .sql(&query)
-            .await
-            .map_err(|e| WarehouseError::Query {
-                sql: query.clone(),
-                msg: one_line(e),
-            })?;
+        let cols: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
+        let (_, df) = self.planned_select(t, &cols, &[]).await?;
         Ok(RecordBatch::new_empty(Arc::clone(df.schema().inner())))
     }
 
@@ -747,9 +734,9 @@ impl Warehouse {
             None => t.columns.iter().map(|c| c.name.clone()).collect(),
         };
         let order = t.resolve_columns(order_by)?;
-        let from = quote_ident(&t.name);
         if cols.is_empty() {
             // SELECT with no columns is not SQL; the row count is all there is to return.
+            let from = quote_ident(&t.name);
             let batches = self.sql(&format!("SELECT COUNT(*) FROM {from}")).await?;
             let rows = batches
                 .first()
@@ -761,12 +748,31 @@ impl Warehouse {
                 WarehouseError::Message(format!("cannot build an empty batch: {}", one_line(e)))
             });
         }
+        let (query, df) = self.planned_select(t, &cols, &order).await?;
+        let err = |e: &dyn std::fmt::Display| WarehouseError::Query {
+            sql: query.clone(),
+            msg: one_line(e),
+        };
+        let planned: SchemaRef = Arc::clone(df.schema().inner());
+        let batches = df.collect().await.map_err(|e| err(&e))?;
+        let schema = batches.first().map_or(planned, |b| b.schema());
+        concat_owned(&schema, batches).map_err(|e| err(&e))
+    }
+
+    /// `SELECT cols FROM t ORDER BY order` (ascending, NULLs last), planned and not run,
+    /// with its text for the error that running it may give.
+    async fn planned_select(
+        &self,
+        t: &TableMeta,
+        cols: &[String],
+        order: &[String],
+    ) -> Result<(String, datafusion::dataframe::DataFrame), WarehouseError> {
         let list = cols
             .iter()
             .map(|c| quote_ident(c))
             .collect::<Vec<_>>()
             .join(", ");
-        let mut query = format!("SELECT {list} FROM {from}");
+        let mut query = format!("SELECT {list} FROM {}", quote_ident(&t.name));
         if !order.is_empty() {
             let keys = order
                 .iter()
@@ -775,18 +781,13 @@ impl Warehouse {
             query.push_str(" ORDER BY ");
             query.push_str(&keys.join(", "));
         }
-        let err = |e: datafusion::error::DataFusionError| WarehouseError::Query {
-            sql: query.clone(),
-            msg: one_line(e),
-        };
-        let df = self.ctx.sql(&query).await.map_err(err)?;
-        let planned: SchemaRef = Arc::clone(df.schema().inner());
-        let batches = df.collect().await.map_err(err)?;
-        let schema = batches.first().map_or(planned, |b| b.schema());
-        concat_owned(&schema, batches).map_err(|e| WarehouseError::Query {
-            sql: query.clone(),
-            msg: one_line(e),
-        })
+        match self.ctx.sql(&query).await {
+            Ok(df) => Ok((query, df)),
+            Err(e) => Err(WarehouseError::Query {
+                sql: query,
+                msg: one_line(e),
+            }),
+        }
     }
 }
 
