@@ -359,16 +359,8 @@ async fn verify_with_budget(
     };
     let whole = verify_in(plan, source, release, keys, report, budget, Split::Parts(1)).await;
     for parts in [2, 3, 7] {
-        let split = verify_in(
-            plan,
-            source,
-            release,
-            keys,
-            report,
-            budget,
-            Split::Parts(parts),
-        )
-        .await;
+        let n = Split::Parts(parts);
+        let split = verify_in(plan, source, release, keys, report, budget, n).await;
         assert_eq!(
             shown(&split),
             shown(&whole),
