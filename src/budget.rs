@@ -3,7 +3,7 @@
 //! partitions are), and how much the final sort of a run in shards holds before it spills.
 //!
 //! The decision is taken before anything is loaded, from the family's row count (read from
-//! the catalog: a Parquet footer, or the rows a SQLite or CSV source already holds) and from
+//! the catalog: a Parquet footer, or the rows a SQLite or CSV source counted at open) and from
 //! figures per family row measured on TPC-H (docs/scale.md): a run holds about
 //! [`WHOLE_PER_ROW`] bytes a row whole; in shards, the skeleton about [`SKELETON_PER_ROW`],
 //! then the key map and the report's tallies [`HELD_PER_ROW`] plus the shard's forest and
@@ -136,8 +136,6 @@ pub struct Family {
     pub entities: u64,
     /// The smallest group the model allows (k, or l).
     pub min_group: u64,
-    /// Bytes the source already holds (a SQLite or CSV source is read whole at open).
-    pub held: u64,
     /// The least verify keeps within, for a release as large as the family
     /// (`verify::least_memory`).
     pub verify_least: u64,
@@ -152,6 +150,10 @@ pub struct Decision {
     pub verify_memory: u64,
     /// What the final sort of a run in shards holds before it spills.
     pub sort_memory: usize,
+    /// What the queries that read the source may hold (their joins' hash tables, their
+    /// sorts, which spill beyond): what the budget leaves beside the process and what is
+    /// held across shards.
+    pub query_memory: usize,
     /// What the whole forest would hold, for the message when it cannot be split.
     pub whole: u64,
 }
@@ -167,7 +169,7 @@ pub fn decide(
     forced: Option<usize>,
 ) -> Result<Decision, BudgetError> {
     let rows = family.rows;
-    let fixed = BASE.saturating_add(family.held);
+    let fixed = BASE;
     let whole = fixed.saturating_add(WHOLE_PER_ROW.saturating_mul(rows));
     let held = HELD_PER_ROW.saturating_mul(rows);
     let most = (family.entities / family.min_group.max(1)).max(1);
@@ -179,7 +181,7 @@ pub fn decide(
         .saturating_add(held)
         .saturating_add(family.verify_least);
     // What the shards, verify and the sort share: all the floors below are checked first.
-    let left = budget.beside(family.held.saturating_add(held));
+    let left = budget.beside(held);
     let too_small = |needs: u64, what: &'static str| BudgetError::TooSmall {
         budget: Size(budget.bytes),
         default: budget.shown(),
@@ -222,6 +224,7 @@ pub fn decide(
         verify_memory: left,
         sort_memory: usize::try_from((left / SORT_SHARE).clamp(SORT_MIN, SORT_MAX))
             .unwrap_or(usize::MAX),
+        query_memory: usize::try_from(left.max(SORT_MIN)).unwrap_or(usize::MAX),
         whole,
     })
 }
@@ -264,7 +267,6 @@ mod tests {
             rows: 7_650_000 * sf,
             entities: 150_000 * sf,
             min_group: 10,
-            held: 0,
             verify_least: 10 * 2 * 7_650_000 * sf + 300 * 1_000,
         }
     }
@@ -340,17 +342,6 @@ mod tests {
             d.verify_memory,
             2 * GIB - BASE - HELD_PER_ROW * tpch(1).rows
         );
-    }
-
-    #[test]
-    fn a_source_held_in_memory_counts_against_the_budget() {
-        let parquet = decide(given("4GiB"), tpch(1), None).expect("fits");
-        let sqlite = Family {
-            held: 2 * GIB,
-            ..tpch(1)
-        };
-        let held = decide(given("4GiB"), sqlite, None).expect("fits");
-        assert!(held.shards > parquet.shards, "{held:?} {parquet:?}");
     }
 
     #[test]

@@ -422,7 +422,7 @@ async fn assemble(
 /// `relanon anonymize`.
 pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     let mut clock = Clock::start();
-    let (plan, mut algorithm, wh) = prepare(req, progress).await?;
+    let (plan, mut algorithm, mut wh) = prepare(req, progress).await?;
     for w in &plan.warnings {
         progress.warn(w.clone());
     }
@@ -442,6 +442,9 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     clean_debris(req, &target, progress)?;
     // Dropped after the commit (or the error that ends the run): lists every temporary.
     let _manifest = staging::Manifest::begin(&target)?;
+    // The queries that read the source hold what the budget leaves them, their sorts
+    // spilling beside the target (listed in the manifest, like every temporary).
+    let _spill = wh.bound_queries(&target, memory.query_memory)?;
     let to = Staging {
         target: &target,
         overwrite: req.overwrite,
@@ -602,7 +605,7 @@ fn shard(
 }
 
 /// The family as the budget sees it: rows of every family table (a table on two paths
-/// loads twice), entities, the smallest group and what the source already holds.
+/// loads twice), entities and the smallest group.
 fn family_size(plan: &Plan, wh: &Warehouse) -> Result<budget::Family> {
     let mut rows = 0u64;
     for t in &plan.tables {
@@ -612,7 +615,6 @@ fn family_size(plan: &Plan, wh: &Warehouse) -> Result<budget::Family> {
         rows,
         entities: wh.row_count(&plan.tables[0].name)? as u64,
         min_group: plan.params.model.min_group() as u64,
-        held: wh.held_bytes(),
         verify_least: verify::least_memory(rows, 2 * rows),
     })
 }
@@ -892,11 +894,15 @@ pub async fn verify_release(
             );
         }
     }
-    // What this process holds beside verify: the source read whole, the key map.
-    let held = wh.held_bytes() + map.as_ref().map_or(0, |m| m.pairs() * budget::HELD_PER_ROW);
+    // What this process holds beside verify: the key map.
+    let held = map.as_ref().map_or(0, |m| m.pairs() * budget::HELD_PER_ROW);
     let memory = Budget::or_default(req.memory_budget).beside(held);
     progress.phase("verify", "checking the release independently");
-    Ok(verify::verify(&plan, &wh, &released, keys, report.as_ref(), memory).await?)
+    let verdict = verify::verify(&plan, &wh, &released, keys, report.as_ref(), memory).await?;
+    // Each check read the source again: a verdict over two versions of it is no verdict.
+    wh.unchanged()?;
+    released.unchanged()?;
+    Ok(verdict)
 }
 
 /// What l-diversity must suppress whatever the algorithm does (see

@@ -2,13 +2,17 @@
 //! named by file stem. CSV files have a header row and fields separated by the declared
 //! delimiter (`SET csv_delimiter`, default `,`).
 //!
-//! A CSV file is read eagerly into memory, so a malformed row is reported when the warehouse
-//! opens, not halfway through a run. A Parquet file is opened by its footer (schema, row
-//! count; a truncated or foreign file fails there) and read by each query as it needs.
+//! Neither is held in memory: each query reads the file again. A CSV file is read whole
+//! once at open, its schema inferred from every record and its rows counted, so a malformed
+//! row is reported when the warehouse opens, not halfway through a run; queries then read it
+//! with the same reader under the same schema ([`super::streamed`]). A Parquet file is opened
+//! by its footer (schema, row count; a truncated or foreign file fails there) and read by
+//! DataFusion's Parquet reader.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +22,7 @@ use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::{
-    one_line, show, ColumnMeta, LoadedTable, Rows, SourceKind, SourceOptions, TableMeta,
+    one_line, show, streamed, ColumnMeta, LoadedTable, Rows, SourceKind, SourceOptions, TableMeta,
     WarehouseError,
 };
 
@@ -148,9 +152,9 @@ fn load_tables(
         let (schema, rows) = match kind {
             FileKind::Parquet => open_parquet(path)?,
             FileKind::Csv => {
-                let (schema, batches, warning) = read_csv(path, options.csv_delimiter)?;
+                let (schema, rows, warning) = open_csv(path, options.csv_delimiter)?;
                 warnings.extend(warning);
-                (schema, Rows::Memory(batches))
+                (schema, rows)
             }
         };
         let meta = TableMeta {
@@ -321,12 +325,21 @@ fn plain_types(
     Ok((plain, batches))
 }
 
-/// Reads one CSV file; also returns a warning when it came out as one column that looks
-/// like several joined by another delimiter.
-fn read_csv(
+/// A CSV file's header and field separator, as every read of it uses them.
+fn csv_format(delimiter: u8) -> Format {
+    Format::default()
+        .with_header(true)
+        .with_delimiter(delimiter)
+}
+
+/// Opens one CSV file: its schema inferred from every record, its rows counted by reading
+/// them all under that schema (a malformed row fails here, not mid-run), none kept. Also
+/// returns a warning when it came out as one column that looks like several joined by
+/// another delimiter.
+fn open_csv(
     path: &Path,
     delimiter: u8,
-) -> Result<(SchemaRef, Vec<RecordBatch>, Option<String>), WarehouseError> {
+) -> Result<(SchemaRef, Rows, Option<String>), WarehouseError> {
     let hint = delimiter_hint(&header_line(path), delimiter);
     let err = |msg: String| WarehouseError::Csv {
         path: show(path),
@@ -343,10 +356,7 @@ fn read_csv(
     }
     // Inferring from every record, not a sample: a text value in row 100 000 of a column
     // that looked numeric would otherwise fail the load (or a query) much later.
-    let format = Format::default()
-        .with_header(true)
-        .with_delimiter(delimiter);
-    let (schema, _) = format
+    let (schema, _) = csv_format(delimiter)
         .infer_schema(BufReader::new(&mut file), None)
         .map_err(|e| err(one_line(e)))?;
     // A column with no value at all is inferred as Null, a type few SQL operations accept;
@@ -361,16 +371,20 @@ fn read_csv(
         .collect();
     let schema = Arc::new(Schema::new(fields));
     check_unique_columns(&schema, err)?;
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| err(one_line(e)))?;
-    let reader = ReaderBuilder::new(Arc::clone(&schema))
-        .with_format(format)
-        .build(BufReader::new(file))
-        .map_err(|e| err(one_line(e)))?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(one_line(e)))?;
-    let warning = match (schema.fields().len(), hint) {
+    let reader = Arc::new(CsvReader {
+        path: path.to_path_buf(),
+        schema: Arc::clone(&schema),
+        delimiter,
+    });
+    let mut rows = 0;
+    let all: Vec<usize> = (0..schema.fields().len()).collect();
+    reader
+        .parse(&all, &mut |batch| {
+            rows += batch.num_rows();
+            true
+        })
+        .map_err(err)?;
+    let warning = match (schema.fields().len(), hint.clone()) {
         (1, Some(h)) => Some(format!(
             "'{}' reads as one column '{}': {h}",
             show(path),
@@ -378,7 +392,65 @@ fn read_csv(
         )),
         _ => None,
     };
-    Ok((schema, batches, warning))
+    Ok((schema, Rows::read(reader, rows), warning))
+}
+
+/// A CSV file read by arrow-csv's reader under the schema inferred at open, a batch at a
+/// time, in file order: one piece.
+#[derive(Debug)]
+struct CsvReader {
+    path: PathBuf,
+    schema: SchemaRef,
+    delimiter: u8,
+}
+
+impl CsvReader {
+    /// The columns at `columns`, each batch handed to `send` until it returns false; what
+    /// failed, in words.
+    fn parse(
+        &self,
+        columns: &[usize],
+        send: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<(), String> {
+        let file = File::open(&self.path).map_err(one_line)?;
+        let reader = ReaderBuilder::new(Arc::clone(&self.schema))
+            .with_format(csv_format(self.delimiter))
+            .with_projection(columns.to_vec())
+            .build(BufReader::new(file))
+            .map_err(one_line)?;
+        for batch in reader {
+            if !send(batch.map_err(one_line)?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl streamed::Reader for CsvReader {
+    fn pieces(&self) -> usize {
+        1
+    }
+
+    fn read(
+        &self,
+        pieces: Range<usize>,
+        columns: &[usize],
+        send: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<(), WarehouseError> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        // It read whole at open, so a failure now is a file that changed since.
+        self.parse(columns, send).map_err(|msg| WarehouseError::Csv {
+            path: show(&self.path),
+            msg: format!("{msg}; it read without error when the run began, so something changed it since: run again once nothing writes to the source"),
+        })
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
 }
 
 /// SQL cannot tell two columns of one name apart.

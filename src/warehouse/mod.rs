@@ -2,16 +2,17 @@
 //! DataFusion, and writing a release atomically. Knows tables, columns and keys; knows
 //! nothing of entities, hierarchies or clusters.
 //!
-//! SQLite and CSV sources are loaded whole into memory tables at `open` (a corrupt file fails
-//! there, not mid-run); a Parquet file is a listing table read by each query as it needs
-//! (its footer checked at `open`), so a warehouse larger than memory can be read.
-//! Identifiers are case-preserving (DataFusion's normalization is off) and strings are
-//! `Utf8`; [`session`] makes every DataFusion session with those settings, the utility's
-//! and the attack's scratch sessions included. Queries promise no row order;
-//! `table_in_source_order` gives the rows as loaded. A SQLite file is read on every thread, a
-//! connection each, by table and by fixed rowid ranges of a large table; one snapshot holds
-//! because the first connection's shared lock keeps writers from committing until all have
-//! read (a WAL file, where it would not, is read on one connection).
+//! No source table is held in memory: every query reads the source again, so a warehouse
+//! larger than memory can be read. A Parquet file is a listing table (its footer checked at
+//! `open`); a SQLite or CSV table is read by relanon's own reader ([`streamed`]), once at
+//! `open` to type its columns and count its rows (a corrupt file fails there, not mid-run)
+//! and again by each scan. A source whose files change during a run is refused
+//! (`unchanged`). Identifiers are case-preserving (DataFusion's normalization is off) and
+//! strings are `Utf8`; [`session`] makes every DataFusion session with those settings, the
+//! utility's and the attack's scratch sessions included. Queries promise no row order;
+//! `table_in_source_order` and `batches_in_source_order` give the rows in the source's own
+//! (file order; SQLite's rowid order). `bound_queries` gives the session a memory pool whose
+//! sorts spill ([`bounded`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,9 +20,9 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::TableReference;
-use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+mod bounded;
 mod files;
 mod functions;
 mod parts;
@@ -30,8 +31,10 @@ mod render;
 mod scratch;
 mod sqlite;
 pub mod staging;
+mod streamed;
 mod write;
 
+pub use bounded::Spill;
 pub use parts::{collect_stream, write_stream, Parts, Remap};
 pub use render::{numeric_value, render_value};
 pub use scratch::{Scratch, Temporary};
@@ -97,6 +100,8 @@ pub enum WarehouseError {
     KeyConflict(String),
     #[error("query failed: {msg} (query: {sql})")]
     Query { sql: String, msg: String },
+    #[error("a query that reads the source needs more memory than the budget leaves it ({msg}): give a larger --memory-budget, or more --shards (query: {sql})")]
+    QueryMemory { sql: String, msg: String },
     #[error("target '{path}' exists: pass --overwrite to replace it")]
     TargetExists { path: String },
     #[error("another relanon run is using '{path}' (it holds the lock beside it); wait for it to finish, or choose another target")]
@@ -248,19 +253,47 @@ pub(crate) struct LoadedTable {
     pub catalog_pk: bool,
 }
 
-/// Where a table's rows are: in memory, or in a Parquet file read as queries need it.
+/// A file's length and modification time, where the file system gives them.
+pub(crate) type Stamp = Option<(u64, std::time::SystemTime)>;
+
+/// Where a table's rows are. None is held: every query reads the source again, so a
+/// warehouse larger than memory can be read.
 #[derive(Clone)]
 pub(crate) enum Rows {
-    /// Read whole at `open` (SQLite, CSV).
-    Memory(Vec<RecordBatch>),
     /// A Parquet file, its footer read at `open` (a truncated or foreign file fails there),
-    /// its rows streamed by each query: a warehouse larger than memory can be read.
+    /// read by DataFusion's own Parquet reader.
     Parquet {
         path: PathBuf,
         rows: usize,
         /// Length and modification time at open: a file replaced mid-run is noticed.
-        stamp: Option<(u64, std::time::SystemTime)>,
+        stamp: Stamp,
     },
+    /// A table relanon reads itself (SQLite, CSV), counted (and checked) at `open`.
+    Read {
+        reader: Arc<dyn streamed::Reader>,
+        rows: usize,
+        /// Each of the reader's files with its stamp at open.
+        stamps: Vec<(PathBuf, Stamp)>,
+    },
+}
+
+impl Rows {
+    /// Rows read by `reader`, its files stamped now.
+    pub(crate) fn read(reader: Arc<dyn streamed::Reader>, rows: usize) -> Rows {
+        let stamps = reader
+            .files()
+            .into_iter()
+            .map(|f| {
+                let s = files::stamp(&f);
+                (f, s)
+            })
+            .collect();
+        Rows::Read {
+            reader,
+            rows,
+            stamps,
+        }
+    }
 }
 
 /// An opened warehouse: its catalog and a DataFusion context with every table registered
@@ -271,8 +304,7 @@ pub struct Warehouse {
     pub tables: Vec<TableMeta>,
     ctx: SessionContext,
     catalog_pk: Vec<bool>,
-    /// Each table's rows, parallel to `tables`: in memory (shared with DataFusion's copy) or
-    /// a Parquet file.
+    /// Where each table's rows are, parallel to `tables`.
     loaded: Vec<(SchemaRef, Rows)>,
     warnings: Vec<String>,
 }
@@ -333,8 +365,8 @@ impl Warehouse {
     /// Opens a SQLite file (recognized by its magic header; keys from its catalog), a single
     /// .csv / .parquet file (one table named by its stem), or a directory whose *.parquet and
     /// *.csv files are tables named by file stem (no keys: they are declared later), with
-    /// CSV files comma-separated. Every table is loaded into memory and registered with
-    /// DataFusion under its exact name.
+    /// CSV files comma-separated. Every table is registered with DataFusion under its exact
+    /// name; none is loaded into memory.
     pub async fn open(path: &Path) -> Result<Warehouse, WarehouseError> {
         Self::open_with(path, &SourceOptions::default()).await
     }
@@ -383,7 +415,7 @@ impl Warehouse {
         let mut rows = Vec::with_capacity(loaded.len());
         for t in loaded {
             rows.push((Arc::clone(&t.schema), t.rows.clone()));
-            let provider = provider(&ctx, &t).map_err(|e| {
+            let provider = provider(&ctx, &t.schema, &t.rows).map_err(|e| {
                 WarehouseError::Message(format!(
                     "cannot load table '{}' from '{}': {}",
                     t.meta.name,
@@ -587,10 +619,7 @@ impl Warehouse {
 
     /// Runs one DataFusion SQL statement and collects its result.
     pub async fn sql(&self, query: &str) -> Result<Vec<RecordBatch>, WarehouseError> {
-        let err = |e: datafusion::error::DataFusionError| WarehouseError::Query {
-            sql: one_line(query),
-            msg: one_line(e),
-        };
+        let err = |e| query_error(query, e);
         let df = self.ctx.sql(query).await.map_err(err)?;
         df.collect().await.map_err(err)
     }
@@ -603,10 +632,7 @@ impl Warehouse {
         mut each: impl FnMut(&RecordBatch),
     ) -> Result<(), WarehouseError> {
         use futures::StreamExt;
-        let err = |e: datafusion::error::DataFusionError| WarehouseError::Query {
-            sql: one_line(query),
-            msg: one_line(e),
-        };
+        let err = |e| query_error(query, e);
         let df = self.ctx.sql(query).await.map_err(err)?;
         let mut stream = df.execute_stream().await.map_err(err)?;
         while let Some(batch) = stream.next().await {
@@ -621,15 +647,14 @@ impl Warehouse {
     /// order to be visited in reproducibly.
     pub fn table_in_source_order(&self, table: &str) -> Result<RecordBatch, WarehouseError> {
         let (schema, rows) = &self.loaded[self.resolve_table(table)?];
-        let read;
         let batches = match rows {
-            Rows::Memory(batches) => batches,
-            Rows::Parquet { path, .. } => {
-                read = files::read_parquet(path)?.1;
-                &read
+            Rows::Parquet { path, .. } => files::read_parquet(path)?.1,
+            Rows::Read { reader, .. } => {
+                let all = (0..schema.fields().len()).collect();
+                streamed::in_order(Arc::clone(reader), all).collect::<Result<Vec<_>, _>>()?
             }
         };
-        arrow::compute::concat_batches(schema, batches).map_err(|e| {
+        arrow::compute::concat_batches(schema, &batches).map_err(|e| {
             WarehouseError::Message(format!(
                 "cannot read table '{table}' in source order: {}",
                 one_line(e)
@@ -657,56 +682,37 @@ impl Warehouse {
         at.dedup();
         let (_, rows) = &self.loaded[ti];
         match rows {
-            Rows::Memory(batches) => Ok(Box::new(batches.iter().map(move |b| {
-                b.project(&at).map_err(|e| {
-                    WarehouseError::Message(format!(
-                        "cannot read table '{}': {}",
-                        t.name,
-                        one_line(e)
-                    ))
-                })
-            }))),
             Rows::Parquet { path, .. } => Ok(Box::new(files::scan_parquet(path, at)?)),
+            Rows::Read { reader, .. } => Ok(Box::new(streamed::in_order(Arc::clone(reader), at))),
         }
     }
 
-    /// Refuses a source whose Parquet files changed since `open`: the queries read the files
-    /// again, so a run that saw two versions of one table must not be committed.
+    /// Refuses a source whose files changed since `open`: the queries read them again, so a
+    /// run that saw two versions of one table must not be committed.
     pub fn unchanged(&self) -> Result<(), WarehouseError> {
         for (t, (_, rows)) in self.tables.iter().zip(&self.loaded) {
-            if let Rows::Parquet { path, stamp, .. } = rows {
-                if files::stamp(path) != *stamp {
-                    return Err(WarehouseError::Message(format!(
-                        "source file '{}' (table '{}') changed while the run read it: run again once nothing writes to the source",
-                        show(path),
-                        t.name
-                    )));
-                }
+            let changed = match rows {
+                Rows::Parquet { path, stamp, .. } => (files::stamp(path) != *stamp).then_some(path),
+                Rows::Read { stamps, .. } => stamps
+                    .iter()
+                    .find(|(f, stamp)| files::stamp(f) != *stamp)
+                    .map(|(f, _)| f),
+            };
+            if let Some(path) = changed {
+                return Err(WarehouseError::Message(format!(
+                    "source file '{}' (table '{}') changed while the run read it: run again once nothing writes to the source",
+                    show(path),
+                    t.name
+                )));
             }
         }
         Ok(())
     }
 
-    /// Bytes the source holds in memory: the tables read whole at open (SQLite, CSV); a
-    /// Parquet table holds none until a query reads it.
-    pub fn held_bytes(&self) -> u64 {
-        self.loaded
-            .iter()
-            .map(|(_, rows)| match rows {
-                Rows::Memory(batches) => batches
-                    .iter()
-                    .map(|b| b.get_array_memory_size() as u64)
-                    .sum(),
-                Rows::Parquet { .. } => 0,
-            })
-            .sum()
-    }
-
     /// The table's rows, counted without reading them.
     pub fn row_count(&self, table: &str) -> Result<usize, WarehouseError> {
         Ok(match &self.loaded[self.resolve_table(table)?].1 {
-            Rows::Memory(batches) => batches.iter().map(RecordBatch::num_rows).sum(),
-            Rows::Parquet { rows, .. } => *rows,
+            Rows::Parquet { rows, .. } | Rows::Read { rows, .. } => *rows,
         })
     }
 
@@ -749,14 +755,13 @@ impl Warehouse {
             });
         }
         let (query, df) = self.planned_select(t, &cols, &order).await?;
-        let err = |e: &dyn std::fmt::Display| WarehouseError::Query {
+        let planned: SchemaRef = Arc::clone(df.schema().inner());
+        let batches = df.collect().await.map_err(|e| query_error(&query, e))?;
+        let schema = batches.first().map_or(planned, |b| b.schema());
+        concat_owned(&schema, batches).map_err(|e| WarehouseError::Query {
             sql: query.clone(),
             msg: one_line(e),
-        };
-        let planned: SchemaRef = Arc::clone(df.schema().inner());
-        let batches = df.collect().await.map_err(|e| err(&e))?;
-        let schema = batches.first().map_or(planned, |b| b.schema());
-        concat_owned(&schema, batches).map_err(|e| err(&e))
+        })
     }
 
     /// `SELECT cols FROM t ORDER BY order` (ascending, NULLs last), planned and not run,
@@ -783,11 +788,20 @@ impl Warehouse {
         }
         match self.ctx.sql(&query).await {
             Ok(df) => Ok((query, df)),
-            Err(e) => Err(WarehouseError::Query {
-                sql: query,
-                msg: one_line(e),
-            }),
+            Err(e) => Err(query_error(&query, e)),
         }
+    }
+}
+
+/// What running `sql` failed with; a pool exhausted (the budget's share for the queries,
+/// [`Warehouse::bound_queries`]) says what to give.
+fn query_error(sql: &str, e: datafusion::error::DataFusionError) -> WarehouseError {
+    let (sql, msg) = (one_line(sql), one_line(&e));
+    match e.find_root() {
+        datafusion::error::DataFusionError::ResourcesExhausted(_) => {
+            WarehouseError::QueryMemory { sql, msg }
+        }
+        _ => WarehouseError::Query { sql, msg },
     }
 }
 
@@ -828,17 +842,19 @@ pub fn concat_owned(
 /// differ.
 fn provider(
     ctx: &SessionContext,
-    t: &LoadedTable,
+    schema: &SchemaRef,
+    rows: &Rows,
 ) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
     use datafusion::datasource::file_format::parquet::ParquetFormat;
     use datafusion::datasource::listing::{
         ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
     };
-    match &t.rows {
-        Rows::Memory(batches) => Ok(Arc::new(MemTable::try_new(
-            Arc::clone(&t.schema),
-            vec![batches.clone()],
-        )?)),
+    match rows {
+        Rows::Read { reader, rows, .. } => Ok(Arc::new(streamed::SourceTable::new(
+            Arc::clone(schema),
+            *rows,
+            Arc::clone(reader),
+        ))),
         Rows::Parquet { path, .. } => {
             // A file URL, not a path string: a path string with `*`, `?` or `[` in it
             // would be taken for a glob.
@@ -857,7 +873,7 @@ fn provider(
             let options = ListingOptions::new(Arc::new(format)).with_file_extension("");
             let config = ListingTableConfig::new(ListingTableUrl::try_new(url, None)?)
                 .with_listing_options(options)
-                .with_schema(Arc::clone(&t.schema));
+                .with_schema(Arc::clone(schema));
             Ok(Arc::new(ListingTable::try_new(config)?))
         }
     }

@@ -2,8 +2,11 @@
 //!
 //! SQLite is dynamically typed, so each column's Arrow type comes from the values it
 //! actually stores; the declared type only decides for columns that hold nothing but NULL.
+//! Opening reads every row once, for those types and the row counts, and keeps none: each
+//! scan reads the table again ([`SqliteReader`]), by rowid pieces on read-only connections.
 
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{
@@ -16,7 +19,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{
-    one_line, quote_ident, show, ColumnMeta, ForeignKey, LoadedTable, TableMeta, WarehouseError,
+    one_line, quote_ident, show, streamed, ColumnMeta, ForeignKey, LoadedTable, Rows, TableMeta,
+    WarehouseError,
 };
 
 /// Rows per RecordBatch, DataFusion's own default batch size.
@@ -34,14 +38,17 @@ const PIECE_ROWIDS: i64 = 1 << 16;
 /// At most this many pieces per table (sparse rowids widen the pieces instead).
 pub(super) const MAX_PIECES: i64 = 256;
 
-/// Loads every table (not views, not sqlite_* internals). Returns the tables and warnings
-/// about catalog entries that could not be used.
+/// Opens every table (not views, not sqlite_* internals): its catalog entry, its columns'
+/// types and its row count. Returns the tables and warnings about catalog entries that could
+/// not be used.
 ///
-/// Tables, and pieces of large tables by rowid range, are read on every thread, each on its
-/// own connection. They all read one snapshot: the first read on the main connection takes
-/// a shared lock that it holds until its COMMIT, and while any reader holds one, no writer
-/// of a rollback-journal database can commit. A WAL database lets writers commit beside
-/// readers, so it is read on the main connection alone.
+/// Tables, and pieces of large tables by rowid range, are scanned on every thread, each on
+/// its own connection. They all read one snapshot: the first read on the main connection
+/// takes a shared lock that it holds until its COMMIT, and while any reader holds one, no
+/// writer of a rollback-journal database can commit. A WAL database lets writers commit
+/// beside readers, so it is scanned on the main connection alone. The later scans read
+/// snapshots of their own; a database that changed since is refused before a release is
+/// committed (`Warehouse::unchanged`: the file's and its log's stamps).
 pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), WarehouseError> {
     let err = |e: rusqlite::Error| {
         let msg = one_line(&e);
@@ -84,36 +91,23 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
         scans[t].storage_classes(c, piece)
     })
     .map_err(read_err)?;
-    let schemas: Vec<(SchemaRef, Vec<u8>)> = scans
-        .iter()
-        .enumerate()
-        .map(|(t, scan)| {
-            let mut classes = vec![0u8; scan.columns.len()];
-            for (_, piece) in jobs.iter().zip(&seen).filter(|((j, _), _)| *j == t) {
-                for (c, s) in classes.iter_mut().zip(piece) {
-                    *c |= s;
-                }
-            }
-            (scan.schema(&classes), classes)
-        })
-        .collect();
-    let mut warnings = Vec::new();
-    for (scan, (_, classes)) in scans.iter().zip(&schemas) {
-        warnings.extend(scan.blobs_among_text(&conn, classes).map_err(read_err)?);
+    let mut classes: Vec<Vec<u8>> = scans.iter().map(|s| vec![0u8; s.columns.len()]).collect();
+    let mut rows = vec![0usize; scans.len()];
+    for (&(t, _), (piece, count)) in jobs.iter().zip(&seen) {
+        for (c, s) in classes[t].iter_mut().zip(piece) {
+            *c |= s;
+        }
+        rows[t] += count;
     }
-    let schemas: Vec<SchemaRef> = schemas.into_iter().map(|(schema, _)| schema).collect();
-    let pieces = on_readers(path, &conn, parallel, &jobs, |c, &(t, piece)| {
-        scans[t].read_rows(c, &schemas[t], piece)
-    })
-    .map_err(read_err)?;
-    let mut batches: Vec<Vec<RecordBatch>> = vec![Vec::new(); scans.len()];
-    for (&(t, _), piece) in jobs.iter().zip(pieces) {
-        batches[t].extend(piece);
+    let mut warnings = Vec::new();
+    for (scan, classes) in scans.iter().zip(&classes) {
+        warnings.extend(scan.blobs_among_text(&conn, classes).map_err(read_err)?);
     }
     conn.execute_batch("COMMIT").map_err(err)?;
     let mut tables = Vec::with_capacity(scans.len());
     let mut raw_fks = Vec::with_capacity(scans.len());
-    for ((scan, schema), batches) in scans.into_iter().zip(schemas).zip(batches) {
+    for ((scan, classes), rows) in scans.into_iter().zip(&classes).zip(rows) {
+        let schema = scan.schema(classes);
         let mut pk: Vec<(i64, String)> = scan
             .columns
             .iter()
@@ -122,17 +116,25 @@ pub(super) fn load(path: &Path) -> Result<(Vec<LoadedTable>, Vec<String>), Wareh
             .collect();
         pk.sort();
         let meta = TableMeta {
-            name: scan.name,
+            name: scan.name.clone(),
             columns: ColumnMeta::of_schema(&schema),
             primary_key: pk.into_iter().map(|(_, c)| c).collect(),
             foreign_keys: Vec::new(),
         };
         let catalog_pk = !meta.primary_key.is_empty();
+        let reader = SqliteReader {
+            path: path.to_path_buf(),
+            columns: scan.columns.iter().map(|c| c.name.clone()).collect(),
+            name: scan.name,
+            rowid: scan.rowid,
+            pieces: scan.pieces,
+            schema: Arc::clone(&schema),
+        };
         raw_fks.push(scan.foreign_keys);
         tables.push(LoadedTable {
             meta,
             schema,
-            rows: super::Rows::Memory(batches),
+            rows: Rows::read(Arc::new(reader), rows),
             catalog_pk,
         });
     }
@@ -247,42 +249,38 @@ impl TableScan {
 
     /// `FROM` clause of one piece, with its range as parameters 1 and 2.
     fn from(&self, piece: Option<(i64, i64)>) -> String {
-        let table = quote_ident(&self.name);
-        match (piece, self.rowid) {
-            (Some(_), Some(alias)) => {
-                format!("{table} WHERE {} BETWEEN ?1 AND ?2", quote_ident(alias))
-            }
-            _ => table,
-        }
+        piece_from(&self.name, self.rowid, piece)
     }
 
-    /// Per column, the storage classes it holds in the piece (a bit set of SEEN_*).
+    /// Per column, the storage classes it holds in the piece (a bit set of SEEN_*), and the
+    /// piece's row count.
     fn storage_classes(
         &self,
         conn: &Connection,
         piece: Option<(i64, i64)>,
-    ) -> Result<Vec<u8>, ReadError> {
-        if self.columns.is_empty() {
-            return Ok(Vec::new());
-        }
+    ) -> Result<(Vec<u8>, usize), ReadError> {
         // SUM(DISTINCT) of one bit per storage class is their bitwise OR, one pass for all
         // columns.
-        let probes = self
+        let probes: String = self
             .columns
             .iter()
             .map(|c| {
                 format!(
-                    "COALESCE(SUM(DISTINCT CASE typeof({}) WHEN 'integer' THEN {SEEN_INTEGER} WHEN 'real' THEN {SEEN_REAL} WHEN 'text' THEN {SEEN_TEXT} WHEN 'blob' THEN {SEEN_BLOB} ELSE 0 END), 0)",
+                    ", COALESCE(SUM(DISTINCT CASE typeof({}) WHEN 'integer' THEN {SEEN_INTEGER} WHEN 'real' THEN {SEEN_REAL} WHEN 'text' THEN {SEEN_TEXT} WHEN 'blob' THEN {SEEN_BLOB} ELSE 0 END), 0)",
                     quote_ident(&c.name)
                 )
             })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut stmt = conn.prepare(&format!("SELECT {probes} FROM {}", self.from(piece)))?;
+            .collect();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT COUNT(*){probes} FROM {}",
+            self.from(piece)
+        ))?;
         let row = |r: &rusqlite::Row| {
-            (0..self.columns.len())
-                .map(|i| r.get::<_, i64>(i).map(|v| v as u8))
-                .collect()
+            let count = r.get::<_, i64>(0)?;
+            let seen = (0..self.columns.len())
+                .map(|i| r.get::<_, i64>(i + 1).map(|v| v as u8))
+                .collect::<rusqlite::Result<Vec<u8>>>()?;
+            Ok((seen, usize::try_from(count).unwrap_or(0)))
         };
         Ok(match piece {
             Some((lo, hi)) => stmt.query_row([lo, hi], row)?,
@@ -362,25 +360,50 @@ impl TableScan {
             .collect();
         Arc::new(Schema::new(fields))
     }
+}
 
-    /// The piece's rows, in rowid order, as batches of `schema`.
-    fn read_rows(
+/// `FROM` clause of one piece of `table`, with its range as parameters 1 and 2.
+fn piece_from(table: &str, rowid: Option<&str>, piece: Option<(i64, i64)>) -> String {
+    let table = quote_ident(table);
+    match (piece, rowid) {
+        (Some(_), Some(alias)) => {
+            format!("{table} WHERE {} BETWEEN ?1 AND ?2", quote_ident(alias))
+        }
+        _ => table,
+    }
+}
+
+/// A SQLite table read again by every scan, a piece (a rowid range) at a time, in rowid
+/// order, each read on a read-only connection of its own.
+#[derive(Debug)]
+struct SqliteReader {
+    path: PathBuf,
+    name: String,
+    columns: Vec<String>,
+    rowid: Option<&'static str>,
+    pieces: Vec<Option<(i64, i64)>>,
+    /// The types the scan at open found, which every read keeps.
+    schema: SchemaRef,
+}
+
+impl SqliteReader {
+    /// One piece's rows, the columns at `columns` as batches of `schema`, each handed to
+    /// `send`; false when `send` wants no more.
+    fn read_piece(
         &self,
         conn: &Connection,
-        schema: &SchemaRef,
         piece: Option<(i64, i64)>,
-    ) -> Result<Vec<RecordBatch>, ReadError> {
-        let mut batches = Vec::new();
-        if self.columns.is_empty() {
-            return Ok(batches);
-        }
-        let list = self
-            .columns
+        columns: &[usize],
+        schema: &SchemaRef,
+        send: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<bool, ReadError> {
+        let list = columns
             .iter()
-            .map(|c| quote_ident(&c.name))
+            .map(|&c| quote_ident(&self.columns[c]))
             .collect::<Vec<_>>()
             .join(", ");
-        let mut stmt = conn.prepare(&format!("SELECT {list} FROM {}", self.from(piece)))?;
+        let from = piece_from(&self.name, self.rowid, piece);
+        let mut stmt = conn.prepare(&format!("SELECT {list} FROM {from}"))?;
         let mut builders: Vec<ColumnBuilder> = schema
             .fields()
             .iter()
@@ -394,19 +417,61 @@ impl TableScan {
             for (i, b) in builders.iter_mut().enumerate() {
                 b.append(row.get_ref(i)?).ok_or_else(|| {
                     ReadError::Other(format!(
-                        "column '{}' of table '{}' changed type while being read",
-                        self.columns[i].name, self.name
+                        "column '{}' of table '{}' holds a value of another type than when the run began: something changed the database since; run again once nothing writes to it",
+                        self.columns[columns[i]], self.name
                     ))
                 })?;
             }
-            if builders[0].len() >= BATCH_ROWS {
-                batches.push(finish_batch(schema, &mut builders)?);
+            if builders[0].len() >= BATCH_ROWS && !send(finish_batch(schema, &mut builders)?) {
+                return Ok(false);
             }
         }
         if builders[0].len() > 0 {
-            batches.push(finish_batch(schema, &mut builders)?);
+            return Ok(send(finish_batch(schema, &mut builders)?));
         }
-        Ok(batches)
+        Ok(true)
+    }
+}
+
+impl streamed::Reader for SqliteReader {
+    fn pieces(&self) -> usize {
+        self.pieces.len()
+    }
+
+    fn read(
+        &self,
+        pieces: Range<usize>,
+        columns: &[usize],
+        send: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<(), WarehouseError> {
+        if pieces.is_empty() || self.columns.is_empty() {
+            return Ok(());
+        }
+        let err = |msg: String| WarehouseError::Sqlite {
+            path: show(&self.path),
+            msg,
+        };
+        let schema = Arc::new(self.schema.project(columns).map_err(|e| err(one_line(e)))?);
+        let conn = open_reader(&self.path).map_err(|e| err(one_line(e)))?;
+        for &piece in &self.pieces[pieces] {
+            let more = self
+                .read_piece(&conn, piece, columns, &schema, send)
+                .map_err(|e| match e {
+                    ReadError::Sqlite(e) => err(one_line(e)),
+                    ReadError::Other(msg) => err(msg),
+                })?;
+            if !more {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The database, and its write-ahead log: in WAL mode a commit changes only the log.
+    fn files(&self) -> Vec<PathBuf> {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        vec![self.path.clone(), PathBuf::from(wal)]
     }
 }
 

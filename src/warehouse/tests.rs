@@ -977,17 +977,22 @@ async fn one_parquet_file_is_a_source_and_a_delimiter_without_csv_is_reported() 
     );
 }
 
-/// A SQLite or CSV table's batches, as loaded.
-fn in_memory(table: &LoadedTable) -> &[RecordBatch] {
+/// A SQLite or CSV table's batches, as its reader gives them in source order.
+fn read_back(table: &LoadedTable) -> Vec<RecordBatch> {
     match &table.rows {
-        super::Rows::Memory(batches) => batches,
+        super::Rows::Read { reader, .. } => {
+            let all = (0..table.schema.fields().len()).collect();
+            super::streamed::in_order(Arc::clone(reader), all)
+                .collect::<Result<_, _>>()
+                .expect("read back")
+        }
         super::Rows::Parquet { .. } => panic!("{} is a Parquet table", table.meta.name),
     }
 }
 
 /// Every value of column `name` over all of a loaded table's batches, as rendered.
 fn loaded_texts(table: &LoadedTable, name: &str) -> Vec<Option<String>> {
-    in_memory(table)
+    read_back(table)
         .iter()
         .flat_map(|b| column_texts(b, name))
         .collect()
@@ -1056,7 +1061,7 @@ fn large_tables_are_read_in_rowid_pieces_on_every_thread_in_rowid_order() {
     }
     // The pieces do not depend on the thread count, so neither do the batches.
     for (a, b) in one.iter().zip(&two) {
-        assert_eq!(in_memory(a), in_memory(b), "{}", a.meta.name);
+        assert_eq!(read_back(a), read_back(b), "{}", a.meta.name);
     }
 }
 
@@ -1168,4 +1173,166 @@ fn concatenating_by_column_equals_concatenating_batches() {
     assert_eq!(concat_owned(&schema, vec![all.clone()]).expect("one"), all);
     let none = concat_owned(&schema, Vec::new()).expect("none");
     assert_eq!((none.num_rows(), none.schema()), (0, schema));
+}
+
+/// Every row of `table` as rendered text, one line a row, sorted: a query promises no order.
+async fn query_rows(wh: &Warehouse, table: &str) -> Vec<String> {
+    let batches = wh
+        .sql(&format!("SELECT * FROM {}", quote_ident(table)))
+        .await
+        .expect("query");
+    let mut rows = rendered_rows(&batches);
+    rows.sort();
+    rows
+}
+
+fn rendered_rows(batches: &[RecordBatch]) -> Vec<String> {
+    let mut rows = Vec::new();
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let cells: Vec<String> = b
+                .columns()
+                .iter()
+                .map(|c| render_value(c.as_ref(), r).unwrap_or_else(|| "NULL".into()))
+                .collect();
+            rows.push(cells.join("|"));
+        }
+    }
+    rows
+}
+
+/// A SQLite table and a CSV file are read again by every query, not held: counted at open,
+/// the same values by a query (on several partitions) as by a scan in source order, and a
+/// file changed since open refused.
+#[tokio::test]
+async fn sqlite_and_csv_tables_are_streamed_not_loaded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("streamed.sqlite");
+    let conn = Connection::open(&db).expect("create db");
+    // Rowids over several pieces; text, numbers and NULL in one column; a text BLOB.
+    conn.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v, w REAL);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+         INSERT INTO t SELECT i * 97, CASE i % 4 WHEN 0 THEN NULL WHEN 1 THEN i WHEN 2 THEN 'x' || i ELSE i * 0.5 END, i / 3.0 FROM n;
+         INSERT INTO t VALUES (900000, CAST('blob text' AS BLOB), NULL);",
+    )
+    .expect("fill db");
+    drop(conn);
+    let wh = Warehouse::open(&db).await.expect("open sqlite");
+    assert!(matches!(wh.loaded[0].1, super::Rows::Read { .. }));
+    assert_eq!(wh.row_count("t").expect("count"), 3001);
+    let in_order = wh.table_in_source_order("t").expect("in order");
+    let ids = column_texts(&in_order, "id");
+    assert_eq!(ids.first(), Some(&Some("97".to_string())));
+    assert_eq!(ids.last(), Some(&Some("900000".to_string())));
+    let mut expected = rendered_rows(std::slice::from_ref(&in_order));
+    expected.sort();
+    assert_eq!(query_rows(&wh, "t").await, expected);
+    let n = wh
+        .sql("SELECT COUNT(*) FROM \"t\" WHERE \"w\" IS NULL")
+        .await
+        .expect("count");
+    assert_eq!(numeric_value(n[0].column(0).as_ref(), 0), Some(1.0));
+    // A projection reads only its columns, in table order.
+    let some: Vec<RecordBatch> = wh
+        .batches_in_source_order("t", &s(&["w", "id"]))
+        .expect("scan")
+        .collect::<Result<_, _>>()
+        .expect("read");
+    assert_eq!(some[0].schema().field(0).name(), "id");
+    assert_eq!(some.iter().map(RecordBatch::num_rows).sum::<usize>(), 3001);
+    wh.unchanged().expect("nothing changed yet");
+    let conn = Connection::open(&db).expect("writer");
+    conn.execute("DELETE FROM t WHERE id = 97", [])
+        .expect("delete");
+    drop(conn);
+    let err = wh.unchanged().expect_err("the database changed");
+    assert!(
+        err.to_string().contains("changed while the run read it"),
+        "{err}"
+    );
+
+    // CSV: quoted delimiters and line breaks, empty fields as NULL.
+    let csv = dir.path().join("people.csv");
+    std::fs::write(
+        &csv,
+        "id;name;age\n1;\"Ann; the first\";30\n2;\"Bo\nsecond line\";\n3;;41\n",
+    )
+    .expect("write csv");
+    let options = SourceOptions {
+        csv_delimiter: b';',
+    };
+    let wh = Warehouse::open_with(&csv, &options)
+        .await
+        .expect("open csv");
+    assert!(matches!(wh.loaded[0].1, super::Rows::Read { .. }));
+    assert_eq!(wh.row_count("people").expect("count"), 3);
+    let in_order = wh.table_in_source_order("people").expect("in order");
+    assert_eq!(
+        column_texts(&in_order, "name"),
+        texts(&[Some("Ann; the first"), Some("Bo\nsecond line"), None])
+    );
+    let mut expected = rendered_rows(std::slice::from_ref(&in_order));
+    expected.sort();
+    assert_eq!(query_rows(&wh, "people").await, expected);
+    wh.unchanged().expect("nothing changed yet");
+    std::fs::write(&csv, "id;name;age\n1;Ann;30\n").expect("rewrite csv");
+    assert!(wh.unchanged().is_err(), "a rewritten CSV file is refused");
+}
+
+/// A CSV file with a malformed row fails at open, not in a later query.
+#[tokio::test]
+async fn a_malformed_csv_row_fails_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("ragged.csv");
+    std::fs::write(&csv, "a,b\n1,2\n3,4,5\n").expect("write csv");
+    let err = Warehouse::open(&csv).await.err().expect("ragged");
+    assert!(matches!(err, WarehouseError::Csv { .. }), "{err}");
+}
+
+/// Once bounded, the queries' sorts spill within the pool and a join whose hash table would
+/// pass it fails saying which option to give; the spill directory goes with its guard.
+#[tokio::test]
+async fn bounded_queries_spill_their_sorts_and_name_the_budget_when_a_join_cannot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).expect("mkdir");
+    // Twice the least pool's bytes of names a table, whatever the partition count.
+    let partitions = rayon::current_num_threads();
+    let filler = "x".repeat(200 * partitions);
+    let mut text = String::from("id,name\n");
+    for i in 0..150_000u64 {
+        let n = i * 7919 % 150_000;
+        text.push_str(&format!("{i},{n:06} {filler}\n"));
+    }
+    std::fs::write(src.join("a.csv"), &text).expect("write a");
+    std::fs::write(src.join("b.csv"), &text).expect("write b");
+    let mut wh = Warehouse::open(&src).await.expect("open");
+    let target = dir.path().join("release");
+    // The least pool, 16 MiB a partition, 10 MB of which the merge of a sort's spills
+    // reserves.
+    let spill = wh.bound_queries(&target, 0).expect("bound");
+    let sorted = wh
+        .sql("SELECT \"name\" FROM \"a\" ORDER BY \"name\"")
+        .await
+        .expect("a sort spills");
+    assert_eq!(
+        sorted.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        150_000
+    );
+    let first = column_texts(&sorted[0], "name")[0].clone();
+    assert_eq!(first, Some(format!("000000 {filler}")));
+    let err = wh
+        .sql("SELECT COUNT(*) FROM \"a\" JOIN \"b\" ON \"a\".\"name\" = \"b\".\"name\"")
+        .await
+        .expect_err("the hash table passes the pool");
+    assert!(matches!(err, WarehouseError::QueryMemory { .. }), "{err}");
+    assert!(err.to_string().contains("--memory-budget"), "{err}");
+    let hidden: Vec<String> = listing(dir.path())
+        .into_iter()
+        .filter(|n| n.ends_with(".spill"))
+        .collect();
+    assert_eq!(hidden.len(), 1, "{hidden:?}");
+    drop(spill);
+    assert!(listing(dir.path()).iter().all(|n| !n.ends_with(".spill")));
 }
