@@ -1336,3 +1336,42 @@ async fn bounded_queries_spill_their_sorts_and_name_the_budget_when_a_join_canno
     drop(spill);
     assert!(listing(dir.path()).iter().all(|n| !n.ends_with(".spill")));
 }
+
+/// A streamed table reports its row count, so a join builds its hash table on the table of
+/// keys (a shard's), not on the larger streamed child table, also where the keys are too
+/// many to be collected whole on one side (DataFusion's 128 k rows): then only the row
+/// counts decide the sides.
+#[tokio::test]
+async fn a_join_builds_on_the_keys_not_on_a_streamed_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("child.sqlite");
+    let conn = Connection::open(&db).expect("create db");
+    conn.execute_batch(
+        "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400000)
+         INSERT INTO child SELECT i, i / 2 FROM n;",
+    )
+    .expect("fill db");
+    drop(conn);
+    let wh = Warehouse::open(&db).await.expect("open");
+    let keys = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)])),
+        vec![Arc::new(Int64Array::from_iter_values(0..200_000))],
+    )
+    .expect("keys");
+    let _keys = wh.temporary("keys", keys).expect("register");
+    for join in ["JOIN", "LEFT JOIN"] {
+        let plan = wh
+            .sql(&format!(
+                "EXPLAIN SELECT s.\"id\" FROM \"child\" s {join} \"keys\" k ON s.\"parent\" = k.\"k\""
+            ))
+            .await
+            .expect("explain");
+        let text = rendered_rows(&plan).join("\n");
+        let physical = &text[text.find("HashJoinExec").expect("a hash join")..];
+        // The build side is the join's first input.
+        let build = physical.find("DataSourceExec").expect("the keys' scan");
+        let probe = physical.find("SourceScanExec").expect("the child's scan");
+        assert!(build < probe, "{join} builds on the child:\n{text}");
+    }
+}
