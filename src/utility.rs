@@ -94,6 +94,17 @@ fn kl(forest: &Forest, kept: &[Vec<bool>]) -> (Option<f64>, BTreeMap<String, Opt
     tally.kl()
 }
 
+/// One piece's share of a [`Tally`] ([`Tally::piece`]).
+#[derive(Debug)]
+pub struct TallyPiece {
+    /// Per sensitive column, per label: (release, source) rows of the piece.
+    counts: BTreeMap<String, BTreeMap<String, (usize, usize)>>,
+    shares: f64,
+    /// Per query, its answer on the piece's source and on its release.
+    answers: (Vec<f64>, Vec<f64>),
+    again: bool,
+}
+
 /// The measures a run made in pieces (shards) adds up piece by piece: the label counts of
 /// KL-divergence, the sum of the suppression accuracy's per-entity shares, and each count
 /// query's answers on source and release (a count over the whole is the sum of the pieces'
@@ -117,27 +128,47 @@ impl Tally {
         self.answers = (vec![0.0; self.queries.len()], vec![0.0; self.queries.len()]);
     }
 
-    /// Adds one piece: its forest and what it keeps, its released tables. `again`: its
-    /// entities were counted by the pieces before (which suppressed them whole), so only
-    /// what it keeps is added.
-    pub async fn add(
-        &mut self,
+    /// One piece's share of the tallies: its forest and what it keeps, its released tables.
+    /// `again`: its entities were counted by the pieces before (which suppressed them whole),
+    /// so only what it keeps counts. It needs only the drawn queries, so a piece may be
+    /// tallied where it is anonymized; [`Tally::absorb`] adds it in piece order.
+    pub async fn piece(
+        &self,
         plan: &Plan,
         forest: &Forest,
         kept: &[Vec<bool>],
         released: &[ReleaseTable],
         again: bool,
-    ) -> Result<(), UtilityError> {
-        self.count_labels(forest, kept, again);
-        self.shares += kept_shares(forest, kept);
-        let (x, y) = answers(plan, forest, released, &self.queries).await?;
+    ) -> Result<TallyPiece, UtilityError> {
+        let mut labels = Tally::default();
+        labels.count_labels(forest, kept, again);
+        Ok(TallyPiece {
+            counts: labels.counts,
+            shares: kept_shares(forest, kept),
+            answers: answers(plan, forest, released, &self.queries).await?,
+            again,
+        })
+    }
+
+    /// Adds one piece's share. The sums of reals are taken piece after piece in the order
+    /// the pieces come, so a run's measures do not depend on where the pieces were tallied.
+    pub fn absorb(&mut self, piece: TallyPiece) {
+        for (column, labels) in piece.counts {
+            let held = self.counts.entry(column).or_default();
+            for (label, (p, q)) in labels {
+                let (hp, hq) = held.entry(label).or_insert((0, 0));
+                *hp += p;
+                *hq += q;
+            }
+        }
+        self.shares += piece.shares;
+        let (x, y) = piece.answers;
         for (i, (xi, yi)) in x.into_iter().zip(y).enumerate() {
-            if !again {
+            if !piece.again {
                 self.answers.0[i] += xi;
             }
             self.answers.1[i] += yi;
         }
-        Ok(())
     }
 
     // Counted by label: the entries of a split table (plan::Part) are one column with codes

@@ -23,7 +23,7 @@ use crate::hierarchy::Hierarchy;
 use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::release::{self, pieces, Materialized};
-use crate::utility::{Tally, Utility};
+use crate::utility::{Tally, TallyPiece, Utility};
 use crate::warehouse::{
     collect_stream, write_staged, write_stream, Parts, ReleaseSet, ReleaseTable, Remap, Staged,
     TargetKind, Warehouse,
@@ -109,19 +109,27 @@ pub(super) async fn release(
     let n = keys.len();
     for (i, shard_keys) in keys.into_iter().enumerate() {
         progress.phase("cluster", "clustering shard by shard");
-        let shard = load_shard(plan, wh, &global, shard_keys).await?;
+        let task = Task {
+            plan,
+            algorithm,
+            wh,
+            global: &global,
+            tally: &whole.tally,
+        };
+        let outcome = task.run(shard_keys, Piece::Shard(i, n), progress).await?;
+        let outcome = outcome.ok_or_else(|| anyhow!("shard {} of {n} gave no outcome", i + 1))?;
         // Each shard is checked (a refusal holds in any); the first one's warnings stand
         // for all, as the shards are alike.
-        let warnings = diversity_warnings(plan, &shard)?;
         if i == 0 {
-            warnings.into_iter().for_each(|w| progress.warn(w));
+            outcome
+                .warnings
+                .iter()
+                .for_each(|w| progress.warn(w.clone()));
         }
-        let (g, used) = algo::shards::run_shard(algorithm, &shard, model, (i, n), progress)
-            .map_err(|e| anyhow!("algorithm = '{}': {e}", algorithm.spec.name))?;
-        options = algo::shards::highest_price(options, used);
-        whole.rest.push(suppressed_keys(plan, &shard, &g)?);
-        whole.add(&shard, g, false).await?;
-        drop(shard);
+        if let Some(used) = outcome.used.clone() {
+            options = algo::shards::highest_price(options, used);
+        }
+        whole.absorb(outcome)?;
         return_free_heap();
         crate::warehouse::staging::failpoint(&format!("shard-{}", i + 1));
     }
@@ -141,16 +149,98 @@ pub(super) async fn release(
     })
 }
 
-impl Whole<'_> {
-    /// Materializes one shard's generalization, moves its ids past the shards before, writes
-    /// its tables as parts and adds its key map, statistics, classes and tallies.
-    async fn add(&mut self, shard: &Forest, g: Generalization, again: bool) -> Result<()> {
+/// One piece of a run in shards: a shard of the cut, or the entities every shard
+/// suppressed whole, anonymized together.
+#[derive(Clone, Copy)]
+enum Piece {
+    /// The shard at this position of so many.
+    Shard(usize, usize),
+    Rest,
+}
+
+/// What anonymizing one piece needs: the declarations, the algorithm, the source, the
+/// hierarchies built over the whole family and the drawn count queries. Nothing of the
+/// pieces before, so a piece may be anonymized anywhere; the whole takes the outcomes in
+/// piece order ([`Whole::absorb`]).
+struct Task<'a> {
+    plan: &'a Plan,
+    algorithm: &'a Configured,
+    wh: &'a Warehouse,
+    global: &'a [Vec<Hierarchy>],
+    tally: &'a Tally,
+}
+
+/// What one piece gives the whole.
+struct Outcome {
+    /// Its tables under ids of its own, its key map, statistics and classes.
+    materialized: Materialized,
+    tally: TallyPiece,
+    /// A shard's entities it suppressed whole, for the rest.
+    suppressed: Option<RecordBatch>,
+    /// The options a shard's run settled on (a price found by search).
+    used: Option<algo::Options>,
+    /// What l-diversity must suppress in a shard whatever the algorithm does.
+    warnings: Vec<String>,
+}
+
+impl Task<'_> {
+    /// The piece whose entities are `keys`: read from the source, anonymized, materialized
+    /// and tallied. `None`: a rest too small to form a class.
+    async fn run(
+        &self,
+        keys: RecordBatch,
+        piece: Piece,
+        progress: &Progress,
+    ) -> Result<Option<Outcome>> {
+        let plan = self.plan;
+        let model = &plan.params.model;
+        let shard = load_shard(plan, self.wh, self.global, keys).await?;
+        // The rest holds entities every shard already checked; a rest of entities l-diversity
+        // must suppress is no refusal of the run.
+        let warnings = match piece {
+            Piece::Shard(..) => diversity_warnings(plan, &shard)?,
+            Piece::Rest => Vec::new(),
+        };
+        let name = &self.algorithm.spec.name;
+        let (g, used) = match piece {
+            Piece::Shard(i, n) => {
+                algo::shards::run_shard(self.algorithm, &shard, model, (i, n), progress)
+                    .map(|(g, used)| (g, Some(used)))
+                    .map_err(|e| anyhow!("algorithm = '{name}': {e}"))?
+            }
+            Piece::Rest => match algo::shards::run_rest(self.algorithm, &shard, model, progress) {
+                Some(g) => (g, None),
+                None => return Ok(None),
+            },
+        };
+        let suppressed = match piece {
+            Piece::Shard(..) => Some(suppressed_keys(plan, &shard, &g)?),
+            Piece::Rest => None,
+        };
         let out = Output::Generalized(g);
-        let mut m = release::materialize(self.plan, shard, &out)?;
-        self.tally
-            .add(self.plan, shard, out.kept(), &m.tables, again)
+        let materialized = release::materialize(plan, &shard, &out)?;
+        let again = matches!(piece, Piece::Rest);
+        let tally = self
+            .tally
+            .piece(plan, &shard, out.kept(), &materialized.tables, again)
             .await?;
-        drop(out);
+        Ok(Some(Outcome {
+            materialized,
+            tally,
+            suppressed,
+            used,
+            warnings,
+        }))
+    }
+}
+
+impl Whole<'_> {
+    /// Adds one piece's outcome: moves its ids past the pieces before, writes its tables
+    /// as parts and adds its key map, statistics, classes and tallies.
+    fn absorb(&mut self, outcome: Outcome) -> Result<()> {
+        let mut m = outcome.materialized;
+        self.tally.absorb(outcome.tally);
+        self.rest.extend(outcome.suppressed);
         self.offsets.shift(self.plan, &mut m)?;
         for t in &m.tables {
             self.parts.write(&t.name, &t.batch)?;
@@ -213,9 +303,15 @@ async fn remainder(
         return Ok(());
     }
     progress.phase("cluster", "the entities the shards suppressed, together");
-    let shard = load_shard(whole.plan, wh, global, keys).await?;
-    if let Some(g) = algo::shards::run_rest(algorithm, &shard, &whole.plan.params.model, progress) {
-        whole.add(&shard, g, true).await?;
+    let task = Task {
+        plan: whole.plan,
+        algorithm,
+        wh,
+        global,
+        tally: &whole.tally,
+    };
+    if let Some(outcome) = task.run(keys, Piece::Rest, progress).await? {
+        whole.absorb(outcome)?;
     }
     Ok(())
 }
