@@ -18,7 +18,8 @@
 //! - The algorithms, one module each: `miracle` (MiRaCle, MiRaCleX), `clustree` (ClusTree,
 //!   CToff; 000 Alg. 4-5), `dmiracle`, `topdown` (one table, local recoding), `lattice`,
 //!   `anatomy/`, `shape_only` (the reference grouping by tree shape), `baseline/` (001 Sec.
-//!   III: universal, per-table, bitmap).
+//!   III: universal, per-table, bitmap), `hybrid` (003 Alg. 2, relocation within a budget of
+//!   untruthful cells; not yet an algorithm users can name).
 //! - `keep`: the `KEEP` floors, met around any algorithm by rerunning it at higher prices.
 //! - `shards`: `--shards N`, any splittable algorithm run on shards of whole trees, the
 //!   outputs put together into one over the whole forest.
@@ -32,6 +33,7 @@ pub mod anatomy;
 pub mod baseline;
 pub mod clustree;
 pub mod dmiracle;
+pub mod hybrid;
 pub mod keep;
 pub mod kernel;
 pub mod lattice;

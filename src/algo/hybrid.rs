@@ -1,0 +1,413 @@
+//! Hybrid k-anonymization (seed 003, Nergiz et al.): relocating a few members of the groups
+//! of a generalization into neighbouring groups, within a budget of untruthful QI cells, so
+//! that a lower (more precise) generalization becomes k-anonymous.
+//!
+//! [`create_hybrid`] is 003 Alg. 2 (createHybrid) as the spec reconstructs it
+//! (`seed-003-hybrid.md` Sec. 2), over the equality groups of one generalization `Δ_μ(T)`.
+//! It knows groups, members and a distance, not what a member is: a row of one table (the
+//! distance is the Hamming distance of the groups' label vectors) or an entity tree (the
+//! cells that differ under the best shape-preserving matching, none where shapes differ;
+//! spec Sec. 4.3). A member's cost is counted against its *original* group, so a member moved
+//! twice costs the distance from where it began to where it ends, and moving back refunds.
+
+/// What createHybrid returns: each member's group, and the cells that are no longer
+/// truthful. The groups may still hold fewer than k members where the budget ran out or no
+/// group could take or give members; the caller (003 Alg. 1 line 5) checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relocation {
+    /// Per member (in the order given), the group it is released in.
+    pub group_of: Vec<usize>,
+    /// Σ over members of the distance from their original group to their group now.
+    pub relocated_cells: usize,
+}
+
+/// The groups as createHybrid changes them: their members, in member order.
+struct Groups<'a> {
+    members: Vec<Vec<usize>>,
+    original: &'a [usize],
+    k: usize,
+    budget: f64,
+    cells: usize,
+}
+
+impl Groups<'_> {
+    fn size(&self, g: usize) -> usize {
+        self.members[g].len()
+    }
+
+    /// `G_sm` of Alg. 2 line 3: non-empty, and `|g| <= k/2` (real division).
+    fn small(&self, g: usize) -> bool {
+        let n = self.size(g);
+        n > 0 && 2 * n <= self.k
+    }
+
+    /// `G_big` of line 4: `k/2 < |g| < k`.
+    fn big(&self, g: usize) -> bool {
+        let n = self.size(g);
+        2 * n > self.k && n < self.k
+    }
+
+    fn anonymous(&self, g: usize) -> bool {
+        self.size(g) >= self.k
+    }
+
+    /// The candidate closest to `g` (decision D8), ties to the larger group, then the first
+    /// (groups are numbered in key order; D7); with its distance. `None`: no candidate with
+    /// a finite distance.
+    fn closest(
+        &self,
+        g: usize,
+        candidates: impl Iterator<Item = usize>,
+        dist: &impl Fn(usize, usize) -> Option<usize>,
+    ) -> Option<(usize, usize)> {
+        candidates
+            .filter(|&c| c != g)
+            .filter_map(|c| dist(g, c).map(|d| (c, d)))
+            .min_by_key(|&(c, d)| (d, std::cmp::Reverse(self.size(c)), c))
+    }
+
+    /// Moves `moved` (members of `from`) into `to` if the budget allows the cells it costs
+    /// (Alg. 2 lines 17-18 and 25-26: a move past the budget is never kept, so checking before
+    /// moving leaves the state exactly as a rollback would). False: over budget, not moved.
+    fn try_move(
+        &mut self,
+        from: usize,
+        to: usize,
+        moved: &[usize],
+        dist: &impl Fn(usize, usize) -> Option<usize>,
+    ) -> bool {
+        let mut cells = self.cells as i64;
+        for &m in moved {
+            let o = self.original[m];
+            cells += cost(dist, o, to) as i64 - cost(dist, o, from) as i64;
+        }
+        let cells = usize::try_from(cells).expect("a count of differing cells is never negative");
+        if cells as f64 > self.budget {
+            return false;
+        }
+        self.cells = cells;
+        self.members[from].retain(|m| !moved.contains(m));
+        self.members[to].extend_from_slice(moved);
+        self.members[to].sort_unstable();
+        true
+    }
+}
+
+/// Cells a member of original group `o` costs in group `g` (0 in its own).
+fn cost(dist: &impl Fn(usize, usize) -> Option<usize>, o: usize, g: usize) -> usize {
+    if o == g {
+        0
+    } else {
+        dist(o, g).expect("a member only ever moves to a group at a finite distance from it")
+    }
+}
+
+/// 003 Alg. 2, createHybrid. `original[m]` is member `m`'s group in `Δ_μ(T)` (groups numbered
+/// 0..`groups` in key order); `dist(a, b)` the cells a member of group `a` has to change to
+/// be released in group `b`, `None` where it cannot be (another tree shape). `budget` is the
+/// most untruthful cells allowed (`p/100` of the QI cells).
+pub fn create_hybrid(
+    original: &[usize],
+    groups: usize,
+    k: usize,
+    budget: f64,
+    dist: impl Fn(usize, usize) -> Option<usize>,
+) -> Relocation {
+    let mut members = vec![Vec::new(); groups];
+    for (m, &g) in original.iter().enumerate() {
+        members[g].push(m);
+    }
+    let mut state = Groups {
+        members,
+        original,
+        k,
+        budget,
+        cells: 0,
+    };
+    if distribute(&mut state, &dist) {
+        complete(&mut state, &dist);
+    }
+    let mut group_of = vec![0; original.len()];
+    for (g, ms) in state.members.iter().enumerate() {
+        for &m in ms {
+            group_of[m] = g;
+        }
+    }
+    Relocation {
+        group_of,
+        relocated_cells: state.cells,
+    }
+}
+
+/// Alg. 2 lines 5-18, the distribution phase: each small group moves whole into the closest
+/// group of `G_big`, or, with `G_big` empty, the closest group that is not small. False when
+/// the algorithm returned (no target, or over budget).
+fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize>) -> bool {
+    let groups = state.members.len();
+    let target = |s: &Groups<'_>, g: usize| {
+        if (0..groups).any(|c| s.big(c)) {
+            s.closest(g, (0..groups).filter(|&c| s.big(c)), dist)
+        } else {
+            s.closest(
+                g,
+                (0..groups).filter(|&c| s.size(c) > 0 && !s.small(c)),
+                dist,
+            )
+        }
+    };
+    // Decision D7: smallest first, then the nearest target, then key order.
+    let mut order: Vec<(usize, usize, usize)> = (0..groups)
+        .filter(|&g| state.small(g))
+        .map(|g| {
+            let d = target(state, g).map_or(usize::MAX, |(_, d)| d);
+            (state.size(g), d, g)
+        })
+        .collect();
+    order.sort_unstable();
+    for (_, _, g) in order {
+        if !state.small(g) {
+            continue;
+        }
+        let Some((to, _)) = target(state, g) else {
+            return false;
+        };
+        let moved = state.members[g].clone();
+        if !state.try_move(g, to, &moved, dist) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Alg. 2 lines 19-26, the completion phase: each group of `G_big` takes the `k - |g|`
+/// members it lacks from the closest k-anonymous group holding more than `2k - |g|` (the
+/// text's strict bound, decision D6), those whose move costs least against where they began
+/// (decision D9), ties to the first.
+fn complete(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize>) {
+    let groups = state.members.len();
+    // Decision D7: the groups lacking fewest members first, then key order.
+    let mut order: Vec<(std::cmp::Reverse<usize>, usize)> = (0..groups)
+        .filter(|&g| state.big(g))
+        .map(|g| (std::cmp::Reverse(state.size(g)), g))
+        .collect();
+    order.sort_unstable();
+    for (_, g) in order {
+        if !state.big(g) {
+            continue;
+        }
+        let lack = state.k - state.size(g);
+        let sources = (0..groups)
+            .filter(|&c| state.anonymous(c) && state.size(c) + state.size(g) > 2 * state.k);
+        let Some((from, _)) = state.closest(g, sources, dist) else {
+            return;
+        };
+        let Some(moved) = cheapest(state, from, g, lack, dist) else {
+            return;
+        };
+        if !state.try_move(from, g, &moved, dist) {
+            return;
+        }
+    }
+}
+
+/// The `n` members of `from` whose move into `to` costs least against their original
+/// groups, ties to the first, among those that can be released in `to`; `None` where fewer
+/// than `n` can.
+fn cheapest(
+    state: &Groups<'_>,
+    from: usize,
+    to: usize,
+    n: usize,
+    dist: &impl Fn(usize, usize) -> Option<usize>,
+) -> Option<Vec<usize>> {
+    let mut by_cost: Vec<(i64, usize)> = state.members[from]
+        .iter()
+        .filter_map(|&m| {
+            let o = state.original[m];
+            let there = if o == to { Some(0) } else { dist(o, to) }?;
+            Some((there as i64 - cost(dist, o, from) as i64, m))
+        })
+        .collect();
+    if by_cost.len() < n {
+        return None;
+    }
+    by_cost.sort_unstable();
+    let mut moved: Vec<usize> = by_cost.into_iter().take(n).map(|(_, m)| m).collect();
+    moved.sort_unstable();
+    Some(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The groups of `vectors` (label vectors, one per member) in key order, and each
+    /// member's group.
+    fn grouped(vectors: &[Vec<&str>]) -> (Vec<Vec<String>>, Vec<usize>) {
+        let mut keys: Vec<Vec<String>> = vectors
+            .iter()
+            .map(|v| v.iter().map(|s| s.to_string()).collect())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let original = vectors
+            .iter()
+            .map(|v| {
+                keys.iter()
+                    .position(|k| k.iter().zip(v).all(|(a, b)| a == b))
+                    .expect("grouped")
+            })
+            .collect();
+        (keys, original)
+    }
+
+    fn hamming(keys: &[Vec<String>]) -> impl Fn(usize, usize) -> Option<usize> + '_ {
+        move |a, b| Some(keys[a].iter().zip(&keys[b]).filter(|(x, y)| x != y).count())
+    }
+
+    /// Group sizes after the relocation, largest first.
+    fn sizes(r: &Relocation, groups: usize) -> Vec<usize> {
+        let mut n = vec![0; groups];
+        r.group_of.iter().for_each(|&g| n[g] += 1);
+        n.retain(|&s| s > 0);
+        n.sort_unstable_by(|a, b| b.cmp(a));
+        n
+    }
+
+    /// The spec's Table 1 under μ2 = [1,1,3]: Age by decade, Nation by region, Zip with three
+    /// digits masked.
+    fn table_1() -> Vec<Vec<&'static str>> {
+        vec![
+            vec!["11-20", "E.EU", "47***"],
+            vec!["11-20", "E.EU", "47***"],
+            vec!["11-20", "E.EU", "47***"],
+            vec!["21-30", "W.EU", "49***"],
+            vec!["31-40", "S.AM", "49***"],
+            vec!["31-40", "S.AM", "49***"],
+            vec!["41-50", "N.AM", "49***"],
+            vec!["41-50", "N.AM", "49***"],
+            vec!["41-50", "N.AM", "49***"],
+        ]
+    }
+
+    #[test]
+    fn the_papers_example_relocates_q4_at_two_cells() {
+        let (keys, original) = grouped(&table_1());
+        // p = 10% of 9 rows x 3 QI columns: 2.7 cells (L150, L279-283).
+        let r = create_hybrid(&original, keys.len(), 3, 0.1 * 27.0, hamming(&keys));
+        assert_eq!(r.relocated_cells, 2);
+        assert_eq!(sizes(&r, keys.len()), [3, 3, 3]);
+        // q4 joins q5 and q6; nobody else moves.
+        assert_eq!(r.group_of[3], original[4]);
+        for m in (0..9).filter(|&m| m != 3) {
+            assert_eq!(r.group_of[m], original[m], "member {m}");
+        }
+    }
+
+    #[test]
+    fn the_papers_example_at_2_2_2_fails_on_its_third_move() {
+        // Table 1 under [2,2,2]: q4, q5 and q6 are alone, each one cell from a group of 3;
+        // the third move would make 3 cells, over 2.7 (spec Sec. 5, worked fixture).
+        let (keys, original) = grouped(&[
+            vec!["11-30", "EU", "479**"],
+            vec!["11-30", "EU", "479**"],
+            vec!["11-30", "EU", "479**"],
+            vec!["11-30", "EU", "497**"],
+            vec!["31-50", "AM", "497**"],
+            vec!["31-50", "AM", "498**"],
+            vec!["31-50", "AM", "490**"],
+            vec!["31-50", "AM", "490**"],
+            vec!["31-50", "AM", "490**"],
+        ]);
+        let r = create_hybrid(&original, keys.len(), 3, 0.1 * 27.0, hamming(&keys));
+        assert_eq!(r.relocated_cells, 2);
+        assert_eq!(sizes(&r, keys.len()), [4, 4, 1]);
+        assert_eq!(
+            r.group_of[5], original[5],
+            "q6 stays alone: not 3-anonymous"
+        );
+    }
+
+    #[test]
+    fn a_move_past_the_budget_is_not_kept_and_equality_is_allowed() {
+        let (keys, original) = grouped(&table_1());
+        let at = |budget: f64| create_hybrid(&original, keys.len(), 3, budget, hamming(&keys));
+        assert_eq!(
+            at(2.0).relocated_cells,
+            2,
+            "the budget is met exactly: allowed"
+        );
+        let over = at(1.9);
+        // Rolled back and returned: every member where it began, so a group of 1 and of 2.
+        assert_eq!(over.relocated_cells, 0);
+        assert_eq!(over.group_of, original);
+        // p = 0 is plain generalization.
+        assert_eq!(at(0.0).group_of, original);
+    }
+
+    #[test]
+    fn completion_takes_the_cheapest_members_of_the_closest_large_group() {
+        // k = 4: a group of 3 lacks one; a group of 6 (more than 2k - 3 = 5) gives it one
+        // member; all cost alike, so the first.
+        let vectors = vec![
+            vec!["b", "y"],
+            vec!["b", "y"],
+            vec!["b", "y"],
+            vec!["a", "x"],
+            vec!["a", "x"],
+            vec!["a", "x"],
+            vec!["a", "x"],
+            vec!["a", "x"],
+            vec!["a", "x"],
+        ];
+        let (keys, original) = grouped(&vectors);
+        let r = create_hybrid(&original, keys.len(), 4, 10.0, hamming(&keys));
+        assert_eq!(sizes(&r, keys.len()), [5, 4]);
+        // Ties by member order: the first of the giving group moves, at two cells.
+        assert_eq!(r.group_of[3], original[0]);
+        assert_eq!(r.relocated_cells, 2);
+    }
+
+    #[test]
+    fn a_member_moved_back_to_where_it_began_costs_nothing() {
+        // Distribution moves the lone ("b", "y") into the group of 2 ("b", "z"), k = 3; the
+        // group of 3 is then complete. No completion is needed: cost 1.
+        let vectors = vec![
+            vec!["b", "y"],
+            vec!["b", "z"],
+            vec!["b", "z"],
+            vec!["c", "c"],
+        ];
+        let (keys, original) = grouped(&vectors);
+        let r = create_hybrid(&original, keys.len(), 3, 10.0, hamming(&keys));
+        assert_eq!(
+            r.relocated_cells,
+            1 + 2,
+            "both lone members join the group of 2"
+        );
+        assert_eq!(sizes(&r, keys.len()), [4]);
+        // Costs are counted against the original group: member 0, moved into group 1 at one
+        // cell, is refunded when it goes back.
+        let mut state = Groups {
+            members: vec![vec![], vec![0, 1, 2], vec![3]],
+            original: &original,
+            k: 3,
+            budget: 10.0,
+            cells: 1,
+        };
+        assert!(state.try_move(1, 0, &[0], &hamming(&keys)));
+        assert_eq!(state.cells, 0);
+        assert_eq!(state.members, [vec![0], vec![1, 2], vec![3]]);
+    }
+
+    #[test]
+    fn no_target_at_a_finite_distance_leaves_the_groups_as_they_are() {
+        let (keys, original) = grouped(&[vec!["a"], vec!["b"], vec!["b"], vec!["b"]]);
+        // Another shape: no member of group "a" may be released in group "b".
+        let r = create_hybrid(&original, keys.len(), 3, 10.0, |x, y| {
+            (keys[x] == keys[y]).then_some(0)
+        });
+        assert_eq!(r.group_of, original);
+        assert_eq!(r.relocated_cells, 0);
+    }
+}
