@@ -9,16 +9,69 @@
 //! cells that differ under the best shape-preserving matching, none where shapes differ;
 //! spec Sec. 4.3). A member's cost is counted against its *original* group, so a member moved
 //! twice costs the distance from where it began to where it ends, and moving back refunds.
+//!
+//! The variants ([`Variant`]): randomized (003 L287-293: targets and sources drawn uniformly
+//! from the candidates the deterministic lines choose among, decision D15, and a completion
+//! moving a uniform number of members, D16) and statistical (003 Def. 9, L295: after each
+//! move Pearson's X² of the group sizes against those of `Δ_μ(T)`, decisions D2-D4, must stay
+//! within the critical value at level α, beside the budget, D14), or both.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Which createHybrid: the paper's deterministic one, or randomized (seeded), statistical
+/// (a level α), or both (S-Hybrid-rstat, 003 L305).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Variant {
+    /// Randomized, from this seed.
+    pub seed: Option<u64>,
+    /// Statistical at this level, in (0, 1) (the caller checks).
+    pub alpha: Option<f64>,
+}
 
 /// What createHybrid returns: each member's group, and the cells that are no longer
 /// truthful. The groups may still hold fewer than k members where the budget ran out or no
 /// group could take or give members; the caller (003 Alg. 1 line 5) checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Relocation {
     /// Per member (in the order given), the group it is released in.
     pub group_of: Vec<usize>,
     /// Σ over members of the distance from their original group to their group now.
     pub relocated_cells: usize,
+    /// The statistical variant's test of the released group sizes.
+    pub test: Option<ChiSquared>,
+}
+
+/// Pearson's test of the released group sizes against `Δ_μ(T)`'s (decisions D2-D4, D17).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChiSquared {
+    /// `Σ (O_i - E_i)² / E_i` over the groups.
+    pub x2: f64,
+    /// Groups less one (no group of `Δ_μ(T)` is empty).
+    pub df: usize,
+    /// `χ²_{1-α}(df)`; the release passes where `x2` is not above it.
+    pub critical: f64,
+}
+
+impl ChiSquared {
+    /// The test before any move (`x2` = 0) for groups of `sizes` at level `alpha`.
+    fn new(groups: usize, alpha: f64) -> ChiSquared {
+        let df = groups.saturating_sub(1);
+        // With one group nothing can move; a level outside (0, 1) makes no finite critical
+        // value, and then no move passes.
+        let critical = if df == 0 {
+            f64::INFINITY
+        } else if alpha > 0.0 && alpha < 1.0 {
+            2.0 * puruspe::invgammp(1.0 - alpha, df as f64 / 2.0)
+        } else {
+            f64::NEG_INFINITY
+        };
+        ChiSquared {
+            x2: 0.0,
+            df,
+            critical,
+        }
+    }
 }
 
 /// The groups as createHybrid changes them: their members, in member order.
@@ -28,6 +81,10 @@ struct Groups<'a> {
     k: usize,
     budget: f64,
     cells: usize,
+    /// Each group's size in `Δ_μ(T)`, the statistical variant's expected counts.
+    expected: Vec<f64>,
+    test: Option<ChiSquared>,
+    rng: Option<ChaCha8Rng>,
 }
 
 impl Groups<'_> {
@@ -52,18 +109,32 @@ impl Groups<'_> {
     }
 
     /// The candidate closest to `g` (decision D8), ties to the larger group, then the first
-    /// (groups are numbered in key order; D7); with its distance. `None`: no candidate with
-    /// a finite distance.
-    fn closest(
-        &self,
+    /// (groups are numbered in key order; D7); randomized, one drawn uniformly (D15). With
+    /// its distance; `None`: no candidate at a finite distance.
+    fn choose(
+        &mut self,
         g: usize,
         candidates: impl Iterator<Item = usize>,
         dist: &impl Fn(usize, usize) -> Option<usize>,
     ) -> Option<(usize, usize)> {
-        candidates
+        let reachable: Vec<(usize, usize)> = candidates
             .filter(|&c| c != g)
             .filter_map(|c| dist(g, c).map(|d| (c, d)))
-            .min_by_key(|&(c, d)| (d, std::cmp::Reverse(self.size(c)), c))
+            .collect();
+        match &mut self.rng {
+            Some(rng) if !reachable.is_empty() => {
+                Some(reachable[rng.random_range(0..reachable.len())])
+            }
+            _ => reachable
+                .into_iter()
+                .min_by_key(|&(c, d)| (d, std::cmp::Reverse(self.size(c)), c)),
+        }
+    }
+
+    /// `(O - E)² / E` of group `g` at `size` members.
+    fn term(&self, g: usize, size: usize) -> f64 {
+        let e = self.expected[g];
+        (size as f64 - e).powi(2) / e
     }
 
     /// Moves `moved` (members of `from`) into `to` if the budget allows the cells it costs
@@ -85,6 +156,16 @@ impl Groups<'_> {
         if cells as f64 > self.budget {
             return false;
         }
+        if let Some(test) = self.test {
+            let (n_from, n_to) = (self.size(from), self.size(to));
+            let x2 = test.x2 - self.term(from, n_from) - self.term(to, n_to)
+                + self.term(from, n_from - moved.len())
+                + self.term(to, n_to + moved.len());
+            if x2 > test.critical {
+                return false;
+            }
+            self.test = Some(ChiSquared { x2, ..test });
+        }
         self.cells = cells;
         self.members[from].retain(|m| !moved.contains(m));
         self.members[to].extend_from_slice(moved);
@@ -105,24 +186,29 @@ fn cost(dist: &impl Fn(usize, usize) -> Option<usize>, o: usize, g: usize) -> us
 /// 003 Alg. 2, createHybrid. `original[m]` is member `m`'s group in `Δ_μ(T)` (groups numbered
 /// 0..`groups` in key order); `dist(a, b)` the cells a member of group `a` has to change to
 /// be released in group `b`, `None` where it cannot be (another tree shape). `budget` is the
-/// most untruthful cells allowed (`p/100` of the QI cells).
+/// most untruthful cells allowed (`p/100` of the QI cells). Every group holds a member.
 pub fn create_hybrid(
     original: &[usize],
     groups: usize,
     k: usize,
     budget: f64,
+    variant: Variant,
     dist: impl Fn(usize, usize) -> Option<usize>,
 ) -> Relocation {
     let mut members = vec![Vec::new(); groups];
     for (m, &g) in original.iter().enumerate() {
         members[g].push(m);
     }
+    let expected = members.iter().map(|m| m.len() as f64).collect();
     let mut state = Groups {
         members,
         original,
         k,
         budget,
         cells: 0,
+        expected,
+        test: variant.alpha.map(|a| ChiSquared::new(groups, a)),
+        rng: variant.seed.map(ChaCha8Rng::seed_from_u64),
     };
     if distribute(&mut state, &dist) {
         complete(&mut state, &dist);
@@ -136,6 +222,7 @@ pub fn create_hybrid(
     Relocation {
         group_of,
         relocated_cells: state.cells,
+        test: state.test,
     }
 }
 
@@ -144,22 +231,15 @@ pub fn create_hybrid(
 /// the algorithm returned (no target, or over budget).
 fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize>) -> bool {
     let groups = state.members.len();
-    let target = |s: &Groups<'_>, g: usize| {
-        if (0..groups).any(|c| s.big(c)) {
-            s.closest(g, (0..groups).filter(|&c| s.big(c)), dist)
-        } else {
-            s.closest(
-                g,
-                (0..groups).filter(|&c| s.size(c) > 0 && !s.small(c)),
-                dist,
-            )
-        }
-    };
     // Decision D7: smallest first, then the nearest target, then key order.
     let mut order: Vec<(usize, usize, usize)> = (0..groups)
         .filter(|&g| state.small(g))
         .map(|g| {
-            let d = target(state, g).map_or(usize::MAX, |(_, d)| d);
+            let d = (0..groups)
+                .filter(|&c| c != g && targets(state, c))
+                .filter_map(|c| dist(g, c))
+                .min()
+                .unwrap_or(usize::MAX);
             (state.size(g), d, g)
         })
         .collect();
@@ -168,7 +248,8 @@ fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usi
         if !state.small(g) {
             continue;
         }
-        let Some((to, _)) = target(state, g) else {
+        let candidates: Vec<usize> = (0..groups).filter(|&c| targets(state, c)).collect();
+        let Some((to, _)) = state.choose(g, candidates.into_iter(), dist) else {
             return false;
         };
         let moved = state.members[g].clone();
@@ -177,6 +258,17 @@ fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usi
         }
     }
     true
+}
+
+/// Whether `c` may take a small group (Alg. 2 lines 7-12): a group of `G_big`, or, while
+/// there is none, any group that is not small.
+fn targets(state: &Groups<'_>, c: usize) -> bool {
+    let groups = state.members.len();
+    if (0..groups).any(|b| state.big(b)) {
+        state.big(c)
+    } else {
+        state.size(c) > 0 && !state.small(c)
+    }
 }
 
 /// Alg. 2 lines 19-26, the completion phase: each group of `G_big` takes the `k - |g|`
@@ -196,12 +288,19 @@ fn complete(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize
             continue;
         }
         let lack = state.k - state.size(g);
-        let sources = (0..groups)
-            .filter(|&c| state.anonymous(c) && state.size(c) + state.size(g) > 2 * state.k);
-        let Some((from, _)) = state.closest(g, sources, dist) else {
+        let sources: Vec<usize> = (0..groups)
+            .filter(|&c| state.anonymous(c) && state.size(c) + state.size(g) > 2 * state.k)
+            .collect();
+        let Some((from, _)) = state.choose(g, sources.into_iter(), dist) else {
             return;
         };
-        let Some(moved) = cheapest(state, from, g, lack, dist) else {
+        // Randomized: between what `g` lacks and what `from` can spare (D16).
+        let most = state.size(from) - state.k;
+        let n = match &mut state.rng {
+            Some(rng) => rng.random_range(lack..=most),
+            None => lack,
+        };
+        let Some(moved) = cheapest(state, from, g, n, dist) else {
             return;
         };
         if !state.try_move(from, g, &moved, dist) {
@@ -294,7 +393,14 @@ mod tests {
     fn the_papers_example_relocates_q4_at_two_cells() {
         let (keys, original) = grouped(&table_1());
         // p = 10% of 9 rows x 3 QI columns: 2.7 cells (L150, L279-283).
-        let r = create_hybrid(&original, keys.len(), 3, 0.1 * 27.0, hamming(&keys));
+        let r = create_hybrid(
+            &original,
+            keys.len(),
+            3,
+            0.1 * 27.0,
+            Variant::default(),
+            hamming(&keys),
+        );
         assert_eq!(r.relocated_cells, 2);
         assert_eq!(sizes(&r, keys.len()), [3, 3, 3]);
         // q4 joins q5 and q6; nobody else moves.
@@ -319,7 +425,14 @@ mod tests {
             vec!["31-50", "AM", "490**"],
             vec!["31-50", "AM", "490**"],
         ]);
-        let r = create_hybrid(&original, keys.len(), 3, 0.1 * 27.0, hamming(&keys));
+        let r = create_hybrid(
+            &original,
+            keys.len(),
+            3,
+            0.1 * 27.0,
+            Variant::default(),
+            hamming(&keys),
+        );
         assert_eq!(r.relocated_cells, 2);
         assert_eq!(sizes(&r, keys.len()), [4, 4, 1]);
         assert_eq!(
@@ -331,7 +444,16 @@ mod tests {
     #[test]
     fn a_move_past_the_budget_is_not_kept_and_equality_is_allowed() {
         let (keys, original) = grouped(&table_1());
-        let at = |budget: f64| create_hybrid(&original, keys.len(), 3, budget, hamming(&keys));
+        let at = |budget: f64| {
+            create_hybrid(
+                &original,
+                keys.len(),
+                3,
+                budget,
+                Variant::default(),
+                hamming(&keys),
+            )
+        };
         assert_eq!(
             at(2.0).relocated_cells,
             2,
@@ -361,7 +483,14 @@ mod tests {
             vec!["a", "x"],
         ];
         let (keys, original) = grouped(&vectors);
-        let r = create_hybrid(&original, keys.len(), 4, 10.0, hamming(&keys));
+        let r = create_hybrid(
+            &original,
+            keys.len(),
+            4,
+            10.0,
+            Variant::default(),
+            hamming(&keys),
+        );
         assert_eq!(sizes(&r, keys.len()), [5, 4]);
         // Ties by member order: the first of the giving group moves, at two cells.
         assert_eq!(r.group_of[3], original[0]);
@@ -379,7 +508,14 @@ mod tests {
             vec!["c", "c"],
         ];
         let (keys, original) = grouped(&vectors);
-        let r = create_hybrid(&original, keys.len(), 3, 10.0, hamming(&keys));
+        let r = create_hybrid(
+            &original,
+            keys.len(),
+            3,
+            10.0,
+            Variant::default(),
+            hamming(&keys),
+        );
         assert_eq!(
             r.relocated_cells,
             1 + 2,
@@ -394,6 +530,9 @@ mod tests {
             k: 3,
             budget: 10.0,
             cells: 1,
+            expected: vec![1.0, 2.0, 1.0],
+            test: None,
+            rng: None,
         };
         assert!(state.try_move(1, 0, &[0], &hamming(&keys)));
         assert_eq!(state.cells, 0);
@@ -401,12 +540,94 @@ mod tests {
     }
 
     #[test]
+    fn the_statistical_variant_tests_the_papers_example_and_refuses_past_its_level() {
+        let (keys, original) = grouped(&table_1());
+        let at = |alpha: f64| {
+            let variant = Variant {
+                seed: None,
+                alpha: Some(alpha),
+            };
+            create_hybrid(
+                &original,
+                keys.len(),
+                3,
+                0.1 * 27.0,
+                variant,
+                hamming(&keys),
+            )
+        };
+        // E = (3, 1, 2, 3), O = (3, 0, 3, 3): X² = 1.5, df = 3, χ²_0.95(3) = 7.815.
+        let r = at(0.05);
+        let test = r.test.expect("a statistical run tests");
+        assert!((test.x2 - 1.5).abs() < 1e-12, "{test:?}");
+        assert_eq!(test.df, 3);
+        assert!((test.critical - 7.8147).abs() < 1e-3, "{test:?}");
+        assert_eq!(r.relocated_cells, 2);
+        // At α = 0.7 the critical value is χ²_0.3(3) = 1.424 < 1.5: the move is not kept.
+        let strict = at(0.7);
+        assert_eq!(strict.group_of, original);
+        assert_eq!(strict.test.map(|t| t.x2), Some(0.0));
+    }
+
+    #[test]
+    fn the_randomized_variant_is_its_seeds_and_stays_within_the_budget() {
+        // Twelve lone members around three groups of five, k = 4: the distribution and the
+        // completion both have choices to draw.
+        let mut vectors: Vec<Vec<String>> = Vec::new();
+        for (i, label) in ["a", "b", "c"].iter().enumerate() {
+            for _ in 0..5 {
+                vectors.push(vec![label.to_string(), "x".into(), "y".into()]);
+            }
+            for j in 0..4 {
+                vectors.push(vec![label.to_string(), format!("{i}{j}"), "y".into()]);
+            }
+        }
+        vectors.push(vec!["a".into(), "x".into(), "z".into()]);
+        vectors.push(vec!["a".into(), "x".into(), "z".into()]);
+        vectors.push(vec!["a".into(), "x".into(), "z".into()]);
+        let refs: Vec<Vec<&str>> = vectors
+            .iter()
+            .map(|v| v.iter().map(String::as_str).collect())
+            .collect();
+        let (keys, original) = grouped(&refs);
+        let run = |seed: u64| {
+            let variant = Variant {
+                seed: Some(seed),
+                alpha: None,
+            };
+            create_hybrid(&original, keys.len(), 4, 40.0, variant, hamming(&keys))
+        };
+        let mut seen = Vec::new();
+        for seed in 0..8 {
+            let r = run(seed);
+            assert_eq!(r, run(seed), "seed {seed} gives one answer");
+            assert!(r.relocated_cells as f64 <= 40.0);
+            let cells: usize = r
+                .group_of
+                .iter()
+                .zip(&original)
+                .map(|(&g, &o)| hamming(&keys)(o, g).expect("finite"))
+                .sum();
+            assert_eq!(cells, r.relocated_cells, "seed {seed} counts what it moved");
+            assert!(sizes(&r, keys.len()).iter().all(|&n| n >= 4), "seed {seed}");
+            seen.push(r.group_of);
+        }
+        seen.dedup();
+        assert!(seen.len() > 1, "the seeds draw different targets");
+    }
+
+    #[test]
     fn no_target_at_a_finite_distance_leaves_the_groups_as_they_are() {
         let (keys, original) = grouped(&[vec!["a"], vec!["b"], vec!["b"], vec!["b"]]);
         // Another shape: no member of group "a" may be released in group "b".
-        let r = create_hybrid(&original, keys.len(), 3, 10.0, |x, y| {
-            (keys[x] == keys[y]).then_some(0)
-        });
+        let r = create_hybrid(
+            &original,
+            keys.len(),
+            3,
+            10.0,
+            Variant::default(),
+            |x, y| (keys[x] == keys[y]).then_some(0),
+        );
         assert_eq!(r.group_of, original);
         assert_eq!(r.relocated_cells, 0);
     }
