@@ -15,9 +15,18 @@
 //! moving a uniform number of members, D16) and statistical (003 Def. 9, L295: after each
 //! move Pearson's X² of the group sizes against those of `Δ_μ(T)`, decisions D2-D4, must stay
 //! within the critical value at level α, beside the budget, D14), or both.
+//!
+//! [`s_hybrid`] is 003 Alg. 1 (S-Hybrid) on the full-domain lattice of a one-table family
+//! (spec Sec. 4.4 plan item 1): every node, most general first, createHybrid on its groups;
+//! a node left not k-anonymous prunes every node below it (D12: createHybrid is a heuristic,
+//! so this may prune a feasible node); the least LM wins, ties to the lower node, then the
+//! first level vector (D13); the winner's relocation is the one stored, not recomputed (D11).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+use crate::algo::kernel::lattice::Lattice;
+use crate::algo::kernel::search::scaled;
 
 /// Which createHybrid: the paper's deterministic one, or randomized (seeded), statistical
 /// (a level α), or both (S-Hybrid-rstat, 003 L305).
@@ -336,6 +345,149 @@ fn cheapest(
     Some(moved)
 }
 
+/// The node S-Hybrid releases: its levels, its groups and who is in them, and its LM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HybridNode {
+    /// One level per QI column, in the lattice's column order.
+    pub levels: Vec<u16>,
+    /// Per entity its group; groups numbered by their generalized codes.
+    pub relocation: Relocation,
+    /// Per group, an entity of `Δ_μ(T)` in it: its labels are the group's.
+    pub reps: Vec<u32>,
+    /// 001 Def. 8 over every QI cell as released (a relocated member at its group's labels;
+    /// LM does not see relocation, 003 L179).
+    pub lm: f64,
+}
+
+/// 003 Alg. 1, S-Hybrid: the k-anonymous hybrid of least LM within `budget` untruthful
+/// cells, on a one-table family's lattice; `None` where no node is k-anonymous even after
+/// relocating (fewer than k entities). The lattice must be searchable
+/// ([`Lattice::searchable`]).
+pub fn s_hybrid(
+    lattice: &Lattice<'_>,
+    k: usize,
+    budget: f64,
+    variant: Variant,
+) -> Result<Option<HybridNode>, String> {
+    if lattice.forest().tables.len() != 1 {
+        return Err(
+            "hybrid relocates rows of one table: this family has child tables, whose trees need the tree distance of the spec's Sec. 4.3".to_string(),
+        );
+    }
+    let mut failed: Vec<Vec<u16>> = Vec::new();
+    let mut best: Option<(i128, u32, HybridNode)> = None;
+    for levels in nodes_top_down(lattice) {
+        // Alg. 1 line 6: below a node that failed, none is tried.
+        if failed
+            .iter()
+            .any(|f| levels.iter().zip(f).all(|(l, g)| l <= g))
+        {
+            continue;
+        }
+        let node = hybrid_at(lattice, &levels, k, budget, variant);
+        let Some(node) = node else {
+            failed.push(levels);
+            continue;
+        };
+        let key = (scaled(node.lm), Lattice::height(&node.levels));
+        let better = match &best {
+            None => true,
+            Some((lm, height, b)) => (key.0, key.1, &node.levels) < (*lm, *height, &b.levels),
+        };
+        if better {
+            best = Some((key.0, key.1, node));
+        }
+    }
+    Ok(best.map(|(_, _, node)| node))
+}
+
+/// Every node of the lattice, the highest first (Alg. 1 line 2), each height's nodes in
+/// level-vector order.
+fn nodes_top_down(lattice: &Lattice<'_>) -> Vec<Vec<u16>> {
+    let radix: Vec<usize> = lattice
+        .columns
+        .iter()
+        .map(|c| c.height as usize + 1)
+        .collect();
+    let mut nodes: Vec<Vec<u16>> = (0..lattice.size)
+        .map(|mut n| {
+            let mut levels = vec![0u16; radix.len()];
+            for (l, &r) in levels.iter_mut().zip(&radix).rev() {
+                *l = (n % r) as u16;
+                n /= r;
+            }
+            levels
+        })
+        .collect();
+    nodes.sort_by(|a, b| {
+        Lattice::height(b)
+            .cmp(&Lattice::height(a))
+            .then_with(|| a.cmp(b))
+    });
+    nodes
+}
+
+/// createHybrid at the node `levels` (Alg. 1 lines 4-8): the node with its LM, or `None`
+/// where a group is left with fewer than k members.
+fn hybrid_at(
+    lattice: &Lattice<'_>,
+    levels: &[u16],
+    k: usize,
+    budget: f64,
+    variant: Variant,
+) -> Option<HybridNode> {
+    let table = &lattice.forest().tables[0];
+    let label = |e: u32| -> Vec<u32> {
+        table
+            .codes(e)
+            .iter()
+            .enumerate()
+            .map(|(c, &code)| lattice.generalize(c, levels[c], code))
+            .collect()
+    };
+    let (class_of, classes) = lattice.classes_at(levels);
+    // Groups in the order of their labels, the key the tie rules name (D7).
+    let mut keyed: Vec<(Vec<u32>, usize)> = classes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (label(c.rep), i))
+        .collect();
+    keyed.sort_unstable();
+    let mut position = vec![0; classes.len()];
+    for (p, (_, i)) in keyed.iter().enumerate() {
+        position[*i] = p;
+    }
+    let original: Vec<usize> = class_of.iter().map(|&c| position[c as usize]).collect();
+    let labels: Vec<&Vec<u32>> = keyed.iter().map(|(l, _)| l).collect();
+    let dist = |a: usize, b: usize| {
+        Some(
+            labels[a]
+                .iter()
+                .zip(labels[b])
+                .filter(|(x, y)| x != y)
+                .count(),
+        )
+    };
+    let relocation = create_hybrid(&original, keyed.len(), k, budget, variant, dist);
+    let mut sizes = vec![0usize; keyed.len()];
+    relocation.group_of.iter().for_each(|&g| sizes[g] += 1);
+    if sizes.iter().any(|&n| n > 0 && n < k) {
+        return None;
+    }
+    let reps: Vec<u32> = keyed.iter().map(|(_, i)| classes[*i].rep).collect();
+    let loss: f64 = reps
+        .iter()
+        .zip(&sizes)
+        .map(|(&rep, &n)| n as f64 * lattice.tree_loss(rep, levels))
+        .sum();
+    Some(HybridNode {
+        levels: levels.to_vec(),
+        relocation,
+        reps,
+        lm: loss / lattice.cells.max(1) as f64,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,5 +782,31 @@ mod tests {
         );
         assert_eq!(r.group_of, original);
         assert_eq!(r.relocated_cells, 0);
+    }
+
+    #[test]
+    fn s_hybrid_finds_the_papers_answers_on_table_1() {
+        let f = crate::algo::kernel::lattice::fixtures::table1();
+        let lattice = Lattice::new(&f);
+        let budget = |p: f64| p / 100.0 * lattice.cells as f64;
+        // p = 10%: [1,1,3], q4 relocated at 2 cells, LM 7.575 / 27.
+        let node = s_hybrid(&lattice, 3, budget(10.0), Variant::default())
+            .expect("one table")
+            .expect("a 3-anonymous hybrid");
+        assert_eq!(node.levels, [1, 1, 3]);
+        assert_eq!(node.relocation.relocated_cells, 2);
+        assert!((node.lm - 7.575 / 27.0).abs() < 1e-4, "{}", node.lm);
+        // p = 0 is Incognito: [2,2,4] (tied by [2,2,5], the lower wins), LM 16.8333 / 27.
+        let node = s_hybrid(&lattice, 3, 0.0, Variant::default())
+            .expect("one table")
+            .expect("a 3-anonymous generalization");
+        assert_eq!(node.levels, [2, 2, 4]);
+        assert_eq!(node.relocation.relocated_cells, 0);
+        assert!((node.lm - 16.8333 / 27.0).abs() < 1e-4, "{}", node.lm);
+        // Ten people cannot be 10-anonymous among nine.
+        assert_eq!(
+            s_hybrid(&lattice, 10, budget(10.0), Variant::default()),
+            Ok(None)
+        );
     }
 }

@@ -473,3 +473,93 @@ impl Interner {
         id
     }
 }
+
+/// Forests the tests of the algorithms on the lattice share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::forest::{Forest, TableNodes};
+    use crate::hierarchy::Hierarchy;
+    use crate::plan::HierarchyDef;
+
+    /// One table whose rows are `values[r][q]` under the hierarchies `defs` (rows of
+    /// `leaf, parent, ...`).
+    pub(crate) fn forest(defs: &[Vec<Vec<&str>>], values: &[Vec<&str>]) -> Forest {
+        let n = values.len();
+        let mut hierarchies = Vec::new();
+        let mut codes = Vec::new();
+        for (q, def) in defs.iter().enumerate() {
+            let rows: Vec<&[&str]> = def.iter().map(Vec::as_slice).collect();
+            let texts: Vec<Option<String>> =
+                values.iter().map(|v| Some(v[q].to_string())).collect();
+            let built = Hierarchy::build(
+                &format!("h{q}"),
+                &HierarchyDef::from_rows(&rows),
+                &format!("t.c{q}"),
+                &texts,
+                &vec![None; n],
+            )
+            .expect("the fixture's values are leaves");
+            hierarchies.push(built.hierarchy);
+            codes.push(built.codes);
+        }
+        let qi = (0..n)
+            .flat_map(|r| codes.iter().map(move |c| c[r]))
+            .collect();
+        Forest {
+            tables: vec![TableNodes::bare("t", hierarchies, qi, vec![u32::MAX; n])],
+        }
+    }
+
+    /// seed-003 Table 1 (the spec's fixture): Age, Nation, Zip of nine people.
+    pub(crate) fn table1() -> Forest {
+        let people = [
+            ("12", "Greece", "47906"),
+            ("19", "Turkey", "47907"),
+            ("17", "Greece", "47907"),
+            ("23", "Spain", "49703"),
+            ("38", "Brazil", "49705"),
+            ("33", "Peru", "49812"),
+            ("41", "USA", "49001"),
+            ("43", "Canada", "49001"),
+            ("48", "Canada", "49001"),
+        ];
+        let age = |a: &str| -> Vec<String> {
+            let n: u32 = a.parse().expect("an age");
+            let decade = (n - 1) / 10 * 10 + 1;
+            let half = if n <= 30 { "[11-30]" } else { "[31-50]" };
+            vec![
+                a.to_string(),
+                format!("[{decade}-{}]", decade + 9),
+                half.to_string(),
+            ]
+        };
+        let region = |c: &str| match c {
+            "Greece" | "Turkey" => ["E.EU", "EU"],
+            "Spain" => ["W.EU", "EU"],
+            "Brazil" | "Peru" => ["S.AM", "AM"],
+            _ => ["N.AM", "AM"],
+        };
+        let zip = |z: &str| -> Vec<String> {
+            (0..5)
+                .map(|i| format!("{}{}", &z[..5 - i], "*".repeat(i)))
+                .collect()
+        };
+        let ages: Vec<Vec<String>> = people.iter().map(|p| age(p.0)).collect();
+        let nations: Vec<Vec<String>> = people
+            .iter()
+            .map(|p| {
+                let [r, c] = region(p.1);
+                vec![p.1.to_string(), r.to_string(), c.to_string()]
+            })
+            .collect();
+        let zips: Vec<Vec<String>> = people.iter().map(|p| zip(p.2)).collect();
+        fn as_rows(v: &[Vec<String>]) -> Vec<Vec<&str>> {
+            v.iter()
+                .map(|r| r.iter().map(String::as_str).collect())
+                .collect()
+        }
+        let defs = vec![as_rows(&ages), as_rows(&nations), as_rows(&zips)];
+        let values: Vec<Vec<&str>> = people.iter().map(|p| vec![p.0, p.1, p.2]).collect();
+        forest(&defs, &values)
+    }
+}
