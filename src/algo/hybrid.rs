@@ -146,7 +146,7 @@ impl Groups<'_> {
         (size as f64 - e).powi(2) / e
     }
 
-    /// Moves `moved` (members of `from`) into `to` if the budget allows the cells it costs
+    /// Moves `moved` (members of `from`, ascending) into `to` if the budget allows the cells it costs
     /// (Alg. 2 lines 17-18 and 25-26: a move past the budget is never kept, so checking before
     /// moving leaves the state exactly as a rollback would). False: over budget, not moved.
     fn try_move(
@@ -176,9 +176,14 @@ impl Groups<'_> {
             self.test = Some(ChiSquared { x2, ..test });
         }
         self.cells = cells;
-        self.members[from].retain(|m| !moved.contains(m));
+        // Member order within a group decides nothing (ties go by member number where they
+        // matter, `cheapest`), so the moved are appended.
+        if moved.len() == self.size(from) {
+            self.members[from].clear();
+        } else {
+            self.members[from].retain(|m| moved.binary_search(m).is_err());
+        }
         self.members[to].extend_from_slice(moved);
-        self.members[to].sort_unstable();
         true
     }
 }
@@ -239,14 +244,15 @@ pub fn create_hybrid(
 /// group of `G_big`, or, with `G_big` empty, the closest group that is not small. False when
 /// the algorithm returned (no target, or over budget).
 fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize>) -> bool {
-    let groups = state.members.len();
     // Decision D7: smallest first, then the nearest target, then key order.
-    let mut order: Vec<(usize, usize, usize)> = (0..groups)
+    let first = targets(state);
+    let mut order: Vec<(usize, usize, usize)> = (0..state.members.len())
         .filter(|&g| state.small(g))
         .map(|g| {
-            let d = (0..groups)
-                .filter(|&c| c != g && targets(state, c))
-                .filter_map(|c| dist(g, c))
+            let d = first
+                .iter()
+                .filter(|&&c| c != g)
+                .filter_map(|&c| dist(g, c))
                 .min()
                 .unwrap_or(usize::MAX);
             (state.size(g), d, g)
@@ -257,7 +263,7 @@ fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usi
         if !state.small(g) {
             continue;
         }
-        let candidates: Vec<usize> = (0..groups).filter(|&c| targets(state, c)).collect();
+        let candidates = targets(state);
         let Some((to, _)) = state.choose(g, candidates.into_iter(), dist) else {
             return false;
         };
@@ -269,14 +275,17 @@ fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usi
     true
 }
 
-/// Whether `c` may take a small group (Alg. 2 lines 7-12): a group of `G_big`, or, while
-/// there is none, any group that is not small.
-fn targets(state: &Groups<'_>, c: usize) -> bool {
-    let groups = state.members.len();
-    if (0..groups).any(|b| state.big(b)) {
-        state.big(c)
+/// The groups that may take a small group (Alg. 2 lines 7-12): those of `G_big`, or, while
+/// there is none, every group that is not small.
+fn targets(state: &Groups<'_>) -> Vec<usize> {
+    let groups = 0..state.members.len();
+    let big: Vec<usize> = groups.clone().filter(|&c| state.big(c)).collect();
+    if big.is_empty() {
+        groups
+            .filter(|&c| state.size(c) > 0 && !state.small(c))
+            .collect()
     } else {
-        state.size(c) > 0 && !state.small(c)
+        big
     }
 }
 
