@@ -455,6 +455,19 @@ fn hybrid_at(
             .collect()
     };
     let (class_of, classes) = lattice.classes_at(levels);
+    // The spec's lower bound (Sec. 2, a result-preserving prune): a group below k must lose
+    // all its members or gain what it lacks, each displaced member settles at most two such
+    // deficits and changes at least one cell, so fewer cells than half the deficits cannot
+    // make the node k-anonymous, and createHybrid would fail it too.
+    let deficits: usize = classes
+        .iter()
+        .map(|c| c.size as usize)
+        .filter(|&n| n < k)
+        .map(|n| n.min(k - n))
+        .sum();
+    if deficits.div_ceil(2) as f64 > budget {
+        return None;
+    }
     // Groups in the order of their labels, the key the tie rules name (D7).
     let mut keyed: Vec<(Vec<u32>, usize)> = classes
         .iter()
