@@ -169,15 +169,14 @@ pub fn decide(
     forced: Option<usize>,
 ) -> Result<Decision, BudgetError> {
     let rows = family.rows;
-    let fixed = BASE;
-    let whole = fixed.saturating_add(WHOLE_PER_ROW.saturating_mul(rows));
+    let whole = BASE.saturating_add(WHOLE_PER_ROW.saturating_mul(rows));
     let held = HELD_PER_ROW.saturating_mul(rows);
     let most = (family.entities / family.min_group.max(1)).max(1);
-    let skeleton = fixed.saturating_add(SKELETON_PER_ROW.saturating_mul(rows));
-    let smallest_shard = fixed
+    let skeleton = BASE.saturating_add(SKELETON_PER_ROW.saturating_mul(rows));
+    let smallest_shard = BASE
         .saturating_add(held)
         .saturating_add(SHARD_PER_ROW.saturating_mul(rows).div_ceil(most));
-    let verify_floor = fixed
+    let verify_floor = BASE
         .saturating_add(held)
         .saturating_add(family.verify_least);
     // What the shards, verify and the sort share: all the floors below are checked first.

@@ -63,7 +63,7 @@ pub struct ChiSquared {
 }
 
 impl ChiSquared {
-    /// The test before any move (`x2` = 0) for groups of `sizes` at level `alpha`.
+    /// The test before any move (`x2` = 0) of `groups` groups at level `alpha`.
     fn new(groups: usize, alpha: f64) -> ChiSquared {
         let df = groups.saturating_sub(1);
         // With one group nothing can move; a level outside (0, 1) makes no finite critical
@@ -538,6 +538,18 @@ mod tests {
         move |a, b| Some(keys[a].iter().zip(&keys[b]).filter(|(x, y)| x != y).count())
     }
 
+    /// The deterministic createHybrid over the Hamming distance of `keys`.
+    fn plain(keys: &[Vec<String>], original: &[usize], k: usize, budget: f64) -> Relocation {
+        create_hybrid(
+            original,
+            keys.len(),
+            k,
+            budget,
+            Variant::default(),
+            hamming(keys),
+        )
+    }
+
     /// Group sizes after the relocation, largest first.
     fn sizes(r: &Relocation, groups: usize) -> Vec<usize> {
         let mut n = vec![0; groups];
@@ -567,14 +579,7 @@ mod tests {
     fn the_papers_example_relocates_q4_at_two_cells() {
         let (keys, original) = grouped(&table_1());
         // p = 10% of 9 rows x 3 QI columns: 2.7 cells (L150, L279-283).
-        let r = create_hybrid(
-            &original,
-            keys.len(),
-            3,
-            0.1 * 27.0,
-            Variant::default(),
-            hamming(&keys),
-        );
+        let r = plain(&keys, &original, 3, 0.1 * 27.0);
         assert_eq!(r.relocated_cells, 2);
         assert_eq!(sizes(&r, keys.len()), [3, 3, 3]);
         // q4 joins q5 and q6; nobody else moves.
@@ -599,14 +604,7 @@ mod tests {
             vec!["31-50", "AM", "490**"],
             vec!["31-50", "AM", "490**"],
         ]);
-        let r = create_hybrid(
-            &original,
-            keys.len(),
-            3,
-            0.1 * 27.0,
-            Variant::default(),
-            hamming(&keys),
-        );
+        let r = plain(&keys, &original, 3, 0.1 * 27.0);
         assert_eq!(r.relocated_cells, 2);
         assert_eq!(sizes(&r, keys.len()), [4, 4, 1]);
         assert_eq!(
@@ -618,16 +616,7 @@ mod tests {
     #[test]
     fn a_move_past_the_budget_is_not_kept_and_equality_is_allowed() {
         let (keys, original) = grouped(&table_1());
-        let at = |budget: f64| {
-            create_hybrid(
-                &original,
-                keys.len(),
-                3,
-                budget,
-                Variant::default(),
-                hamming(&keys),
-            )
-        };
+        let at = |budget: f64| plain(&keys, &original, 3, budget);
         assert_eq!(
             at(2.0).relocated_cells,
             2,
@@ -657,14 +646,7 @@ mod tests {
             vec!["a", "x"],
         ];
         let (keys, original) = grouped(&vectors);
-        let r = create_hybrid(
-            &original,
-            keys.len(),
-            4,
-            10.0,
-            Variant::default(),
-            hamming(&keys),
-        );
+        let r = plain(&keys, &original, 4, 10.0);
         assert_eq!(sizes(&r, keys.len()), [5, 4]);
         // Ties by member order: the first of the giving group moves, at two cells.
         assert_eq!(r.group_of[3], original[0]);
@@ -682,14 +664,7 @@ mod tests {
             vec!["c", "c"],
         ];
         let (keys, original) = grouped(&vectors);
-        let r = create_hybrid(
-            &original,
-            keys.len(),
-            3,
-            10.0,
-            Variant::default(),
-            hamming(&keys),
-        );
+        let r = plain(&keys, &original, 3, 10.0);
         assert_eq!(
             r.relocated_cells,
             1 + 2,

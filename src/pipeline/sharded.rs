@@ -117,16 +117,16 @@ pub(super) async fn release(
             tally: &whole.tally,
         };
         let outcome = task.run(shard_keys, Piece::Shard(i, n), progress).await?;
-        let outcome = outcome.ok_or_else(|| anyhow!("shard {} of {n} gave no outcome", i + 1))?;
+        let mut outcome =
+            outcome.ok_or_else(|| anyhow!("shard {} of {n} gave no outcome", i + 1))?;
         // Each shard is checked (a refusal holds in any); the first one's warnings stand
         // for all, as the shards are alike.
         if i == 0 {
-            outcome
-                .warnings
-                .iter()
-                .for_each(|w| progress.warn(w.clone()));
+            std::mem::take(&mut outcome.warnings)
+                .into_iter()
+                .for_each(|w| progress.warn(w));
         }
-        if let Some(used) = outcome.used.clone() {
+        if let Some(used) = outcome.used.take() {
             options = algo::shards::highest_price(options, used);
         }
         whole.absorb(outcome)?;

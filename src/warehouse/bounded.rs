@@ -52,9 +52,9 @@ impl Warehouse {
         let ctx = SessionContext::new_with_config_rt(config, runtime);
         super::functions::register(&ctx);
         for (t, (schema, rows)) in self.tables.iter().zip(&self.loaded) {
-            let provider = super::provider(&ctx, schema, rows)
+            let registered = super::provider(&ctx, schema, rows)
                 .and_then(|p| ctx.register_table(TableReference::bare(t.name.as_str()), p));
-            provider.map_err(|e| {
+            registered.map_err(|e| {
                 WarehouseError::Message(format!(
                     "cannot register table '{}' anew: {}",
                     t.name,
