@@ -40,7 +40,7 @@ pub enum HierarchyError {
 }
 
 /// One built hierarchy for one QI column.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Hierarchy {
     name: String,
     /// Node label; `None` only for the NULL leaf (released as SQL NULL when not generalized).

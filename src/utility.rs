@@ -95,7 +95,7 @@ fn kl(forest: &Forest, kept: &[Vec<bool>]) -> (Option<f64>, BTreeMap<String, Opt
 }
 
 /// One piece's share of a [`Tally`] ([`Tally::piece`]).
-#[derive(Debug)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct TallyPiece {
     /// Per sensitive column, per label: (release, source) rows of the piece.
     counts: BTreeMap<String, BTreeMap<String, (usize, usize)>>,
@@ -109,7 +109,7 @@ pub struct TallyPiece {
 /// KL-divergence, the sum of the suppression accuracy's per-entity shares, and each count
 /// query's answers on source and release (a count over the whole is the sum of the pieces'
 /// counts). The queries are drawn once, around rows of a sample of the entities' trees.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Tally {
     /// Per sensitive column, per label: (release, source) rows.
     counts: BTreeMap<String, BTreeMap<String, (usize, usize)>>,
@@ -293,7 +293,7 @@ fn tree_sizes(forest: &Forest, kept: Option<&[Vec<bool>]>) -> Vec<usize> {
 }
 
 /// One predicate of a count query.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 enum Predicate {
     /// The QI `column` of family table `table` lies under hierarchy node `node`.
     Under { table: usize, qi: usize, node: u32 },
@@ -309,7 +309,7 @@ enum Predicate {
 }
 
 /// "How many rows of `table` (with their ancestors) satisfy every predicate?"
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Query {
     table: usize,
     predicates: Vec<Predicate>,

@@ -52,7 +52,7 @@ use crate::policy::Pos;
 use crate::progress::Progress;
 
 pub use kernel::tree::Clustering;
-pub use options::{OptionSpec, OptionValue, Options};
+pub use options::{OptionSpec, OptionValue, Options, WireValue};
 pub use output::{Anatomization, Generalization, Output};
 pub use spec::{any_model, k_anonymity_only, takes_any_plan, Spec, GENERALIZES};
 

@@ -245,6 +245,78 @@ impl Options {
     }
 }
 
+/// An option's value as it travels between processes (a run on a cluster hands the options
+/// a shard settled on back to the client): a choice by its meant name.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum WireValue {
+    Number(f64),
+    Count(usize),
+    Choice(String),
+    Levels(Vec<u16>),
+    Unset,
+}
+
+impl Options {
+    /// Every option with its value, as it travels.
+    pub fn to_wire(&self) -> Vec<(String, WireValue)> {
+        self.values
+            .iter()
+            .map(|(name, v)| {
+                let w = match v {
+                    OptionValue::Number(n) => WireValue::Number(*n),
+                    OptionValue::Count(n) => WireValue::Count(*n),
+                    OptionValue::Choice(c) => WireValue::Choice((*c).to_string()),
+                    OptionValue::Levels(l) => WireValue::Levels(l.clone()),
+                    OptionValue::Unset => WireValue::Unset,
+                };
+                (name.to_string(), w)
+            })
+            .collect()
+    }
+
+    /// Options of `table` read back from [`Options::to_wire`]'s form: every name must be the
+    /// table's and every choice one it means (another build's options are refused).
+    pub fn from_wire(
+        table: &[OptionSpec],
+        wire: Vec<(String, WireValue)>,
+    ) -> Result<Options, String> {
+        let mut options = Options::defaults(table);
+        for (name, w) in wire {
+            let (i, spec) = table
+                .iter()
+                .enumerate()
+                .find(|(_, o)| o.name == name)
+                .ok_or_else(|| format!("option {name} is not this build's"))?;
+            options.values[i].1 = match w {
+                WireValue::Number(n) => OptionValue::Number(n),
+                WireValue::Count(n) => OptionValue::Count(n),
+                WireValue::Choice(c) => OptionValue::Choice(meant(spec, &c)?),
+                WireValue::Levels(l) => OptionValue::Levels(l),
+                WireValue::Unset => OptionValue::Unset,
+            };
+        }
+        Ok(options)
+    }
+}
+
+/// The static name `spec` means by choice `c`.
+fn meant(spec: &OptionSpec, c: &str) -> Result<&'static str, String> {
+    let spellings: &[(&str, &str)] = match spec.kind {
+        Kind::Choice(s) => s,
+        _ => &[],
+    };
+    let default = match spec.default {
+        Default::Choice(d) => Some(d),
+        _ => None,
+    };
+    spellings
+        .iter()
+        .map(|(_, m)| *m)
+        .chain(default)
+        .find(|m| *m == c)
+        .ok_or_else(|| format!("option {} has no choice {c} in this build", spec.name))
+}
+
 /// Why [`Options::read`] did not take what was written.
 #[derive(Debug)]
 pub enum OptionError<'r> {
@@ -304,6 +376,30 @@ mod tests {
             ]
         );
         assert_eq!(o.count("climit"), 150);
+    }
+
+    #[test]
+    fn options_come_back_from_the_wire_as_they_left_and_another_builds_are_refused() {
+        let written = [
+            raw("th", Value::Number(0.1 + 0.2)),
+            raw("mapping", Value::Text("Greedy".into())),
+            raw("candidates", Value::Number(7.0)),
+        ];
+        let o = Options::read(&table(), &written).expect("valid");
+        let back = Options::from_wire(&table(), o.to_wire()).expect("the same table");
+        assert_eq!(back, o);
+        assert_eq!(back.number("threshold").to_bits(), (0.1f64 + 0.2).to_bits());
+        let mut unknown = o.to_wire();
+        unknown.push(("gamma".into(), WireValue::Count(1)));
+        assert!(Options::from_wire(&table(), unknown).is_err());
+        let mut choice = o.to_wire();
+        for (n, v) in &mut choice {
+            if n == "mapping" {
+                *v = WireValue::Choice("no-such-mapping".into());
+            }
+        }
+        let err = Options::from_wire(&table(), choice).expect_err("not a choice of the table");
+        assert!(err.contains("no-such-mapping"), "{err}");
     }
 
     #[test]

@@ -47,6 +47,12 @@ pub struct AnonymizeArgs {
     /// needed, when not even a shard of k entities fits.
     #[arg(long, value_name = "SIZE")]
     memory_budget: Option<Budget>,
+    /// Anonymize the shards on a relanon cluster: its scheduler as df://HOST:PORT, or
+    /// `standalone` for a scheduler and an executor in this process. Needs --shards and a
+    /// Parquet source every executor reads at the same path.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "URL")]
+    cluster: Option<String>,
 }
 
 /// Anonymizes, prints the summary (or the report as JSON) and says where the release went;
@@ -60,6 +66,14 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     req.allow_unverified = args.allow_unverified;
     req.shards = args.shards;
     req.memory_budget = args.memory_budget;
+    #[cfg(feature = "distributed")]
+    {
+        req.cluster = args
+            .cluster
+            .as_deref()
+            .map(pipeline::cluster::Cluster::parse)
+            .transpose()?;
+    }
     // Written with the release, as one set.
     req.page = args.report.clone();
     let watch = Watch::start(quiet);

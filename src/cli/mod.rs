@@ -14,6 +14,8 @@ use relanon::warehouse::staging;
 mod anonymize;
 mod answer_text;
 mod attack;
+#[cfg(feature = "distributed")]
+mod cluster;
 mod demo;
 mod experiment;
 mod explore;
@@ -70,6 +72,11 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Write a seeded synthetic warehouse or TPC-H (SQLite file, or Parquet directory).
     Generate(generate::GenerateArgs),
+    /// Run a scheduler or an executor of a relanon cluster (Apache DataFusion Ballista with
+    /// relanon's shard operator), for `anonymize --cluster`.
+    #[cfg(feature = "distributed")]
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 /// Runs one subcommand.
@@ -86,6 +93,8 @@ pub async fn run(command: Command, quiet: bool) -> Result<ExitCode> {
         Command::Experiment(args) => experiment::experiment(&args, quiet).await,
         Command::Report(args) => report::report(args, quiet),
         Command::Generate(args) => generate::generate(args, quiet),
+        #[cfg(feature = "distributed")]
+        Command::Cluster(command) => cluster::cluster(command).await,
     }
 }
 

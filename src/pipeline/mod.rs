@@ -59,6 +59,9 @@ pub struct Request {
     pub shards: Option<usize>,
     /// `--memory-budget SIZE`: what the run may hold (None: half the machine's memory).
     pub memory_budget: Option<Budget>,
+    /// `--cluster URL`: anonymize the shards on this cluster instead of one at a time here.
+    #[cfg(feature = "distributed")]
+    pub cluster: Option<cluster::Cluster>,
 }
 
 impl Request {
@@ -430,6 +433,10 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         progress.warn("the key map leads each released row back to its source row, and so to its sensitive values, which anatomy publishes apart from it: keep the key map with the source, never with the release");
     }
     let memory = shard(req, &plan, &wh, &mut algorithm, progress)?;
+    #[cfg(feature = "distributed")]
+    if req.cluster.is_some() {
+        cluster::check(&plan, &wh, &algorithm, sharded::applies(&plan, &algorithm))?;
+    }
     let target = target_of(&plan, &req.origin)?;
     check_target(req, &plan, &target)?;
     // Held to the end: no other run writes or reads this target meanwhile. What the checks
@@ -449,6 +456,8 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         target: &target,
         overwrite: req.overwrite,
         sort_memory: memory.sort_memory,
+        #[cfg(feature = "distributed")]
+        cluster: req.cluster.as_ref().map(|c| (c, req)),
     };
     let (staged, materialized, utility, anatomy) =
         staged_release(&plan, &mut algorithm, &wh, &to, progress, &mut clock).await?;
@@ -563,6 +572,9 @@ pub(super) struct Staging<'a> {
     pub overwrite: bool,
     /// Bytes the final sort of a run in shards holds before it spills (the budget's).
     pub sort_memory: usize,
+    /// Where a run in shards anonymizes them, and the request the cluster prepares from.
+    #[cfg(feature = "distributed")]
+    pub cluster: Option<(&'a cluster::Cluster, &'a Request)>,
 }
 
 /// The memory budget's decision (`budget::decide`), its shards (or those `--shards` asks
@@ -961,9 +973,14 @@ pub(super) fn return_free_heap() {
 pub(super) fn return_free_heap() {}
 
 pub mod answers;
+#[cfg(feature = "distributed")]
+pub mod cluster;
 mod dry_run;
 mod init;
 pub mod negotiate;
+mod piece;
 mod sharded;
+#[cfg(any(feature = "distributed", test))]
+mod wire;
 pub use dry_run::{dry_run, DryRun};
 pub use init::{init, Initialized};

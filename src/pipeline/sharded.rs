@@ -10,27 +10,22 @@
 //!
 //! Why it is sound: see `algo::shards`. The verifier checks the union, blind to the shards.
 
-use anyhow::{anyhow, Context, Result};
-use arrow::array::UInt32Array;
+use anyhow::{anyhow, Result};
 use arrow::record_batch::RecordBatch;
 
-use super::{
-    assemble, diversity_warnings, parentless_warnings, population, return_free_heap, Clock, Staging,
-};
-use crate::algo::{self, Configured, Generalization, Output};
-use crate::forest::{self, Forest, Scope};
+use super::piece::{entity_keys, load_shard, Outcome, Piece, Task};
+use super::{assemble, parentless_warnings, population, return_free_heap, Clock, Staging};
+use crate::algo::{self, Configured};
+use crate::forest::{self, Forest};
 use crate::hierarchy::Hierarchy;
 use crate::plan::Plan;
 use crate::progress::Progress;
-use crate::release::{self, pieces, Materialized};
-use crate::utility::{Tally, TallyPiece, Utility};
+use crate::release::{pieces, Materialized};
+use crate::utility::{Tally, Utility};
 use crate::warehouse::{
     collect_stream, write_staged, write_stream, Parts, ReleaseSet, ReleaseTable, Remap, Staged,
     TargetKind, Warehouse,
 };
-
-/// The registered table of one shard's entity keys.
-const SHARD_KEYS: &str = "__relanon_shard_keys";
 
 /// Whether this run goes shard by shard from the source: more than one shard of a family
 /// whose entity table has a key to select a shard's trees by. (A key-less entity table is
@@ -106,33 +101,27 @@ pub(super) async fn release(
         .tally
         .draw(plan, &load_shard(plan, wh, &global, sample).await?);
     let mut options = algorithm.options.clone();
-    let n = keys.len();
-    for (i, shard_keys) in keys.into_iter().enumerate() {
-        progress.phase("cluster", "clustering shard by shard");
-        let task = Task {
-            plan,
-            algorithm,
-            wh,
-            global: &global,
-            tally: &whole.tally,
-        };
-        let outcome = task.run(shard_keys, Piece::Shard(i, n), progress).await?;
-        let mut outcome =
-            outcome.ok_or_else(|| anyhow!("shard {} of {n} gave no outcome", i + 1))?;
-        // Each shard is checked (a refusal holds in any); the first one's warnings stand
-        // for all, as the shards are alike.
-        if i == 0 {
-            std::mem::take(&mut outcome.warnings)
-                .into_iter()
-                .for_each(|w| progress.warn(w));
-        }
-        if let Some(used) = outcome.used.take() {
-            options = algo::shards::highest_price(options, used);
-        }
-        whole.absorb(outcome)?;
-        return_free_heap();
-        crate::warehouse::staging::failpoint(&format!("shard-{}", i + 1));
-    }
+    #[cfg(feature = "distributed")]
+    let keys = on_cluster(
+        &mut whole,
+        algorithm,
+        &global,
+        keys,
+        &mut options,
+        to,
+        progress,
+    )
+    .await?;
+    local_shards(
+        &mut whole,
+        algorithm,
+        wh,
+        &global,
+        keys,
+        &mut options,
+        progress,
+    )
+    .await?;
     remainder(&mut whole, algorithm, wh, &global, entities, progress).await?;
     algorithm.options = options;
     clock.lap("cluster");
@@ -149,92 +138,84 @@ pub(super) async fn release(
     })
 }
 
-/// One piece of a run in shards: a shard of the cut, or the entities every shard
-/// suppressed whole, anonymized together.
-#[derive(Clone, Copy)]
-enum Piece {
-    /// The shard at this position of so many.
-    Shard(usize, usize),
-    Rest,
+/// The shards anonymized on the run's cluster, if it has one: the shards left to
+/// anonymize here (none, or all of them without a cluster).
+#[cfg(feature = "distributed")]
+async fn on_cluster(
+    whole: &mut Whole<'_>,
+    algorithm: &Configured,
+    global: &[Vec<Hierarchy>],
+    keys: Vec<RecordBatch>,
+    options: &mut algo::Options,
+    to: &Staging<'_>,
+    progress: &Progress,
+) -> Result<Vec<RecordBatch>> {
+    let Some((cluster, req)) = to.cluster else {
+        return Ok(keys);
+    };
+    progress.phase("cluster", "anonymizing the shards on the cluster");
+    let job =
+        super::wire::Job::encode_for(req, &whole.plan.source, keys.len(), global, &whole.tally)?;
+    super::cluster::run_shards(cluster, job, keys, algorithm.spec.options, |i, outcome| {
+        whole.take(i, outcome, options, progress)
+    })
+    .await?;
+    Ok(Vec::new())
 }
 
-/// What anonymizing one piece needs: the declarations, the algorithm, the source, the
-/// hierarchies built over the whole family and the drawn count queries. Nothing of the
-/// pieces before, so a piece may be anonymized anywhere; the whole takes the outcomes in
-/// piece order ([`Whole::absorb`]).
-struct Task<'a> {
-    plan: &'a Plan,
-    algorithm: &'a Configured,
-    wh: &'a Warehouse,
-    global: &'a [Vec<Hierarchy>],
-    tally: &'a Tally,
-}
-
-/// What one piece gives the whole.
-struct Outcome {
-    /// Its tables under ids of its own, its key map, statistics and classes.
-    materialized: Materialized,
-    tally: TallyPiece,
-    /// A shard's entities it suppressed whole, for the rest.
-    suppressed: Option<RecordBatch>,
-    /// The options a shard's run settled on (a price found by search).
-    used: Option<algo::Options>,
-    /// What l-diversity must suppress in a shard whatever the algorithm does.
-    warnings: Vec<String>,
-}
-
-impl Task<'_> {
-    /// The piece whose entities are `keys`: read from the source, anonymized, materialized
-    /// and tallied. `None`: a rest too small to form a class.
-    async fn run(
-        &self,
-        keys: RecordBatch,
-        piece: Piece,
-        progress: &Progress,
-    ) -> Result<Option<Outcome>> {
-        let plan = self.plan;
-        let model = &plan.params.model;
-        let shard = load_shard(plan, self.wh, self.global, keys).await?;
-        // The rest holds entities every shard already checked; a rest of entities l-diversity
-        // must suppress is no refusal of the run.
-        let warnings = match piece {
-            Piece::Shard(..) => diversity_warnings(plan, &shard)?,
-            Piece::Rest => Vec::new(),
+/// Each shard anonymized here, one at a time.
+async fn local_shards(
+    whole: &mut Whole<'_>,
+    algorithm: &Configured,
+    wh: &Warehouse,
+    global: &[Vec<Hierarchy>],
+    keys: Vec<RecordBatch>,
+    options: &mut algo::Options,
+    progress: &Progress,
+) -> Result<()> {
+    let n = keys.len();
+    for (i, shard_keys) in keys.into_iter().enumerate() {
+        progress.phase("cluster", "clustering shard by shard");
+        let task = Task {
+            plan: whole.plan,
+            algorithm,
+            wh,
+            global,
+            tally: &whole.tally,
         };
-        let name = &self.algorithm.spec.name;
-        let (g, used) = match piece {
-            Piece::Shard(i, n) => {
-                algo::shards::run_shard(self.algorithm, &shard, model, (i, n), progress)
-                    .map(|(g, used)| (g, Some(used)))
-                    .map_err(|e| anyhow!("algorithm = '{name}': {e}"))?
-            }
-            Piece::Rest => match algo::shards::run_rest(self.algorithm, &shard, model, progress) {
-                Some(g) => (g, None),
-                None => return Ok(None),
-            },
-        };
-        let suppressed = match piece {
-            Piece::Shard(..) => Some(suppressed_keys(plan, &shard, &g)?),
-            Piece::Rest => None,
-        };
-        let out = Output::Generalized(g);
-        let materialized = release::materialize(plan, &shard, &out)?;
-        let again = matches!(piece, Piece::Rest);
-        let tally = self
-            .tally
-            .piece(plan, &shard, out.kept(), &materialized.tables, again)
-            .await?;
-        Ok(Some(Outcome {
-            materialized,
-            tally,
-            suppressed,
-            used,
-            warnings,
-        }))
+        let outcome = task.run(shard_keys, Piece::Shard(i, n), progress).await?;
+        let outcome = outcome.ok_or_else(|| anyhow!("shard {} of {n} gave no outcome", i + 1))?;
+        whole.take(i, outcome, options, progress)?;
     }
+    Ok(())
 }
 
 impl Whole<'_> {
+    /// Takes shard `i`'s outcome (in shard order): its warnings if it is the first, the
+    /// price it settled on, its tables and tallies.
+    fn take(
+        &mut self,
+        i: usize,
+        mut outcome: Outcome,
+        options: &mut algo::Options,
+        progress: &Progress,
+    ) -> Result<()> {
+        // Each shard is checked (a refusal holds in any); the first one's warnings stand
+        // for all, as the shards are alike.
+        if i == 0 {
+            std::mem::take(&mut outcome.warnings)
+                .into_iter()
+                .for_each(|w| progress.warn(w));
+        }
+        if let Some(used) = outcome.used.take() {
+            *options = algo::shards::highest_price(options.clone(), used);
+        }
+        self.absorb(outcome)?;
+        return_free_heap();
+        crate::warehouse::staging::failpoint(&format!("shard-{}", i + 1));
+        Ok(())
+    }
+
     /// Adds one piece's outcome: moves its ids past the pieces before, writes its tables
     /// as parts and adds its key map, statistics, classes and tallies.
     fn absorb(&mut self, outcome: Outcome) -> Result<()> {
@@ -316,37 +297,6 @@ async fn remainder(
     Ok(())
 }
 
-/// One shard's trees read from the source, coded in the global hierarchies.
-async fn load_shard(
-    plan: &Plan,
-    wh: &Warehouse,
-    global: &[Vec<Hierarchy>],
-    keys: RecordBatch,
-) -> Result<Forest> {
-    let _registered = wh
-        .temporary(SHARD_KEYS, keys)
-        .context("registering a shard's entity keys")?;
-    let scope = Scope {
-        entities: Some(SHARD_KEYS),
-        hierarchies: Some(global),
-    };
-    Ok(forest::load_scoped(plan, wh, scope).await?)
-}
-
-/// The entity table's key columns of `rows`.
-fn entity_keys(plan: &Plan, entity_table: &RecordBatch, rows: &[u32]) -> Result<RecordBatch> {
-    let columns = plan.tables[0]
-        .primary_key
-        .iter()
-        .map(|c| entity_table.schema().index_of(c))
-        .collect::<Result<Vec<usize>, _>>()?;
-    let keys = entity_table.project(&columns)?;
-    Ok(arrow::compute::take_record_batch(
-        &keys,
-        &UInt32Array::from(rows.to_vec()),
-    )?)
-}
-
 /// How many entities' trees the count queries are drawn from.
 const QUERY_SAMPLE: usize = 2000;
 
@@ -364,14 +314,6 @@ fn sample_keys(plan: &Plan, bones: &Forest, seed: u64) -> Result<RecordBatch> {
         .collect();
     rows.sort_unstable();
     entity_keys(plan, &bones.tables[0].batch, &rows)
-}
-
-/// The keys of the entities `g` suppressed whole.
-fn suppressed_keys(plan: &Plan, shard: &Forest, g: &Generalization) -> Result<RecordBatch> {
-    let rows: Vec<u32> = (0..shard.entities() as u32)
-        .filter(|&e| !g.kept[0][e as usize])
-        .collect();
-    entity_keys(plan, &shard.tables[0].batch, &rows)
 }
 
 /// Adds one shard's key map, statistics and classes to the run's.

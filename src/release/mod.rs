@@ -32,7 +32,7 @@ fn internal(e: impl std::fmt::Display) -> ReleaseError {
 }
 
 /// What one family table lost.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TableStats {
     pub name: String,
     pub rows_in: usize,

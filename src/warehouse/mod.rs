@@ -169,7 +169,7 @@ impl ColumnMeta {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ForeignKey {
     pub columns: Vec<String>,
     pub ref_table: String,

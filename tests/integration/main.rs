@@ -36,6 +36,8 @@
 //!   drawn on a pseudo-terminal (each skipped without its tool unless `CI` is set).
 //! - `shards`: `--shards N` releases that verify, keys and rows that carry no shard, bad
 //!   shard counts refused.
+//! - `cluster` (`--features distributed`): a run's shards on a Ballista cluster in the
+//!   process release what one machine releases, byte for byte; bad cluster inputs refused.
 //! - `tidy`: ARCHITECTURE.md's invariants as a text scan of src/, each failing with the rule
 //!   it names and the lines that break it.
 
@@ -44,6 +46,8 @@ mod anatomy;
 mod attack;
 mod bad_input;
 mod baselines;
+#[cfg(feature = "distributed")]
+mod cluster;
 mod clustree_search;
 mod common;
 mod dimensions;

@@ -1,0 +1,456 @@
+//! The wire forms of a shard's task and of its outcome, for a run whose shards are
+//! anonymized on a cluster (`--cluster`): what an executor needs to run a shard exactly as
+//! the client would (`sharded::Task`), and what it hands back (`sharded::Outcome`).
+//!
+//! A task travels as the request that prepared the run (declarations, `--with`, the source)
+//! plus what the client computed over the whole family: the hierarchies and the drawn count
+//! queries. The executor prepares the plan and the algorithm again from the request, so no
+//! plan type needs a wire form, and refuses a task from another version of relanon. An
+//! outcome travels as rows of one record batch: its statistics, key map and tallies (CBOR:
+//! binary, so every loss and tally comes back bit for bit and both paths write the same
+//! report), then each released table and the suppressed entities' keys as Arrow IPC.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use arrow::array::{Array, LargeBinaryArray, StringArray, UInt32Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use serde::{Deserialize, Serialize};
+
+use super::piece::Outcome;
+use super::Request;
+use crate::algo::{OptionSpec, Options, WireValue};
+use crate::hierarchy::Hierarchy;
+use crate::keymap::KeyMap;
+use crate::release::{Materialized, TableStats};
+use crate::utility::{Tally, TallyPiece};
+use crate::warehouse::{ForeignKey, ReleaseTable};
+
+/// The version a task and an outcome carry: a cluster runs one build of relanon.
+pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What every shard's task shares.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Job {
+    pub version: String,
+    /// The declarations as the client read them, and where they were read.
+    pub text: String,
+    pub base: PathBuf,
+    pub origin: String,
+    pub source: PathBuf,
+    pub with: Option<String>,
+    /// The run's shard count (a shard's run reads it, `algo::shards::run_shard`).
+    pub shards: usize,
+    /// Per family table, per QI, built over the whole family.
+    pub hierarchies: Vec<Vec<Hierarchy>>,
+    /// The drawn count queries, no answers yet.
+    pub tally: Tally,
+}
+
+/// A [`Job`] as the client sends it, borrowing what it holds: the same fields in the same
+/// order, so it reads back as a `Job`.
+#[derive(Serialize)]
+struct JobOut<'a> {
+    version: &'a str,
+    text: &'a str,
+    base: PathBuf,
+    origin: &'a str,
+    source: PathBuf,
+    with: Option<&'a str>,
+    shards: usize,
+    hierarchies: &'a [Vec<Hierarchy>],
+    tally: &'a Tally,
+}
+
+impl Job {
+    /// The encoded job of a run prepared from `req`, reading `source`, in `shards` shards.
+    /// Paths travel absolute: an executor's working directory is its own.
+    pub fn encode_for(
+        req: &Request,
+        source: &std::path::Path,
+        shards: usize,
+        hierarchies: &[Vec<Hierarchy>],
+        tally: &Tally,
+    ) -> Result<Vec<u8>> {
+        // Declarations in the working directory have an empty base.
+        let absolute = |p: &std::path::Path| {
+            let p = if p.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                p
+            };
+            std::path::absolute(p).with_context(|| format!("resolving '{}'", p.display()))
+        };
+        cbor(&JobOut {
+            version: VERSION,
+            text: &req.text,
+            base: absolute(&req.base)?,
+            origin: &req.origin,
+            source: absolute(source)?,
+            with: req.with.as_deref(),
+            shards,
+            hierarchies,
+            tally,
+        })
+    }
+
+    /// The request an executor prepares the plan and the algorithm from.
+    pub fn request(&self) -> Request {
+        Request {
+            text: self.text.clone(),
+            base: self.base.clone(),
+            origin: self.origin.clone(),
+            source: Some(self.source.clone()),
+            with: self.with.clone(),
+            ..Request::default()
+        }
+    }
+
+    /// A job from `bytes`; one from another version of relanon is refused.
+    pub fn decode(bytes: &[u8]) -> Result<Job> {
+        let job: Job = ciborium::from_reader(bytes).map_err(|e| {
+            anyhow!("a shard's task could not be read ({e}): the client and this executor must be the same build of relanon {VERSION}")
+        })?;
+        if job.version != VERSION {
+            bail!(
+                "a shard's task comes from relanon {} and this executor is relanon {VERSION}: run one version on the client, the scheduler and every executor",
+                job.version
+            );
+        }
+        Ok(job)
+    }
+}
+
+/// A released table's shape, beside its rows.
+#[derive(Debug, Serialize, Deserialize)]
+struct TableHead {
+    name: String,
+    primary_key: Vec<String>,
+    foreign_keys: Vec<ForeignKey>,
+}
+
+/// Everything of an outcome but its rows.
+#[derive(Debug, Serialize, Deserialize)]
+struct Head {
+    version: String,
+    tables: Vec<TableHead>,
+    keys: KeyMap,
+    stats: Vec<TableStats>,
+    ec_sizes: Vec<usize>,
+    suppressed_entities: usize,
+    recoding: Vec<(String, u16, u16)>,
+    tally: TallyPiece,
+    used: Option<Vec<(String, WireValue)>>,
+    warnings: Vec<String>,
+}
+
+/// What a row of an encoded outcome holds.
+const HEAD: &str = "head";
+const TABLE: &str = "table";
+const SUPPRESSED: &str = "suppressed";
+
+/// The schema of an encoded outcome: the shard it is of, how many rows it has, what a row
+/// holds, its bytes.
+pub(super) fn outcome_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("shard", DataType::UInt32, false),
+        Field::new("rows", DataType::UInt32, false),
+        Field::new("part", DataType::Utf8, false),
+        Field::new("data", DataType::LargeBinary, false),
+    ]))
+}
+
+/// Shard `shard`'s outcome as one record batch of [`outcome_schema`].
+pub(super) fn encode_outcome(shard: u32, outcome: Outcome) -> Result<RecordBatch> {
+    let Outcome {
+        materialized: m,
+        tally,
+        suppressed,
+        used,
+        warnings,
+    } = outcome;
+    let head = Head {
+        version: VERSION.to_string(),
+        tables: m
+            .tables
+            .iter()
+            .map(|t| TableHead {
+                name: t.name.clone(),
+                primary_key: t.primary_key.clone(),
+                foreign_keys: t.foreign_keys.clone(),
+            })
+            .collect(),
+        keys: m.keys,
+        stats: m.stats,
+        ec_sizes: m.ec_sizes,
+        suppressed_entities: m.suppressed_entities,
+        recoding: m.recoding,
+        tally,
+        used: used.map(|o| o.to_wire()),
+        warnings,
+    };
+    let mut parts = vec![HEAD];
+    let mut data = vec![cbor(&head)?];
+    for t in &m.tables {
+        parts.push(TABLE);
+        data.push(ipc(&t.batch)?);
+    }
+    if let Some(s) = &suppressed {
+        parts.push(SUPPRESSED);
+        data.push(ipc(s)?);
+    }
+    let n = parts.len();
+    Ok(RecordBatch::try_new(
+        outcome_schema(),
+        vec![
+            Arc::new(UInt32Array::from(vec![shard; n])),
+            Arc::new(UInt32Array::from(vec![n as u32; n])),
+            Arc::new(StringArray::from(parts)),
+            Arc::new(LargeBinaryArray::from_iter_values(data.iter())),
+        ],
+    )?)
+}
+
+/// One row of an encoded outcome: what it holds, its bytes.
+type Part = (String, Vec<u8>);
+
+/// Outcomes as their rows arrive, in any order and in batches of any size, handed on in
+/// shard order: a shard's rows are held until it is whole and every shard before it is
+/// handed on, so the whole takes them as one machine would.
+pub(super) struct Collector<'t> {
+    /// The algorithm's options table, which a shard's settled options are read against.
+    table: &'t [OptionSpec],
+    /// Per shard not yet handed on, its rows so far and how many it has.
+    held: std::collections::BTreeMap<u32, (Vec<Part>, usize)>,
+    next: u32,
+}
+
+impl<'t> Collector<'t> {
+    pub fn new(table: &'t [OptionSpec]) -> Collector<'t> {
+        Collector {
+            table,
+            held: Default::default(),
+            next: 0,
+        }
+    }
+
+    /// Takes `batch`'s rows; returns the outcomes they complete that are next in order.
+    pub fn add(&mut self, batch: &RecordBatch) -> Result<Vec<(u32, Outcome)>> {
+        let shard = column::<UInt32Array>(batch, 0)?;
+        let rows = column::<UInt32Array>(batch, 1)?;
+        let part = column::<StringArray>(batch, 2)?;
+        let data = column::<LargeBinaryArray>(batch, 3)?;
+        for i in 0..batch.num_rows() {
+            let s = shard.value(i);
+            let held = self.held.entry(s).or_default();
+            held.1 = rows.value(i) as usize;
+            held.0
+                .push((part.value(i).to_string(), data.value(i).to_vec()));
+            if s < self.next || held.0.len() > held.1 {
+                bail!("shard {} came back twice from the cluster", s + 1);
+            }
+        }
+        let mut out = Vec::new();
+        while self
+            .held
+            .get(&self.next)
+            .is_some_and(|(rows, n)| rows.len() == *n)
+        {
+            let (rows, _) = self.held.remove(&self.next).expect("just looked up");
+            out.push((self.next, outcome_of(&rows, self.table)?));
+            self.next += 1;
+        }
+        Ok(out)
+    }
+
+    /// Shards handed on so far; the rest never came whole.
+    pub fn done(&self) -> u32 {
+        self.next
+    }
+}
+
+/// One shard's rows: its head, its tables, its suppressed keys.
+fn outcome_of(rows: &[Part], table: &[OptionSpec]) -> Result<Outcome> {
+    let Some((HEAD, bytes)) = rows.first().map(|(p, d)| (p.as_str(), d.as_slice())) else {
+        bail!("a shard's outcome does not start with its head: the cluster runs another build of relanon");
+    };
+    let head: Head = ciborium::from_reader(bytes).context("reading a shard's outcome")?;
+    if head.version != VERSION {
+        bail!(
+            "a shard's outcome comes from relanon {} and this client is relanon {VERSION}: run one version on the client, the scheduler and every executor",
+            head.version
+        );
+    }
+    let batches: Vec<RecordBatch> = rows[1..]
+        .iter()
+        .filter(|r| r.0 == TABLE)
+        .map(|r| from_ipc(&r.1))
+        .collect::<Result<_>>()?;
+    if batches.len() != head.tables.len() {
+        bail!(
+            "a shard's outcome names {} tables and holds {}",
+            head.tables.len(),
+            batches.len()
+        );
+    }
+    let suppressed = match rows[1..].iter().find(|r| r.0 == SUPPRESSED) {
+        Some(r) => Some(from_ipc(&r.1)?),
+        None => None,
+    };
+    let tables = head
+        .tables
+        .into_iter()
+        .zip(batches)
+        .map(|(h, batch)| ReleaseTable {
+            name: h.name,
+            batch,
+            primary_key: h.primary_key,
+            foreign_keys: h.foreign_keys,
+        })
+        .collect();
+    let used = match head.used {
+        Some(w) => Some(
+            Options::from_wire(table, w)
+                .map_err(|e| anyhow!("{e}: the cluster runs another build of relanon"))?,
+        ),
+        None => None,
+    };
+    Ok(Outcome {
+        materialized: Materialized {
+            tables,
+            keys: head.keys,
+            stats: head.stats,
+            ec_sizes: head.ec_sizes,
+            suppressed_entities: head.suppressed_entities,
+            recoding: head.recoding,
+        },
+        tally: head.tally,
+        suppressed,
+        used,
+        warnings: head.warnings,
+    })
+}
+
+fn column<A: Array + 'static>(b: &RecordBatch, i: usize) -> Result<&A> {
+    b.columns()
+        .get(i)
+        .and_then(|c| c.as_any().downcast_ref::<A>())
+        .ok_or_else(|| {
+            anyhow!(
+                "a shard's outcome has another shape: the cluster runs another build of relanon"
+            )
+        })
+}
+
+fn cbor<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    ciborium::into_writer(value, &mut out).context("encoding a shard's task or outcome")?;
+    Ok(out)
+}
+
+/// `batch` as an Arrow IPC stream (its schema, nullability and metadata with it).
+fn ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let mut w = arrow::ipc::writer::StreamWriter::try_new(Vec::new(), &batch.schema())?;
+    w.write(batch)?;
+    w.finish()?;
+    Ok(w.into_inner()?)
+}
+
+fn from_ipc(bytes: &[u8]) -> Result<RecordBatch> {
+    let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok(arrow::compute::concat_batches(&schema, &batches)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+
+    fn outcome(rows: i64) -> Outcome {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(Int64Array::from_iter((0..rows).map(Some)))],
+        )
+        .expect("one column of its type");
+        Outcome {
+            materialized: Materialized {
+                tables: vec![ReleaseTable {
+                    name: "person".into(),
+                    batch: batch.clone(),
+                    primary_key: vec!["id".into()],
+                    foreign_keys: Vec::new(),
+                }],
+                keys: KeyMap::default(),
+                stats: vec![TableStats {
+                    name: "person".into(),
+                    rows_in: 3,
+                    released: 3,
+                    suppressed: 0,
+                    orphans_dropped: 0,
+                    no_parent: 0,
+                    lm_sum: 0.1 + 0.2,
+                    lm_sum_by_column: vec![("age".into(), 1.0 / 3.0)],
+                    qi_columns: 1,
+                }],
+                ec_sizes: vec![3],
+                suppressed_entities: 0,
+                recoding: Vec::new(),
+            },
+            tally: TallyPiece::default(),
+            suppressed: Some(batch.slice(0, 1)),
+            used: None,
+            warnings: vec!["w".into()],
+        }
+    }
+
+    #[test]
+    fn an_outcome_comes_back_whole_and_by_shard() {
+        let a = encode_outcome(1, outcome(3)).expect("encodes");
+        let b = encode_outcome(0, outcome(2)).expect("encodes");
+        let mut c = Collector::new(&[]);
+        // Shard 1 whole, then shard 0 in two batches: nothing is handed on before shard 0
+        // is whole, then both in order.
+        assert!(c.add(&a).expect("takes").is_empty());
+        assert!(c.add(&b.slice(0, 1)).expect("takes").is_empty());
+        let back = c.add(&b.slice(1, b.num_rows() - 1)).expect("takes");
+        assert_eq!(back.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(c.done(), 2);
+        assert!(c.add(&b).is_err(), "a shard twice is refused");
+        let (_, o) = &back[1];
+        let t = &o.materialized.tables[0];
+        assert_eq!((t.name.as_str(), t.batch.num_rows()), ("person", 3));
+        // Bit for bit, not to the nearest printed digit.
+        assert_eq!(
+            o.materialized.stats[0].lm_sum.to_bits(),
+            (0.1f64 + 0.2).to_bits()
+        );
+        assert_eq!(o.materialized.stats[0].lm_sum_by_column[0].1, 1.0 / 3.0);
+        assert_eq!(o.suppressed.as_ref().map(|s| s.num_rows()), Some(1));
+        assert_eq!(o.warnings, ["w"]);
+    }
+
+    #[test]
+    fn a_job_from_another_version_is_refused() {
+        let req = Request {
+            with: Some("k = 3".into()),
+            ..Request::default()
+        };
+        let bytes = Job::encode_for(&req, std::path::Path::new("w"), 4, &[], &Tally::default())
+            .expect("encodes");
+        let mut job = Job::decode(&bytes).expect("decodes");
+        assert_eq!((job.shards, job.with.as_deref()), (4, Some("k = 3")));
+        assert!(job.source.is_absolute(), "{}", job.source.display());
+        let again = job.request();
+        assert_eq!(again.with.as_deref(), Some("k = 3"));
+        assert_eq!(again.source.as_deref(), Some(job.source.as_path()));
+        assert!(again.base.is_absolute(), "{}", again.base.display());
+        job.version = "0.0.0-other".into();
+        let err = Job::decode(&cbor(&job).expect("encodes")).expect_err("refused");
+        assert!(err.to_string().contains("0.0.0-other"), "{err}");
+    }
+}
