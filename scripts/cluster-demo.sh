@@ -7,6 +7,7 @@
 #   scripts/cluster-demo.sh            # SF 1, 8 shards
 #   SF=0.1 SHARDS=4 scripts/cluster-demo.sh
 #   RELANON=path/to/relanon scripts/cluster-demo.sh   # a build with --features distributed
+#   SRC=path/to/tpch-parquet scripts/cluster-demo.sh  # TPC-H already generated
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SF="${SF:-1}"
@@ -21,23 +22,25 @@ fi
 out="$PWD/out/cluster"
 mkdir -p "$out"
 pids=()
-stop() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+stop() { # each process runs under /usr/bin/time: stop the process, time writes its figures
+    for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
 }
 trap stop EXIT
 
-src="$out/tpch-sf$SF"
+src="${SRC:-$out/tpch-sf$SF}"
 [ -d "$src" ] || "$RELANON" generate tpch --sf "$SF" --out "$src"
 
-"$RELANON" cluster scheduler --bind "127.0.0.1:$PORT" >"$out/scheduler.log" 2>&1 &
+/usr/bin/time -v -o "$out/scheduler.time" \
+    "$RELANON" cluster scheduler --bind "127.0.0.1:$PORT" >"$out/scheduler.log" 2>&1 &
 pids+=($!)
 for i in 1 2; do
-    "$RELANON" cluster executor --scheduler "df://127.0.0.1:$PORT" \
+    mkdir -p "$out/executor-$i"
+    /usr/bin/time -v -o "$out/executor-$i.time" \
+        "$RELANON" cluster executor --scheduler "df://127.0.0.1:$PORT" \
         --bind "127.0.0.1:$((PORT + 2 * i - 1))" --work-dir "$out/executor-$i" \
         >"$out/executor-$i.log" 2>&1 &
     pids+=($!)
-    mkdir -p "$out/executor-$i"
 done
 sleep 2
 
@@ -56,3 +59,8 @@ for f in $(cd "$out/one-machine" && find . -type f ! -name report.json | sort); 
 done
 cmp -s "$out/one-machine.keys.json" "$out/cluster.keys.json" || { echo "key maps differ" >&2; exit 1; }
 echo "the cluster's release is the one-machine release, byte for byte"
+stop
+trap - EXIT
+for f in scheduler executor-1 executor-2; do
+    awk -F': ' '/Maximum resident/ {printf "'"$f"': peak %.0f MiB\n", $2/1024}' "$out/$f.time"
+done
