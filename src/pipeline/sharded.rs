@@ -408,6 +408,7 @@ fn empty_materialized() -> Materialized {
         ec_sizes: Vec::new(),
         suppressed_entities: 0,
         recoding: Vec::new(),
+        relocation: None,
     }
 }
 
