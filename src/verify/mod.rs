@@ -62,6 +62,7 @@ mod ldiv;
 mod matching;
 mod partition;
 mod partitioned;
+mod relocation;
 mod schema;
 mod signature;
 mod truth;
@@ -417,7 +418,9 @@ async fn verify_in(
         #[cfg(test)]
         Split::Parts(n) => n,
     };
-    if parts > 1 && plan.params.model.anatomy().is_none() {
+    // A hybrid's budget of untruthful cells is over every row: it is checked whole.
+    let whole_only = plan.params.model.anatomy().is_some() || relocation::declared(plan).is_some();
+    if parts > 1 && !whole_only {
         let setting = partitioned::Setting {
             plan,
             source,
@@ -462,7 +465,16 @@ async fn whole(
     atomicity::check(plan, &tables, &mut atomic);
 
     let mut truth = Check::new("truthfulness");
-    truth::check(plan, &mut tables, &keys, hiers, None, &mut truth)?;
+    let hybrid = relocation::declared(plan);
+    let untruthful = truth::check(
+        plan,
+        &mut tables,
+        &keys,
+        hiers,
+        None,
+        hybrid.is_some(),
+        &mut truth,
+    )?;
 
     if plan.params.model.anatomy().is_some() {
         // An anatomy publishes QI values exactly: there is no k-anonymity of the QI side to
@@ -496,6 +508,11 @@ async fn whole(
     counts::check(&counts::rows(&tables), report, &mut counts);
 
     let mut checks = vec![schema, fates, atomic, truth, kanon, leaks, twins, counts];
+    if let Some(declared) = hybrid {
+        let mut budget = Check::new("relocation budget");
+        relocation::check(declared, &tables, &untruthful, &mut budget);
+        checks.push(budget);
+    }
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");
         let hint = match &keys {
