@@ -978,8 +978,8 @@ fn hybrid_refuses_a_lattice_too_large_with_its_size() {
     let csv = format!(
         "id,{}\n1,{}\n2,{}\n",
         columns.join(","),
-        vec!["x"; 10].join(","),
-        vec!["y"; 10].join(",")
+        ["x"; 10].join(","),
+        ["y"; 10].join(",")
     );
     let err = fails_in("table1", &text, |d| {
         std::fs::write(d.join("people.csv"), &csv).expect("csv");
