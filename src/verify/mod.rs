@@ -21,7 +21,11 @@
 //! an IDENTIFIER column that fewer than k entities hold; a keyed table's identifiers are not
 //! read with it but streamed by this check, keeping only the cells a label could hold);
 //! twins (a column published unchanged that determines a generalized QI in the source,
-//! counted as revealing it, must leave every class at least k strong); counts; and, under the l-diversity model, a
+//! counted as revealing it, must leave every class at least k strong); counts; under
+//! `algorithm = 'hybrid'` (003) the relocation budget (`relocation`: truthfulness counts the
+//! QI cells that are not the source value or an ancestor instead of failing on each, and the
+//! count must stay within the declared `p`%; a statistical variant single-dimensional); and,
+//! under the l-diversity model, a
 //! budgeted search for a diverse matching of each EC, which first checks the grouping
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
@@ -512,6 +516,11 @@ async fn whole(
         let mut budget = Check::new("relocation budget");
         relocation::check(declared, &tables, &untruthful, &mut budget);
         checks.push(budget);
+        if declared.statistical {
+            let mut one = Check::new("single-dimensional");
+            relocation::single_dimensional(&tables, hiers, &mut one);
+            checks.push(one);
+        }
     }
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");

@@ -9,8 +9,16 @@
 //!
 //! The budget is read from the declarations (`p`, default 1), never from the release or its
 //! report: a release that claims a larger budget proves nothing.
+//!
+//! A statistical variant (`relocation = 'statistical'` or `'rstat'`) must also be
+//! single-dimensional (spec Sec. 3, item 4; Sec. 7): each QI column's labels at one level of
+//! its hierarchy ([`single_dimensional`]). Pearson's test of its group sizes is not recomputed
+//! here yet.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::data::{Rule, TableData};
+use super::hier::Hier;
 use super::Check;
 use crate::plan::Plan;
 use crate::policy::Value;
@@ -24,6 +32,8 @@ const DEFAULT_P: f64 = 1.0;
 pub(super) struct Declared {
     /// The percent of QI cells that may be untruthful.
     pub p: f64,
+    /// A statistical variant: every column at one level.
+    pub statistical: bool,
 }
 
 /// The declarations' hybrid budget, if they ask for `algorithm = 'hybrid'`. A `p` that is
@@ -33,19 +43,25 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
     if name != "hybrid" {
         return None;
     }
-    let written = plan
-        .params
-        .algorithm
-        .options
-        .iter()
-        .rev()
-        .find(|o| o.name == "p");
-    let p = match written.map(|o| &o.value) {
+    let written = |name: &str| {
+        plan.params
+            .algorithm
+            .options
+            .iter()
+            .rev()
+            .find(|o| o.name == name)
+            .map(|o| &o.value)
+    };
+    let p = match written("p") {
         None => DEFAULT_P,
         Some(Value::Number(n)) if (0.0..=100.0).contains(n) => *n,
         Some(_) => 0.0,
     };
-    Some(Declared { p })
+    let statistical = matches!(
+        written("relocation"),
+        Some(Value::Text(t)) if matches!(t.to_ascii_lowercase().as_str(), "statistical" | "rstat")
+    );
+    Some(Declared { p, statistical })
 }
 
 /// `p` percent of `cells`, rounded down; a percent written in decimal allows what it says
@@ -95,6 +111,60 @@ pub(super) fn check(
     ));
 }
 
+/// Check "single-dimensional": in each QI column of a statistical hybrid release, the
+/// labels sit at one level of the column's hierarchy. Levels are top-aligned (a shallow leaf
+/// keeps its value until its ancestors are reached), so the generalized labels must share one
+/// depth and every leaf label be no deeper than they are.
+pub(super) fn single_dimensional(
+    tables: &[TableData],
+    hiers: &HashMap<String, Hier>,
+    out: &mut Check,
+) {
+    for t in tables {
+        for c in &t.content {
+            let Rule::Qi(h) = &c.rule else { continue };
+            let labels: BTreeSet<String> = (0..t.rel.rows())
+                .filter_map(|r| t.rel.cell(c.rel, r))
+                .collect();
+            let Some(hier) = hiers.get(h) else { continue };
+            if let Some(why) = one_level(hier, &labels) {
+                out.record(format!("{}.{}: {why}", t.name, c.name));
+            }
+        }
+    }
+}
+
+/// Why `labels` are not at one level of `hier`, if they are not.
+fn one_level(hier: &Hier, labels: &BTreeSet<String>) -> Option<String> {
+    let mut generalized: BTreeMap<usize, &str> = BTreeMap::new();
+    let mut deepest_leaf: Option<(usize, &str)> = None;
+    for label in labels {
+        let Some(place) = hier.place(label) else {
+            return Some(format!("'{label}' is no node of its hierarchy"));
+        };
+        if place.leaf {
+            if deepest_leaf.is_none_or(|(d, _)| place.depth > d) {
+                deepest_leaf = Some((place.depth, label));
+            }
+        } else {
+            generalized.entry(place.depth).or_insert(label);
+        }
+    }
+    let mut levels = generalized.iter();
+    let (&depth, &label) = levels.next()?;
+    if let Some((_, other)) = levels.next() {
+        return Some(format!(
+            "labels '{label}' and '{other}' sit at different levels; a statistical hybrid release generalizes each column to one level"
+        ));
+    }
+    match deepest_leaf {
+        Some((d, leaf)) if d > depth => Some(format!(
+            "the value '{leaf}' is published beside the generalized label '{label}', at a lower level; a statistical hybrid release generalizes each column to one level"
+        )),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +177,55 @@ mod tests {
         assert_eq!(budget(100.0, 27), 27);
         // 0.29 of 100 is 0.29% of 10,000 cells: 29, despite 0.29 * 10000 / 100 in floats.
         assert_eq!(budget(0.29, 10_000), 29);
+    }
+
+    fn labels(l: &[&str]) -> BTreeSet<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn one_level_is_one_depth_of_generalized_labels_and_no_deeper_leaf() {
+        use crate::plan::HierarchyDef;
+        use crate::policy::Pos;
+        // Table 1's nations: Spain alone under W.EU, so at level 1 'W.EU' and at level 2 'EU'.
+        let rows: Vec<Vec<String>> = [
+            ["Greece", "E.EU", "EU"],
+            ["Spain", "W.EU", "EU"],
+            ["Peru", "S.AM", "AM"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|s| s.to_string()).collect())
+        .collect();
+        let nation = Hier::compile(&HierarchyDef::Rows {
+            rows,
+            pos: Pos::default(),
+        });
+        assert_eq!(one_level(&nation, &labels(&["E.EU", "W.EU", "S.AM"])), None);
+        assert_eq!(
+            one_level(&nation, &labels(&["Greece", "Spain", "Peru"])),
+            None
+        );
+        assert_eq!(one_level(&nation, &labels(&["*"])), None);
+        let mixed = one_level(&nation, &labels(&["E.EU", "AM"])).expect("two levels");
+        assert!(
+            mixed.contains("'AM' and 'E.EU' sit at different levels"),
+            "{mixed}"
+        );
+        let leaf = one_level(&nation, &labels(&["EU", "Peru"])).expect("a value below");
+        assert!(
+            leaf.contains("'Peru' is published beside the generalized label 'EU'"),
+            "{leaf}"
+        );
+        assert!(one_level(&nation, &labels(&["*", "EU"])).is_some());
+        // Bands: a value is a leaf below every band; each width its own level.
+        let age = Hier::compile(&HierarchyDef::Bands {
+            widths: vec![5.0, 10.0],
+            range: None,
+            pos: Pos::default(),
+        });
+        assert_eq!(one_level(&age, &labels(&["[20,24]", "[25,29]"])), None);
+        assert!(one_level(&age, &labels(&["[20,24]", "[30,39]"])).is_some());
+        assert!(one_level(&age, &labels(&["[20,29]", "41"])).is_some());
+        assert_eq!(one_level(&age, &labels(&["41", "23"])), None);
     }
 }

@@ -243,3 +243,40 @@ fn hybrid_notes_a_seed_it_does_not_draw_from_and_a_p_below_1_and_a_seed_fixes_th
     };
     assert!(randomized(5) == randomized(5), "one seed, one release");
 }
+
+#[test]
+fn a_statistical_hybrid_release_must_be_single_dimensional() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = "k = 3, algorithm = 'hybrid', p = 10, relocation = 'statistical', alpha = 0.05";
+    let decl = table1(dir.path(), options);
+    let o = relanon(
+        dir.path(),
+        &["anonymize", &decl, "--json", "--key-map", "keys.json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("report");
+    // The paper's example passes its test: X² 1.5 on 3 df, within 7.815.
+    let test = &r["relocation"]["test"];
+    assert!((test["x2"].as_f64().expect("X²") - 1.5).abs() < 1e-9, "{r}");
+    assert_eq!(test["df"], 3, "{r}");
+    let v = verify_table1(dir.path(), &decl, "");
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+    assert!(
+        stdout(&v).contains("PASS single-dimensional"),
+        "{}",
+        stdout(&v)
+    );
+    // One nation published a level higher: still within the budget, but two levels.
+    let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+    db.execute("UPDATE people SET nation = 'AM' WHERE nation = 'N.AM'", [])
+        .expect("tamper");
+    drop(db);
+    let v = verify_table1(dir.path(), &decl, "");
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("FAIL single-dimensional: 1 violation")
+            && stdout(&v).contains("people.nation: labels 'AM' and "),
+        "{}",
+        stdout(&v)
+    );
+}
