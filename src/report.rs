@@ -525,16 +525,10 @@ pub struct ColumnLevel {
     pub height: u16,
 }
 
-pub fn build(
-    plan: &Plan,
-    algorithm: &Configured,
-    m: &Materialized,
-    utility: Utility,
-    timings_ms: BTreeMap<String, f64>,
-    anatomy: Option<AnatomyReport>,
-) -> Report {
-    let tables: Vec<TableReport> = m
-        .stats
+/// Per family table, what it kept and lost: rows, LM overall and per QI column, the columns
+/// published unchanged.
+fn table_reports(plan: &Plan, m: &Materialized) -> Vec<TableReport> {
+    m.stats
         .iter()
         .map(|s| TableReport {
             name: s.name.clone(),
@@ -568,7 +562,18 @@ pub fn build(
                 })
                 .unwrap_or_default(),
         })
-        .collect();
+        .collect()
+}
+
+pub fn build(
+    plan: &Plan,
+    algorithm: &Configured,
+    m: &Materialized,
+    utility: Utility,
+    timings_ms: BTreeMap<String, f64>,
+    anatomy: Option<AnatomyReport>,
+) -> Report {
+    let tables = table_reports(plan, m);
     let dimensions = plan
         .dimensions
         .iter()

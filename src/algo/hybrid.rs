@@ -61,7 +61,8 @@ fn serves(model: &Model) -> Result<(), String> {
     }
 }
 
-/// Statistical variants (003 Def. 9, L295), each with its spelling in `relocation`.
+/// createHybrid's variants as `relocation` spells them: the paper's, randomized (003
+/// L287-293), statistical (Def. 9, L295) and both (S-Hybrid-rstat, L305).
 const RELOCATIONS: &[(&str, &str)] = &[
     ("deterministic", "deterministic"),
     ("randomized", "randomized"),
@@ -195,10 +196,10 @@ fn run(
 ) -> Result<Output, String> {
     let p = options.number("p");
     if p > 0.0 && p < 1.0 {
+        // As a fraction, p would mean this percent (rounded, so 0.29 reads 29).
+        let meant = (p * 100.0 * 1e6).round() / 1e6;
         progress.warn(format!(
-            "p = {p} is a percent: the release may relocate {p}% of the QI cells, not {}% (write p = {} for that)",
-            p * 100.0,
-            p * 100.0
+            "p = {p} is a percent: the release may relocate {p}% of the QI cells, not {meant}% (write p = {meant} for that)"
         ));
     }
     let variant = variant_of(options, progress);
