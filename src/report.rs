@@ -222,6 +222,11 @@ pub struct Report {
     /// the model does not protect. (Absent from other reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anatomy: Option<AnatomyReport>,
+    /// Under `algorithm = 'hybrid'`: how many QI cells the release publishes untruthfully
+    /// (relocated rows), per table, against the budget; never which. (Absent from other
+    /// reports.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relocation: Option<RelocationReport>,
     /// The fingerprint of the run's key map (`KeyMap::digest`), whether or not it was
     /// written: verify tells a key map from another run by it. (Absent from earlier reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -425,6 +430,91 @@ fn binomial_tail(eta: usize, l: usize, m: u32) -> f64 {
     (1.0 - below).max(0.0)
 }
 
+/// What a hybrid release says it is (003, spec Sec. 3): untruthful by design, within `p`%
+/// of the family's QI cells. Which rows or groups were relocated is never said: that would
+/// show a statistical adversary exactly what the test hides.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RelocationReport {
+    pub variant: String,
+    /// The percent of QI cells allowed.
+    pub p: f64,
+    /// The family's QI cells, suppressed rows' included (what `p` is a percent of).
+    pub qi_cells: usize,
+    /// The most untruthful cells allowed: `p/100 · qi_cells`, rounded down.
+    pub budget_cells: usize,
+    /// QI cells published with a label that is neither the source value nor an ancestor.
+    pub relocated_cells: usize,
+    /// `relocated_cells / qi_cells`.
+    pub relocated_share: f64,
+    /// Per family table (`table`, relocated cells).
+    pub tables: Vec<(String, usize)>,
+    /// The statistical variants' test (Pearson's X² of the group sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<crate::algo::output::RelocationTest>,
+    /// What an analyst must know.
+    pub notes: Vec<String>,
+}
+
+impl RelocationReport {
+    fn of(plan: &Plan, r: &crate::algo::Relocated) -> RelocationReport {
+        let relocated: usize = r.cells.iter().sum();
+        let mut notes = vec![format!(
+            "untruthful by design: up to {}% of the QI cells ({} of {}) may carry another group's labels; this release has {relocated}, and does not say which",
+            r.p, r.budget, r.qi_cells
+        )];
+        notes.push("counts over QI values are off by the relocated rows, and their sensitive and other values stand under labels that are not theirs".to_string());
+        if r.variant == "deterministic" || r.variant == "statistical" {
+            notes.push("relocated rows went to the closest groups: an adversary who knows the algorithm may guess which (the randomized variants make that harder, without a bound)".to_string());
+        }
+        RelocationReport {
+            variant: r.variant.clone(),
+            p: r.p,
+            qi_cells: r.qi_cells,
+            budget_cells: r.budget,
+            relocated_cells: relocated,
+            relocated_share: ratio(relocated as f64, r.qi_cells as f64),
+            tables: plan
+                .tables
+                .iter()
+                .zip(&r.cells)
+                .map(|(t, &n)| (t.name.clone(), n))
+                .collect(),
+            test: r.test,
+            notes,
+        }
+    }
+
+    /// The summary's lines.
+    fn lines(&self) -> String {
+        let mut s = format!(
+            "relocated {} of {} QI cells ({:.2}%), budget {} (p = {}%, relocation = '{}'): untruthful by design
+",
+            self.relocated_cells,
+            self.qi_cells,
+            100.0 * self.relocated_share,
+            self.budget_cells,
+            self.p,
+            self.variant
+        );
+        if self.tables.len() > 1 {
+            for (t, n) in &self.tables {
+                s += &format!(
+                    "  {t:<20} {n:>9} cells relocated
+"
+                );
+            }
+        }
+        if let Some(t) = &self.test {
+            s += &format!(
+                "  group sizes: X² {:.3} on {} df, critical {:.3} at alpha = {}
+",
+                t.x2, t.df, t.critical, t.alpha
+            );
+        }
+        s
+    }
+}
+
 /// One QI column's level in a global recoding.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnLevel {
@@ -435,16 +525,10 @@ pub struct ColumnLevel {
     pub height: u16,
 }
 
-pub fn build(
-    plan: &Plan,
-    algorithm: &Configured,
-    m: &Materialized,
-    utility: Utility,
-    timings_ms: BTreeMap<String, f64>,
-    anatomy: Option<AnatomyReport>,
-) -> Report {
-    let tables: Vec<TableReport> = m
-        .stats
+/// Per family table, what it kept and lost: rows, LM overall and per QI column, the columns
+/// published unchanged.
+fn table_reports(plan: &Plan, m: &Materialized) -> Vec<TableReport> {
+    m.stats
         .iter()
         .map(|s| TableReport {
             name: s.name.clone(),
@@ -478,7 +562,18 @@ pub fn build(
                 })
                 .unwrap_or_default(),
         })
-        .collect();
+        .collect()
+}
+
+pub fn build(
+    plan: &Plan,
+    algorithm: &Configured,
+    m: &Materialized,
+    utility: Utility,
+    timings_ms: BTreeMap<String, f64>,
+    anatomy: Option<AnatomyReport>,
+) -> Report {
+    let tables = table_reports(plan, m);
     let dimensions = plan
         .dimensions
         .iter()
@@ -537,6 +632,7 @@ pub fn build(
         dm,
         utility,
         anatomy,
+        relocation: m.relocation.as_ref().map(|r| RelocationReport::of(plan, r)),
         key_map_digest: (!m.keys.tables.is_empty()).then(|| m.keys.digest()),
         timings_ms,
     }
@@ -641,6 +737,9 @@ impl Report {
         }
         s += &self.anatomy_lines();
         s += &self.shape_lines();
+        if let Some(r) = &self.relocation {
+            s += &r.lines();
+        }
         s += &format!(
             "rows suppressed {:.1}% of the family's rows; LM {:.4} (with suppression {:.4}), DM {}\n",
             100.0 * self.rows_suppressed_share,

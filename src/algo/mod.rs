@@ -18,8 +18,8 @@
 //! - The algorithms, one module each: `miracle` (MiRaCle, MiRaCleX), `clustree` (ClusTree,
 //!   CToff; 000 Alg. 4-5), `dmiracle`, `topdown` (one table, local recoding), `lattice`,
 //!   `anatomy/`, `shape_only` (the reference grouping by tree shape), `baseline/` (001 Sec.
-//!   III: universal, per-table, bitmap), `hybrid` (003 Alg. 2, relocation within a budget of
-//!   untruthful cells; not yet an algorithm users can name).
+//!   III: universal, per-table, bitmap), `hybrid` (003 Alg. 1-2, S-Hybrid on the lattice,
+//!   relocation within a budget of untruthful cells; one table for now).
 //! - `keep`: the `KEEP` floors, met around any algorithm by rerunning it at higher prices.
 //! - `shards`: `--shards N`, any splittable algorithm run on shards of whole trees, the
 //!   outputs put together into one over the whole forest.
@@ -53,7 +53,7 @@ use crate::progress::Progress;
 
 pub use kernel::tree::Clustering;
 pub use options::{OptionSpec, OptionValue, Options, WireValue};
-pub use output::{Anatomization, Generalization, Output};
+pub use output::{Anatomization, Generalization, Output, Relocated};
 pub use spec::{any_model, k_anonymity_only, takes_any_plan, Spec, GENERALIZES};
 
 /// Every algorithm, in the order messages list them.
@@ -65,6 +65,7 @@ pub static ALGORITHMS: &[&Spec] = &[
     &dmiracle::DMIRACLE,
     &topdown::TOPDOWN,
     &lattice::LATTICE,
+    &hybrid::HYBRID,
     &anatomy::ANATOMY,
     &shape_only::SHAPE_ONLY,
     &baseline::UNIVERSAL,
@@ -134,7 +135,7 @@ impl Configured {
     /// population (a node's class counts are over every entity), so it runs whole; anatomy's
     /// groups are refused for now.
     pub fn sharding(&self) -> Result<Sharding, String> {
-        if std::ptr::eq(self.spec, &lattice::LATTICE) {
+        if std::ptr::eq(self.spec, &lattice::LATTICE) || std::ptr::eq(self.spec, &hybrid::HYBRID) {
             Ok(Sharding::Whole)
         } else if std::ptr::eq(self.spec, &anatomy::ANATOMY) {
             Err("model = 'anatomy' forms its groups over the whole population and is not split into shards yet: drop --shards".to_string())
@@ -174,13 +175,14 @@ pub fn configure(plan: &Plan) -> Result<Configured, ConfigError> {
     if let Some(why) = (spec.refuses)(plan) {
         return Err(refusal(why));
     }
-    let options = Options::read(spec.options, &request.options).map_err(|e| match e {
+    let mut options = Options::read(spec.options, &request.options).map_err(|e| match e {
         options::OptionError::Invalid { pos, message } => ConfigError { pos, message },
         options::OptionError::NotInTable(raw) => ConfigError {
             pos: raw.pos,
             message: not_its_option(spec, &raw.name),
         },
     })?;
+    options.seed = plan.params.seed;
     Ok(Configured {
         spec,
         options,
@@ -291,7 +293,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'anatomy', 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid' (one table), 'anatomy', 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

@@ -142,6 +142,10 @@ impl From<Default> for OptionValue {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     values: Vec<(&'static str, OptionValue)>,
+    /// The run's secret `seed` (a shared option, `Params::seed`), for an algorithm that draws
+    /// at random (hybrid's randomized variant); `None`: drawn from the OS. Never reported, as
+    /// the key seed is not: it is no option of the algorithm's table.
+    pub seed: Option<u64>,
 }
 
 impl Options {
@@ -149,6 +153,7 @@ impl Options {
     pub fn defaults(table: &[OptionSpec]) -> Options {
         Options {
             values: table.iter().map(|o| (o.name, o.default.into())).collect(),
+            seed: None,
         }
     }
 
@@ -208,6 +213,15 @@ impl Options {
     pub fn number(&self, name: &str) -> f64 {
         match self.get(name) {
             OptionValue::Number(n) => *n,
+            other => panic!("option {name} is declared as a number, holds {other:?}"),
+        }
+    }
+
+    /// A `Kind::Number` option that may be unset.
+    pub fn optional_number(&self, name: &str) -> Option<f64> {
+        match self.get(name) {
+            OptionValue::Number(n) => Some(*n),
+            OptionValue::Unset => None,
             other => panic!("option {name} is declared as a number, holds {other:?}"),
         }
     }
@@ -275,7 +289,8 @@ impl Options {
     }
 
     /// Options of `table` read back from [`Options::to_wire`]'s form: every name must be the
-    /// table's and every choice one it means (another build's options are refused).
+    /// table's and every choice one it means (another build's options are refused). The
+    /// secret seed does not travel: the caller restores it.
     pub fn from_wire(
         table: &[OptionSpec],
         wire: Vec<(String, WireValue)>,

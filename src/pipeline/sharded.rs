@@ -156,7 +156,8 @@ async fn on_cluster(
     progress.phase("cluster", "anonymizing the shards on the cluster");
     let job =
         super::wire::Job::encode_for(req, &whole.plan.source, keys.len(), global, &whole.tally)?;
-    super::cluster::run_shards(cluster, job, keys, algorithm.spec.options, |i, outcome| {
+    let (mine, table) = (&algorithm.options, algorithm.spec.options);
+    super::cluster::run_shards(cluster, job, keys, mine, table, |i, outcome| {
         whole.take(i, outcome, options, progress)
     })
     .await?;
@@ -350,6 +351,7 @@ fn empty_materialized() -> Materialized {
         ec_sizes: Vec::new(),
         suppressed_entities: 0,
         recoding: Vec::new(),
+        relocation: None,
     }
 }
 

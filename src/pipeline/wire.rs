@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::piece::Outcome;
 use super::Request;
-use crate::algo::{OptionSpec, Options, WireValue};
+use crate::algo::{OptionSpec, Options, Relocated, WireValue};
 use crate::hierarchy::Hierarchy;
 use crate::keymap::KeyMap;
 use crate::release::{Materialized, TableStats};
@@ -141,6 +141,7 @@ struct Head {
     ec_sizes: Vec<usize>,
     suppressed_entities: usize,
     recoding: Vec<(String, u16, u16)>,
+    relocation: Option<Relocated>,
     tally: TallyPiece,
     used: Option<Vec<(String, WireValue)>>,
     warnings: Vec<String>,
@@ -187,6 +188,7 @@ pub(super) fn encode_outcome(shard: u32, outcome: Outcome) -> Result<RecordBatch
         ec_sizes: m.ec_sizes,
         suppressed_entities: m.suppressed_entities,
         recoding: m.recoding,
+        relocation: m.relocation,
         tally,
         used: used.map(|o| o.to_wire()),
         warnings,
@@ -222,15 +224,18 @@ type Part = (String, Vec<u8>);
 pub(super) struct Collector<'t> {
     /// The algorithm's options table, which a shard's settled options are read against.
     table: &'t [OptionSpec],
+    /// The run's secret seed, which options do not carry over the wire back.
+    seed: Option<u64>,
     /// Per shard not yet handed on, its rows so far and how many it has.
     held: std::collections::BTreeMap<u32, (Vec<Part>, usize)>,
     next: u32,
 }
 
 impl<'t> Collector<'t> {
-    pub fn new(table: &'t [OptionSpec]) -> Collector<'t> {
+    pub fn new(table: &'t [OptionSpec], seed: Option<u64>) -> Collector<'t> {
         Collector {
             table,
+            seed,
             held: Default::default(),
             next: 0,
         }
@@ -259,7 +264,11 @@ impl<'t> Collector<'t> {
             .is_some_and(|(rows, n)| rows.len() == *n)
         {
             let (rows, _) = self.held.remove(&self.next).expect("just looked up");
-            out.push((self.next, outcome_of(&rows, self.table)?));
+            let mut outcome = outcome_of(&rows, self.table)?;
+            if let Some(used) = &mut outcome.used {
+                used.seed = self.seed;
+            }
+            out.push((self.next, outcome));
             self.next += 1;
         }
         Ok(out)
@@ -325,6 +334,7 @@ fn outcome_of(rows: &[Part], table: &[OptionSpec]) -> Result<Outcome> {
             ec_sizes: head.ec_sizes,
             suppressed_entities: head.suppressed_entities,
             recoding: head.recoding,
+            relocation: head.relocation,
         },
         tally: head.tally,
         suppressed,
@@ -400,6 +410,7 @@ mod tests {
                 ec_sizes: vec![3],
                 suppressed_entities: 0,
                 recoding: Vec::new(),
+                relocation: None,
             },
             tally: TallyPiece::default(),
             suppressed: Some(batch.slice(0, 1)),
@@ -412,7 +423,7 @@ mod tests {
     fn an_outcome_comes_back_whole_and_by_shard() {
         let a = encode_outcome(1, outcome(3)).expect("encodes");
         let b = encode_outcome(0, outcome(2)).expect("encodes");
-        let mut c = Collector::new(&[]);
+        let mut c = Collector::new(&[], None);
         // Shard 1 whole, then shard 0 in two batches: nothing is handed on before shard 0
         // is whole, then both in order.
         assert!(c.add(&a).expect("takes").is_empty());

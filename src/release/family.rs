@@ -124,6 +124,7 @@ pub(super) fn tables(
         ec_sizes: generalization.ec_sizes.clone(),
         suppressed_entities: generalization.suppressed_entities,
         recoding: recoding(plan, generalization),
+        relocation: generalization.relocation.clone(),
     })
 }
 

@@ -59,6 +59,8 @@ pub struct Materialized {
     pub suppressed_entities: usize,
     /// Global recoding's node, per QI column `table.column`: (level, height).
     pub recoding: Vec<(String, u16, u16)>,
+    /// A hybrid release's relocation (003): what the report says about its untruthful cells.
+    pub relocation: Option<crate::algo::Relocated>,
 }
 
 /// Builds the release tables from what the algorithm produced; `plan.params.seed` (or the OS)

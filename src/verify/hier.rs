@@ -63,6 +63,89 @@ impl Hier {
     }
 }
 
+/// Where a label sits: its depth below the root (`*` is 0) and whether it is a leaf (a
+/// source value, which a top-aligned level keeps from 0 up to where its ancestors begin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Place {
+    pub depth: usize,
+    pub leaf: bool,
+}
+
+impl Hier {
+    /// The [`Place`] of `label`, for the single-dimensional check of a statistical hybrid
+    /// release; None where it is no node this hierarchy can place.
+    pub(super) fn place(&self, label: &str) -> Option<Place> {
+        if label == ROOT {
+            return Some(Place {
+                depth: 0,
+                leaf: false,
+            });
+        }
+        match self {
+            Hier::Rows(parents) => {
+                // Down from the root: one more than its first parent chain (a malformed,
+                // cyclic hierarchy stops at its size).
+                let mut depth = 1;
+                let mut node = label;
+                while let Some(parent) = parents.get(node).and_then(|p| p.first()) {
+                    depth += 1;
+                    node = parent;
+                    if depth > parents.len() + 1 {
+                        return None;
+                    }
+                }
+                let leaf = !parents.values().any(|ps| ps.iter().any(|p| p == label));
+                Some(Place { depth, leaf })
+            }
+            Hier::Bands(widths) => {
+                let n = widths.len();
+                match parse_band(label) {
+                    Some((a, b, inclusive)) => {
+                        let width = if inclusive { b - a + 1.0 } else { b - a };
+                        let i = widths.iter().position(|&w| close(w, width))?;
+                        Some(Place {
+                            depth: n - i,
+                            leaf: false,
+                        })
+                    }
+                    None => label.trim().parse::<f64>().ok().map(|_| Place {
+                        depth: n + 1,
+                        leaf: true,
+                    }),
+                }
+            }
+            Hier::Dates(parts) => {
+                let n = parts.len();
+                if parse_date(label).is_some() {
+                    return Some(Place {
+                        depth: n + 1,
+                        leaf: true,
+                    });
+                }
+                let part = date_part(label)?;
+                let i = parts.iter().position(|p| *p == part)?;
+                Some(Place {
+                    depth: n - i,
+                    leaf: false,
+                })
+            }
+        }
+    }
+}
+
+/// The date part a generalized date label names by its shape (`2021`, `2020s`, `2021-Q1`,
+/// `2021-03`).
+fn date_part(label: &str) -> Option<DatePart> {
+    let lb = label.as_bytes();
+    match lb.len() {
+        4 => digits(label).map(|_| DatePart::Year),
+        5 if lb[4] == b's' => label.get(0..4).and_then(digits).map(|_| DatePart::Decade),
+        7 if lb[4] == b'-' && lb[5] == b'Q' => Some(DatePart::Quarter),
+        7 if lb[4] == b'-' => Some(DatePart::Month),
+        _ => None,
+    }
+}
+
 fn rows_admit(parents: &HashMap<String, Vec<String>>, label: &str, value: &str) -> bool {
     // Depth-first over the (normally single) parent chain; `seen` stops a cyclic,
     // malformed hierarchy from looping.

@@ -21,7 +21,11 @@
 //! an IDENTIFIER column that fewer than k entities hold; a keyed table's identifiers are not
 //! read with it but streamed by this check, keeping only the cells a label could hold);
 //! twins (a column published unchanged that determines a generalized QI in the source,
-//! counted as revealing it, must leave every class at least k strong); counts; and, under the l-diversity model, a
+//! counted as revealing it, must leave every class at least k strong); counts; under
+//! `algorithm = 'hybrid'` (003) the relocation budget (`relocation`: truthfulness counts the
+//! QI cells that are not the source value or an ancestor instead of failing on each, and the
+//! count must stay within the declared `p`%; a statistical variant single-dimensional); and,
+//! under the l-diversity model, a
 //! budgeted search for a diverse matching of each EC, which first checks the grouping
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
 //! hint checked like any candidate, never trusted).
@@ -62,6 +66,7 @@ mod ldiv;
 mod matching;
 mod partition;
 mod partitioned;
+mod relocation;
 mod schema;
 mod signature;
 mod truth;
@@ -417,7 +422,9 @@ async fn verify_in(
         #[cfg(test)]
         Split::Parts(n) => n,
     };
-    if parts > 1 && plan.params.model.anatomy().is_none() {
+    // A hybrid's budget of untruthful cells is over every row: it is checked whole.
+    let whole_only = plan.params.model.anatomy().is_some() || relocation::declared(plan).is_some();
+    if parts > 1 && !whole_only {
         let setting = partitioned::Setting {
             plan,
             source,
@@ -462,7 +469,16 @@ async fn whole(
     atomicity::check(plan, &tables, &mut atomic);
 
     let mut truth = Check::new("truthfulness");
-    truth::check(plan, &mut tables, &keys, hiers, None, &mut truth)?;
+    let hybrid = relocation::declared(plan);
+    let untruthful = truth::check(
+        plan,
+        &mut tables,
+        &keys,
+        hiers,
+        None,
+        hybrid.is_some(),
+        &mut truth,
+    )?;
 
     if plan.params.model.anatomy().is_some() {
         // An anatomy publishes QI values exactly: there is no k-anonymity of the QI side to
@@ -496,6 +512,16 @@ async fn whole(
     counts::check(&counts::rows(&tables), report, &mut counts);
 
     let mut checks = vec![schema, fates, atomic, truth, kanon, leaks, twins, counts];
+    if let Some(declared) = hybrid {
+        let mut budget = Check::new("relocation budget");
+        relocation::check(declared, &tables, &untruthful, &mut budget);
+        checks.push(budget);
+        if declared.statistical {
+            let mut one = Check::new("single-dimensional");
+            relocation::single_dimensional(&tables, hiers, &mut one);
+            checks.push(one);
+        }
+    }
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");
         let hint = match &keys {

@@ -1165,3 +1165,79 @@ async fn a_released_column_without_a_declared_role_is_caught() {
         &["books.price is released but has no declared role"],
     );
 }
+
+/// The university's plan declared `algorithm = 'hybrid'` with `p` (None: not written).
+fn hybrid_plan(p: Option<f64>) -> Plan {
+    let mut plan = plan(2);
+    plan.params.algorithm.name = Some(("hybrid".to_string(), Pos::default()));
+    plan.params.algorithm.options = p
+        .map(|p| crate::plan::RawOption {
+            name: "p".to_string(),
+            value: crate::policy::Value::Number(p),
+            pos: Pos::default(),
+        })
+        .into_iter()
+        .collect();
+    plan
+}
+
+#[tokio::test]
+async fn a_hybrid_release_is_held_to_its_declared_budget_of_untruthful_cells() {
+    // Students 1 and 2 relocated into a decade that is not theirs: two untruthful cells,
+    // k still met. 21 source QI cells (students 4 x 2, courses 6, books 7).
+    let mut rel = release_db();
+    set(&mut rel, "students", i(1), "yob", t("[2000,2009]"));
+    set(&mut rel, "students", i(2), "yob", t("[2000,2009]"));
+    let at = |p: Option<f64>| {
+        let rel = rel.clone();
+        async move {
+            run_with(&hybrid_plan(p), &source_db(), &rel, Keys::Preserved, None)
+                .await
+                .expect("verify runs")
+        }
+    };
+    // p = 10: floor(2.1) = 2 cells allowed, the count met exactly.
+    let v = at(Some(10.0)).await;
+    assert!(v.passed(), "{}", v.summary());
+    assert_eq!(v.checks.len(), 9);
+    assert_passes(&v, "relocation budget");
+    // p = 9: floor(1.89) = 1, one fewer than the release has; truthfulness counts, it does
+    // not fail.
+    let v = at(Some(9.0)).await;
+    assert_eq!(failing(&v), vec!["relocation budget"], "{}", v.summary());
+    assert_caught(
+        &v,
+        "relocation budget",
+        &[
+            "2 QI cells are neither the source value nor an ancestor of it (students 2)",
+            "budget of 1 (p = 9% of 21 QI cells)",
+        ],
+    );
+    // Unwritten, p is 1: floor(0.21) = 0.
+    let v = at(None).await;
+    assert_caught(&v, "relocation budget", &["budget of 0 (p = 1% of 21"]);
+    // A hybrid release without relocation passes; a changed sensitive cell still fails
+    // truthfulness alone.
+    let v = run_with(
+        &hybrid_plan(Some(10.0)),
+        &source_db(),
+        &release_db(),
+        Keys::Preserved,
+        None,
+    )
+    .await
+    .expect("verify runs");
+    assert!(v.passed(), "{}", v.summary());
+    let mut changed = release_db();
+    set(&mut changed, "courses", i(10), "grade", i(91));
+    let v = run_with(
+        &hybrid_plan(Some(10.0)),
+        &source_db(),
+        &changed,
+        Keys::Preserved,
+        None,
+    )
+    .await
+    .expect("verify runs");
+    assert_eq!(failing(&v), vec!["truthfulness"], "{}", v.summary());
+}

@@ -17,15 +17,20 @@ use crate::plan::{FamilyTable, Plan};
 
 /// Traces every released row to its source row (filling `rel_to_src`, parents first, since
 /// a key-less table is matched under its traced parents) and checks each traced pair; of a
-/// partition's rows (`within`), through the key map's pairs of that partition.
+/// partition's rows (`within`), through the key map's pairs of that partition. With
+/// `relocating` (a hybrid release, [`super::relocation`]) a keyed row's QI cell that does
+/// not stand for its source value is counted, not recorded: returns the count per table
+/// (all 0 without).
 pub(super) fn check(
     plan: &Plan,
     tables: &mut [TableData],
     keys: &Keys<'_>,
     hiers: &HashMap<String, Hier>,
     within: Option<Partition<'_>>,
+    relocating: bool,
     out: &mut Check,
-) -> Result<(), VerifyError> {
+) -> Result<Vec<usize>, VerifyError> {
+    let mut untruthful = vec![0; tables.len()];
     for ti in 0..tables.len() {
         // Preserved keys name their source row only where the released key is the source's
         // own columns; a surrogate key (the source key holds generalized data) is traced
@@ -51,10 +56,10 @@ pub(super) fn check(
         };
         tables[ti].rel_to_src = mapped;
         if keyed {
-            check_pairs(tables, ti, hiers, out);
+            untruthful[ti] = check_pairs(tables, ti, hiers, relocating, out);
         }
     }
-    Ok(())
+    Ok(untruthful)
 }
 
 /// Released key -> source key for one table, in the plan's PK column order: the key map's
@@ -348,31 +353,45 @@ const ROWS_PER_TASK: usize = 4096;
 
 /// Structure and cell truth of every traced row of a keyed table. Runs on every thread, in
 /// blocks of rows whose findings are appended in row order, so the report is the same as one
-/// thread's.
-fn check_pairs(tables: &[TableData], ti: usize, hiers: &HashMap<String, Hier>, out: &mut Check) {
+/// thread's. Returns the untruthful QI cells counted (`relocating`), else 0.
+fn check_pairs(
+    tables: &[TableData],
+    ti: usize,
+    hiers: &HashMap<String, Hier>,
+    relocating: bool,
+    out: &mut Check,
+) -> usize {
     let rows = tables[ti].rel_to_src.len();
-    let found: Vec<Check> = (0..rows.div_ceil(ROWS_PER_TASK))
+    let found: Vec<(Check, usize)> = (0..rows.div_ceil(ROWS_PER_TASK))
         .into_par_iter()
         .map(|b| {
             let mut block = Check::new(out.name);
+            let mut untruthful = 0;
             for r in b * ROWS_PER_TASK..((b + 1) * ROWS_PER_TASK).min(rows) {
                 block.at([ti, 2, tables[ti].rel_row(r), 0]);
-                check_pair(tables, ti, r, hiers, &mut block);
+                let counted = relocating.then_some(&mut untruthful);
+                check_pair(tables, ti, r, hiers, counted, &mut block);
             }
-            block
+            (block, untruthful)
         })
         .collect();
-    for block in found {
+    let mut untruthful = 0;
+    for (block, n) in found {
         out.absorb(block);
+        untruthful += n;
     }
+    untruthful
 }
 
-/// Structure and cell truth of released row `r` of table `ti`, if it was traced.
+/// Structure and cell truth of released row `r` of table `ti`, if it was traced; a QI cell
+/// that does not stand for its source value is added to `relocated` where given (a hybrid
+/// release), else recorded.
 fn check_pair(
     tables: &[TableData],
     ti: usize,
     r: usize,
     hiers: &HashMap<String, Hier>,
+    mut relocated: Option<&mut usize>,
     out: &mut Check,
 ) {
     let t = &tables[ti];
@@ -399,6 +418,10 @@ fn check_pair(
         let rv = t.rel.cell(c.rel, r);
         let sv = t.src.cell(c.src, s);
         if !cell_ok(c, rv.as_deref(), sv.as_deref(), hiers) {
+            if let (Rule::Qi(_), Some(n)) = (&c.rule, relocated.as_deref_mut()) {
+                *n += 1;
+                continue;
+            }
             let what = match &c.rule {
                 Rule::Qi(h) => format!(
                     "is neither the source value {} nor an ancestor of it in hierarchy '{h}'",

@@ -8,10 +8,17 @@ use crate::common::*;
 /// Runs anonymize on a Table II workspace whose declarations are `text` and whose fixture was
 /// edited by `edit`; asserts the failure contract and returns stderr.
 fn fails(text: &str, edit: impl Fn(&Path)) -> String {
+    fails_in("table2", text, edit)
+}
+
+/// [`fails`] on a workspace holding a copy of `fixtures/<fixture>`.
+fn fails_in(fixture_name: &str, text: &str, edit: impl Fn(&Path)) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
-    let decl = table2_workspace(dir.path(), text);
-    edit(&dir.path().join("table2"));
-    let before = fingerprint(&dir.path().join("table2"));
+    copy_dir(&fixture(fixture_name), &dir.path().join(fixture_name));
+    let decl = dir.path().join("decl.sql");
+    std::fs::write(&decl, text).expect("write declarations");
+    edit(&dir.path().join(fixture_name));
+    let before = fingerprint(&dir.path().join(fixture_name));
     let o = relanon(
         dir.path(),
         &["anonymize", decl.to_str().expect("utf-8 path")],
@@ -31,14 +38,14 @@ fn fails(text: &str, edit: impl Fn(&Path)) -> String {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(
         before,
-        fingerprint(&dir.path().join("table2")),
+        fingerprint(&dir.path().join(fixture_name)),
         "the source must not change"
     );
     let leftovers: Vec<String> = std::fs::read_dir(dir.path())
         .expect("ls")
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "table2" && n != "decl.sql")
+        .filter(|n| n != fixture_name && n != "decl.sql")
         .collect();
     assert!(
         leftovers.is_empty(),
@@ -845,6 +852,142 @@ fn an_odd_value_in_a_numeric_sqlite_column_is_named() {
     assert!(
         err.contains("1 distinct value(s) in 1 row(s) are not leaves")
             && err.contains("e.g. 'abc'"),
+        "{err}"
+    );
+}
+
+/// Table 1's declarations with its `ANONYMIZE` options replaced by `options`.
+fn table1_with(options: &str) -> String {
+    let text = table1_text();
+    let at = text.rfind("ANONYMIZE").expect("an ANONYMIZE statement");
+    format!("{}ANONYMIZE person WITH ({options});\n", &text[..at])
+}
+
+#[test]
+fn hybrid_refuses_a_budget_that_is_no_percent() {
+    for (p, shown) in [("101", "101"), ("-1", "-1"), ("'ten'", "'ten'")] {
+        let err = fails_in(
+            "table1",
+            &table1_with(&format!("k = 3, algorithm = 'hybrid', p = {p}")),
+            no_edit,
+        );
+        assert!(
+            err.contains(&format!(
+                "p must be a number between 0 and 100, found {shown}"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn hybrid_refuses_a_level_outside_0_1_and_alpha_without_a_statistical_variant() {
+    for alpha in ["0", "1", "1.5"] {
+        let err = fails_in(
+            "table1",
+            &table1_with(&format!(
+                "k = 3, algorithm = 'hybrid', relocation = 'statistical', alpha = {alpha}"
+            )),
+            no_edit,
+        );
+        assert!(err.contains("alpha must be"), "{err}");
+    }
+    let err = fails_in(
+        "table1",
+        &table1_with("k = 3, algorithm = 'hybrid', alpha = 0.05"),
+        no_edit,
+    );
+    assert!(
+        err.contains("alpha is the statistical variants' significance level")
+            && err.contains("relocation = 'statistical'"),
+        "{err}"
+    );
+    let err = fails_in(
+        "table1",
+        &table1_with("k = 3, algorithm = 'hybrid', relocation = 'random'"),
+        no_edit,
+    );
+    assert!(
+        err.contains(
+            "relocation must be 'deterministic' or 'randomized' or 'statistical' or 'rstat'"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn hybrid_refuses_l_diversity_child_tables_and_more_k_than_people() {
+    let err = fails_in(
+        "table1",
+        &table1_with("model = 'l-diversity', l = 2, algorithm = 'hybrid'"),
+        no_edit,
+    );
+    assert!(
+        err.contains("hybrid serves k-anonymity only") && err.contains("003 L327"),
+        "{err}"
+    );
+    let err = fails(
+        &table2_text().replace(
+            "algorithm = 'miracle', threshold = 1, climit = 150",
+            "algorithm = 'hybrid'",
+        ),
+        no_edit,
+    );
+    assert!(
+        err.contains("relocates rows of one table")
+            && err.contains("child tables (courses, books)"),
+        "{err}"
+    );
+    let err = fails_in(
+        "table1",
+        &table1_with("k = 10, algorithm = 'hybrid'"),
+        no_edit,
+    );
+    assert!(err.contains("k = 10") && err.contains("only 9"), "{err}");
+}
+
+#[test]
+fn hybrid_refuses_a_key_less_table() {
+    let text = table1_text().replace("ALTER TABLE people ADD PRIMARY KEY (id);", "");
+    let text = text.replace(
+        "CREATE ENTITY person ON people (id);",
+        "CREATE ENTITY person ON people;",
+    );
+    let text = text.replace(
+        "ANONYMIZE person WITH (",
+        "LABEL COLUMN people.id AS INSENSITIVE;\nANONYMIZE person WITH (",
+    );
+    let err = fails_in("table1", &text, no_edit);
+    assert!(err.contains("needs a primary key on people"), "{err}");
+}
+
+#[test]
+fn hybrid_refuses_a_lattice_too_large_with_its_size() {
+    // Ten QI columns of eleven levels and the root over two people: 12^10 nodes.
+    let text = "SET source = 'table1';\nSET target = 'release.sqlite';\n\
+        CREATE HIERARCHY h AS VALUES ('x', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7', 'x8', 'x9', 'x10'), \
+        ('y', 'y1', 'y2', 'y3', 'y4', 'y5', 'y6', 'y7', 'y8', 'y9', 'y10');\n\
+        ALTER TABLE people ADD PRIMARY KEY (id);\nCREATE ENTITY person ON people (id);\n"
+        .to_string();
+    let columns: Vec<String> = (0..10).map(|c| format!("c{c}")).collect();
+    let mut text = text;
+    for c in &columns {
+        text += &format!("LABEL COLUMN people.{c} AS QUASI IDENTIFIER USING h;\n");
+    }
+    text += "ANONYMIZE person WITH (k = 1, algorithm = 'hybrid');\n";
+    let csv = format!(
+        "id,{}\n1,{}\n2,{}\n",
+        columns.join(","),
+        ["x"; 10].join(","),
+        ["y"; 10].join(",")
+    );
+    let err = fails_in("table1", &text, |d| {
+        std::fs::write(d.join("people.csv"), &csv).expect("csv");
+    });
+    assert!(
+        err.contains(
+            "has 61917364224 nodes (12 x 12 x 12 x 12 x 12 x 12 x 12 x 12 x 12 x 12 levels)"
+        ) && err.contains("declare fewer quasi-identifiers or hierarchies with fewer levels"),
         "{err}"
     );
 }

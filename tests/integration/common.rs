@@ -73,11 +73,26 @@ pub fn table2_workspace(dir: &Path, text: &str) -> PathBuf {
 
 /// Table II declarations with the source and target pointed into the workspace.
 pub fn table2_text() -> String {
+    in_workspace(TABLE2_DECL, "table2")
+}
+
+/// 003's Table 1 declarations (one table of nine people, `algorithm = 'hybrid'`).
+pub const TABLE1_DECL: &str = include_str!("../../sql/table1.sql");
+
+/// Table 1 declarations with the source (`table1/`, a copy of the fixture) and the target
+/// (`release.sqlite`) in the workspace.
+pub fn table1_text() -> String {
+    in_workspace(TABLE1_DECL, "table1")
+}
+
+/// `decl` with `SET source` pointed at the workspace's `source` and the target at
+/// `release.sqlite`.
+fn in_workspace(decl: &str, source: &str) -> String {
     let mut out = Vec::new();
-    for line in TABLE2_DECL.lines() {
+    for line in decl.lines() {
         let l = line.trim_start().to_ascii_lowercase();
         if l.starts_with("set source") {
-            out.push("SET source = 'table2';".to_string());
+            out.push(format!("SET source = '{source}';"));
         } else if l.starts_with("set target") {
             out.push("SET target = 'release.sqlite';".to_string());
         } else {

@@ -4,7 +4,8 @@
 //! composite key whose data part is a QI, or by their parent's key (a 1:1 child); rows whose
 //! FK is NULL; second paths from a grandchild table to the entity, naming the entity of a row
 //! whose FK is NULL or nothing), anonymized by any algorithm (MiRaCle, MiRaCleX, the lattice
-//! with a random suppression budget, the shape-only reference, or a bitmap baseline for a
+//! with a random suppression budget, hybrid on the entity table alone with a random budget of
+//! untruthful cells and variant, the shape-only reference, or a bitmap baseline for a
 //! random k, the first two by key or by shape at a random suppression price; ClusTree or
 //! CToff with either mapping, order and price, or dMiRaCle, for a random l), passes the
 //! independent verifier — both the self-check inside `anonymize` and a standalone `verify` —
@@ -52,6 +53,8 @@ fn warehouse() -> impl Strategy<Value = Warehouse> {
         prop::bool::ANY,
     )
         .prop_flat_map(|(tables, entities, seed, algorithm, threshold, lsap)| {
+            // Hybrid relocates rows of one table (child tables are refused for now).
+            let tables = if algorithm == "hybrid" { 1 } else { tables };
             let parents = (1..tables).map(|i| 0..i).collect::<Vec<_>>();
             (
                 parents,
@@ -81,11 +84,13 @@ fn warehouse() -> impl Strategy<Value = Warehouse> {
 
 /// Every algorithm whose releases must pass verify (the universal and per-table baselines
 /// are meant to fail it: tests/integration/baselines.rs).
-const ALGORITHMS: [&str; 10] = [
+const ALGORITHMS: [&str; 11] = [
     "miracle",
     "miraclex",
     "shape-only",
     "lattice",
+    // On the entity table alone, a budget p and a variant drawn from the seed.
+    "hybrid",
     // The lattice under distinct l-diversity, the entity table's column the only sensitive one.
     "lattice-l",
     "clustree",
@@ -328,6 +333,15 @@ fn build(w: &Warehouse, dir: &std::path::Path) -> String {
     } else if w.algorithm.starts_with("lattice") {
         // Any share: the budget is the test's, what is released must verify.
         format!("max_suppression = {}", w.threshold)
+    } else if w.algorithm == "hybrid" {
+        // p of 0, 3 or 10 percent, any variant, and now and then some suppression.
+        let variant =
+            ["deterministic", "randomized", "statistical", "rstat"][(w.seed / 2 % 4) as usize];
+        format!(
+            "p = {}, relocation = '{variant}', max_suppression = {}",
+            10.0 * w.threshold,
+            if w.seed % 8 == 1 { 0.2 } else { 0.0 }
+        )
     } else if w.algorithm == "shape-only" {
         String::new()
     } else if matches!(w.algorithm, "miracle" | "miraclex") {
@@ -405,7 +419,7 @@ fn released_and_verified(
     }
     prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
     let split = shards
-        .filter(|_| !w.algorithm.starts_with("lattice"))
+        .filter(|_| !w.algorithm.starts_with("lattice") && w.algorithm != "hybrid")
         .unwrap_or(1);
     prop_assert_eq!(report.params.shards, split);
     prop_assert!(report.smallest_ec.unwrap_or(w.k) >= w.k);

@@ -453,7 +453,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/experiment/anatomy.rs", "anatomy", 113),
     ("src/experiment/negotiation.rs", "negotiation", 113),
     ("src/experiment/pages.rs", "frontier_page", 111),
-    ("src/report.rs", "build", 106),
     ("src/warehouse/write.rs", "validate", 111),
 ];
 

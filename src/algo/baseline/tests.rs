@@ -234,7 +234,10 @@ fn every_algorithm_completes_its_last_stage() {
     let forest = table2_like();
     for spec in crate::algo::ALGORITHMS
         .iter()
-        .filter(|s| s.name != "topdown" && (s.serves)(&Model::KAnonymity { k: 3 }).is_ok())
+        // One-table algorithms refuse this family (its trees have child tables).
+        .filter(|s| {
+            !s.note.contains("one table") && (s.serves)(&Model::KAnonymity { k: 3 }).is_ok()
+        })
     {
         let algorithm = spec.name;
         let progress = Progress::new();

@@ -25,6 +25,39 @@ pub struct Generalization {
     /// `FamilyTable::qi_columns` order), the level every cell was generalized to and the
     /// column's height. `None` for local recoding.
     pub levels: Option<Vec<(u16, u16)>>,
+    /// A hybrid release (003): rows published with another group's labels, on purpose and
+    /// within a budget; `None` for every other algorithm, whose QI cells are all truthful.
+    pub relocation: Option<Relocated>,
+}
+
+/// What a hybrid release relocated (003 Def. 6-7, spec Sec. 3 "the release says what it
+/// is"): how many QI cells are untruthful against the budget, never which.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Relocated {
+    /// `p`: the percent of the family's QI cells allowed.
+    pub p: f64,
+    /// The most untruthful cells allowed: `p/100` of `qi_cells`, rounded down.
+    pub budget: usize,
+    /// The family's QI cells (suppressed rows' too), what `p` is a percent of (D1).
+    pub qi_cells: usize,
+    /// Per family table, QI cells published with a label that is not an ancestor of (or)
+    /// the source value.
+    pub cells: Vec<usize>,
+    /// Which createHybrid: deterministic, randomized, statistical or rstat.
+    pub variant: String,
+    /// The statistical variants' test of the released group sizes (Def. 9, D2-D4).
+    pub test: Option<RelocationTest>,
+}
+
+/// Pearson's test of a statistical hybrid's group sizes against the generalization's.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RelocationTest {
+    pub alpha: f64,
+    /// `Σ (O_i - E_i)² / E_i`.
+    pub x2: f64,
+    pub df: usize,
+    /// `χ²_{1-α}(df)`: the release passes where `x2` is not above it.
+    pub critical: f64,
 }
 
 impl Generalization {
@@ -45,6 +78,7 @@ impl Generalization {
             ec_sizes: Vec::new(),
             suppressed_entities: 0,
             levels: None,
+            relocation: None,
         }
     }
 

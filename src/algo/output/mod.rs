@@ -20,7 +20,7 @@ mod generalization;
 
 pub use anatomy::{Anatomization, Anatomy, Group, Rule, Slot};
 pub use budgets::{tt_budget, vv_budget};
-pub use generalization::Generalization;
+pub use generalization::{Generalization, Relocated, RelocationTest};
 
 /// What an algorithm produced.
 #[derive(Debug, Clone)]

@@ -77,11 +77,13 @@ fn config() -> SessionConfig {
 }
 
 /// Anonymizes each shard (`keys[i]` its entity keys) of `job` on `cluster` and hands the
-/// outcomes to `each` in shard order; `table` is the algorithm's options table.
+/// outcomes to `each` in shard order; `options` and `table` are the algorithm's options and
+/// their table.
 pub(super) async fn run_shards(
     cluster: &Cluster,
     job: Vec<u8>,
     keys: Vec<RecordBatch>,
+    options: &crate::algo::Options,
     table: &[OptionSpec],
     mut each: impl FnMut(usize, Outcome) -> Result<()>,
 ) -> Result<()> {
@@ -117,7 +119,7 @@ pub(super) async fn run_shards(
     )
     .await
     .with_context(|| format!("submitting the shards to the cluster at {url}"))?;
-    let mut collector = Collector::new(table);
+    let mut collector = Collector::new(table, options.seed);
     while let Some(batch) = stream.next().await {
         let batch = batch.with_context(|| format!("a shard failed on the cluster at {url}"))?;
         for (i, outcome) in collector.add(&batch)? {
