@@ -123,8 +123,7 @@ fn open_unit(a: f64) -> Result<(), String> {
 }
 
 /// What hybrid cannot release yet: child tables (whole entity trees move under the tree
-/// distance of spec Sec. 4.3, a later step), a key-less entity table (verify counts the
-/// untruthful cells through the key map), `alpha` without a statistical variant.
+/// distance of spec Sec. 4.3, a later step), and `alpha` without a statistical variant.
 fn refuses(plan: &Plan) -> Option<String> {
     if plan.tables.len() > 1 {
         let children: Vec<&str> = plan.tables[1..].iter().map(|t| t.name.as_str()).collect();
@@ -132,16 +131,6 @@ fn refuses(plan: &Plan) -> Option<String> {
             "algorithm = 'hybrid' relocates rows of one table in this version, but the family of {} has child tables ({}): use algorithm = 'lattice' (the same search with suppression) or 'miraclex'",
             plan.tables[0].name,
             children.join(", ")
-        ));
-    }
-    if plan
-        .tables
-        .first()
-        .is_some_and(|t| t.primary_key.is_empty())
-    {
-        return Some(format!(
-            "algorithm = 'hybrid' needs a primary key on {}: verify counts the relocated cells against the source through the key map; declare one (CREATE ENTITY ... ON {} (key))",
-            plan.tables[0].name, plan.tables[0].name
         ));
     }
     let written = |name: &str| {

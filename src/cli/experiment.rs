@@ -19,6 +19,10 @@ const SYNTHETIC_T: &str = include_str!("../../sql/synthetic_t.sql");
 /// `experiment miracle`'s k sweep when --k is not given (001 Sec. V's settings).
 const MIRACLE_KS: [usize; 6] = [2, 5, 10, 25, 50, 100];
 
+/// `experiment hybrid`'s k where p varies, and p (percent) where k varies: 003 Sec. 5's.
+const HYBRID_K: usize = 10;
+const HYBRID_P: f64 = 1.0;
+
 /// `experiment frontier`'s k when --k is not given.
 const FRONTIER_K: usize = 5;
 
@@ -46,7 +50,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// miracle: the k values swept at threshold 0.3, comma-separated (default
-    /// 2,5,10,25,50,100); frontier: the one k (default 5).
+    /// 2,5,10,25,50,100); hybrid: the k values swept at p = 1 (the same default);
+    /// frontier: the one k (default 5).
     #[arg(long, value_delimiter = ',')]
     k: Vec<usize>,
     /// miracle: the k at which the thresholds are swept.
@@ -66,10 +71,19 @@ pub struct ExperimentArgs {
     /// warehouse written under --out, as `experiment miracle` writes it).
     #[arg(long, value_name = "PATH")]
     decl: Option<PathBuf>,
-    /// negotiation: the directory holding UCI Adult as ARX distributes it (adult.csv and
+    /// negotiation, hybrid: the directory holding UCI Adult as ARX distributes it (adult.csv and
     /// adult_hierarchy_*.csv).
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// hybrid: the p values swept at k = 10, in percent, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.5,1,2,5")]
+    p: Vec<f64>,
+    /// hybrid: the statistical variants' significance level.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// hybrid: the suppression budget of its third setting (a share of the people).
+    #[arg(long, default_value_t = 0.05)]
+    max_suppression: f64,
     /// Also write the table as JSON here.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -94,6 +108,9 @@ pub enum Experiment {
     /// 002 Ch. 3-4: the annotated lattice of UCI Adult for |QI| = 3..6 (ARX's hierarchies),
     /// its build time, and the thesis's request grid answered over it beside its answers.
     Negotiation,
+    /// 003 Sec. 5: LM and query error of the lattice (Incognito) and the hybrid variants on
+    /// UCI Adult against k at p = 1%, against p at k = 10, and with a suppression budget.
+    Hybrid,
     /// Rows kept per family table against QI loss (LM) and query accuracy as the suppression
     /// price rises, for MiRaCle, MiRaCleX, ClusTree and CToff in key and shape order, beside
     /// the shape-only grouping.
@@ -137,6 +154,9 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
         }
         Experiment::Negotiation => {
             return negotiation_experiment(args, quiet).await;
+        }
+        Experiment::Hybrid => {
+            return hybrid_experiment(args, quiet).await;
         }
         Experiment::Frontier => {
             return frontier_experiment(args, quiet).await;
@@ -295,6 +315,62 @@ async fn negotiation_experiment(args: &ExperimentArgs, quiet: bool) -> Result<Ex
     }
     outln!("{}", negotiation::markdown(&lattices, &requests));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `relanon experiment hybrid` (003 Sec. 5) on the Adult files in `--data`.
+async fn hybrid_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
+    use relanon::experiment::{self, hybrid};
+    let data = args.data.as_deref().ok_or_else(|| {
+        anyhow::anyhow!("experiment hybrid needs --data DIR: the directory holding UCI Adult as ARX distributes it (adult.csv and adult_hierarchy_*.csv)")
+    })?;
+    if !(0.0..1.0).contains(&args.alpha) || args.alpha == 0.0 {
+        anyhow::bail!(
+            "--alpha must be strictly between 0 and 1, found {}; write e.g. --alpha 0.05",
+            args.alpha
+        );
+    }
+    if args.p.is_empty() || args.p.iter().any(|p| !(0.0..=100.0).contains(p)) {
+        anyhow::bail!("--p takes percents in [0, 100], e.g. --p 0,0.5,1,2,5");
+    }
+    let settings = hybrid::Settings {
+        ks: if args.k.is_empty() {
+            MIRACLE_KS.to_vec()
+        } else {
+            args.k.clone()
+        },
+        ps: args.p.clone(),
+        k: HYBRID_K,
+        p: HYBRID_P,
+        alpha: args.alpha,
+        suppression: args.max_suppression,
+        seed: args.seed,
+    };
+    let work = experiment::work_dir(&args.out);
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
+        if !quiet {
+            errln!("{line}");
+        }
+    };
+    let table = hybrid::hybrid(data, &work, &settings, &say, watch.progress()).await?;
+    drop(watch);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    let markdown = hybrid::markdown(&table.rows);
+    if let Some(path) = &args.html {
+        let title = "003 Sec. 5: hybrid k-anonymization on UCI Adult";
+        write_page(
+            path,
+            &experiment::pages::hybrid_page(title, &table.rows, &markdown)?,
+            &[],
+        )?;
+    }
+    outln!("{markdown}");
+    Ok(failures(&table.failed))
 }
 
 /// `relanon experiment miracle` (001 Sec. V): the university warehouse under `out`; LM, DM

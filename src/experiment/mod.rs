@@ -4,6 +4,7 @@
 
 pub mod anatomy;
 pub mod frontier;
+pub mod hybrid;
 pub mod negotiation;
 pub mod pages;
 

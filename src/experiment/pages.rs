@@ -3,6 +3,7 @@
 //! here, so the report page's module knows nothing of the experiments.
 
 use super::frontier::{kept_cell, table_names, FrontierRow};
+use super::hybrid::HybridRow;
 use super::{KRow, Row};
 use crate::html::{
     escape, figure, fixed, metric_figures, opt, page, path_plot, percent, series_by, table,
@@ -76,6 +77,65 @@ pub fn experiment_page(title: &str, rows: &[Row]) -> Result<String, HtmlError> {
         ],
         &cells,
     );
+    Ok(page(title, &b))
+}
+
+/// The page of the hybrid experiment (003 Sec. 5 on Adult): LM and query error against k,
+/// LM and the relocated share against p (the lattice, which p does not change, drawn level
+/// across the p swept), then the tables.
+pub fn hybrid_page(title: &str, rows: &[HybridRow], markdown: &str) -> Result<String, HtmlError> {
+    fn name(r: &HybridRow) -> &str {
+        &r.algorithm
+    }
+    let by_k: Vec<&HybridRow> = rows.iter().filter(|r| r.sweep == "k").collect();
+    let by_p: Vec<&HybridRow> = rows.iter().filter(|r| r.sweep == "p").collect();
+    let ps: Vec<f64> = by_p.iter().filter_map(|r| r.p).collect();
+    // (x, row): each hybrid row at its p, the lattice's at every p.
+    let at_p: Vec<(f64, &HybridRow)> = by_p
+        .iter()
+        .flat_map(|r| match r.p {
+            Some(p) => vec![(p, *r)],
+            None => ps.iter().map(|&p| (p, *r)).collect(),
+        })
+        .collect();
+    let against_k = [
+        Metric {
+            title: "LM against k".to_string(),
+            y_label: "LM".to_string(),
+            series: series_by(&by_k, |r| name(r), |r| r.k as f64, |r| Some(r.lm)),
+        },
+        Metric {
+            title: "Query error against k".to_string(),
+            y_label: "error (%)".to_string(),
+            series: series_by(
+                &by_k,
+                |r| name(r),
+                |r| r.k as f64,
+                |r| r.query_error.map(|e| 100.0 * e),
+            ),
+        },
+    ];
+    let against_p = [
+        Metric {
+            title: "LM against p".to_string(),
+            y_label: "LM".to_string(),
+            series: series_by(&at_p, |(_, r)| name(r), |(p, _)| *p, |(_, r)| Some(r.lm)),
+        },
+        Metric {
+            title: "Relocated QI cells against p".to_string(),
+            y_label: "relocated (%)".to_string(),
+            series: series_by(
+                &at_p,
+                |(_, r)| name(r),
+                |(p, _)| *p,
+                |(_, r)| Some(100.0 * r.relocated_share),
+            ),
+        },
+    ];
+    let mut b = format!("<h1>{}</h1>\n", escape(title));
+    b += &metric_figures("k", &against_k)?;
+    b += &metric_figures("p (%)", &against_p)?;
+    b += &format!("<h2>Tables</h2>\n<pre>{}</pre>\n", escape(markdown));
     Ok(page(title, &b))
 }
 

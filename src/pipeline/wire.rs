@@ -152,19 +152,31 @@ const HEAD: &str = "head";
 const TABLE: &str = "table";
 const SUPPRESSED: &str = "suppressed";
 
+/// The most bytes of an outcome's row, and so of a batch of one row: gRPC refuses a message
+/// over 16 MiB unless both ends raise the limit (Ballista's client reads with tonic's
+/// default), and one shard's table of TPC-H SF 1 in 8 shards is twice that.
+const CHUNK: usize = 4 << 20;
+
 /// The schema of an encoded outcome: the shard it is of, how many rows it has, what a row
-/// holds, its bytes.
+/// holds, which part of the outcome and which chunk of that part it is, its bytes.
 pub(super) fn outcome_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("shard", DataType::UInt32, false),
         Field::new("rows", DataType::UInt32, false),
         Field::new("part", DataType::Utf8, false),
+        Field::new("seq", DataType::UInt32, false),
+        Field::new("chunk", DataType::UInt32, false),
         Field::new("data", DataType::LargeBinary, false),
     ]))
 }
 
-/// Shard `shard`'s outcome as one record batch of [`outcome_schema`].
-pub(super) fn encode_outcome(shard: u32, outcome: Outcome) -> Result<RecordBatch> {
+/// Shard `shard`'s outcome as record batches of [`outcome_schema`], a row each, none over
+/// [`CHUNK`] bytes of data.
+pub(super) fn encode_outcome(shard: u32, outcome: Outcome) -> Result<Vec<RecordBatch>> {
+    encode_outcome_in(shard, outcome, CHUNK)
+}
+
+fn encode_outcome_in(shard: u32, outcome: Outcome, chunk: usize) -> Result<Vec<RecordBatch>> {
     let Outcome {
         materialized: m,
         tally,
@@ -203,20 +215,40 @@ pub(super) fn encode_outcome(shard: u32, outcome: Outcome) -> Result<RecordBatch
         parts.push(SUPPRESSED);
         data.push(ipc(s)?);
     }
-    let n = parts.len();
-    Ok(RecordBatch::try_new(
-        outcome_schema(),
-        vec![
-            Arc::new(UInt32Array::from(vec![shard; n])),
-            Arc::new(UInt32Array::from(vec![n as u32; n])),
-            Arc::new(StringArray::from(parts)),
-            Arc::new(LargeBinaryArray::from_iter_values(data.iter())),
-        ],
-    )?)
+    // (part, its index, chunk index, bytes): an empty part is one empty chunk.
+    let mut rows: Vec<(&str, u32, u32, &[u8])> = Vec::new();
+    for (seq, (part, bytes)) in parts.iter().zip(&data).enumerate() {
+        if bytes.is_empty() {
+            rows.push((part, seq as u32, 0, &[]));
+        }
+        for (c, piece) in bytes.chunks(chunk).enumerate() {
+            rows.push((part, seq as u32, c as u32, piece));
+        }
+    }
+    let n = rows.len() as u32;
+    rows.into_iter()
+        .map(|(part, seq, c, bytes)| {
+            Ok(RecordBatch::try_new(
+                outcome_schema(),
+                vec![
+                    Arc::new(UInt32Array::from(vec![shard])),
+                    Arc::new(UInt32Array::from(vec![n])),
+                    Arc::new(StringArray::from(vec![part])),
+                    Arc::new(UInt32Array::from(vec![seq])),
+                    Arc::new(UInt32Array::from(vec![c])),
+                    Arc::new(LargeBinaryArray::from_iter_values([bytes])),
+                ],
+            )?)
+        })
+        .collect()
 }
 
-/// One row of an encoded outcome: what it holds, its bytes.
+/// One part of an encoded outcome: what it holds, its bytes.
 type Part = (String, Vec<u8>);
+
+/// One row of an encoded outcome: its part's index, its chunk's, what the part holds, the
+/// chunk's bytes.
+type Chunk = (u32, u32, String, Vec<u8>);
 
 /// Outcomes as their rows arrive, in any order and in batches of any size, handed on in
 /// shard order: a shard's rows are held until it is whole and every shard before it is
@@ -227,7 +259,7 @@ pub(super) struct Collector<'t> {
     /// The run's secret seed, which options do not carry over the wire back.
     seed: Option<u64>,
     /// Per shard not yet handed on, its rows so far and how many it has.
-    held: std::collections::BTreeMap<u32, (Vec<Part>, usize)>,
+    held: std::collections::BTreeMap<u32, (Vec<Chunk>, usize)>,
     next: u32,
 }
 
@@ -246,13 +278,19 @@ impl<'t> Collector<'t> {
         let shard = column::<UInt32Array>(batch, 0)?;
         let rows = column::<UInt32Array>(batch, 1)?;
         let part = column::<StringArray>(batch, 2)?;
-        let data = column::<LargeBinaryArray>(batch, 3)?;
+        let seq = column::<UInt32Array>(batch, 3)?;
+        let chunk = column::<UInt32Array>(batch, 4)?;
+        let data = column::<LargeBinaryArray>(batch, 5)?;
         for i in 0..batch.num_rows() {
             let s = shard.value(i);
             let held = self.held.entry(s).or_default();
             held.1 = rows.value(i) as usize;
-            held.0
-                .push((part.value(i).to_string(), data.value(i).to_vec()));
+            held.0.push((
+                seq.value(i),
+                chunk.value(i),
+                part.value(i).to_string(),
+                data.value(i).to_vec(),
+            ));
             if s < self.next || held.0.len() > held.1 {
                 bail!("shard {} came back twice from the cluster", s + 1);
             }
@@ -264,7 +302,7 @@ impl<'t> Collector<'t> {
             .is_some_and(|(rows, n)| rows.len() == *n)
         {
             let (rows, _) = self.held.remove(&self.next).expect("just looked up");
-            let mut outcome = outcome_of(&rows, self.table)?;
+            let mut outcome = outcome_of(&joined(rows)?, self.table)?;
             if let Some(used) = &mut outcome.used {
                 used.seed = self.seed;
             }
@@ -278,6 +316,26 @@ impl<'t> Collector<'t> {
     pub fn done(&self) -> u32 {
         self.next
     }
+}
+
+/// A shard's chunks, in any order, as its parts in order.
+fn joined(mut chunks: Vec<Chunk>) -> Result<Vec<Part>> {
+    chunks.sort_by_key(|c| (c.0, c.1));
+    let mut parts: Vec<Part> = Vec::new();
+    let mut at: Option<(u32, u32)> = None;
+    for (seq, chunk, part, bytes) in chunks {
+        match at {
+            Some((s, c)) if s == seq && c + 1 == chunk => {
+                parts.last_mut().expect("a part began").1.extend(bytes);
+            }
+            _ if chunk == 0 && at.map_or(seq == 0, |(s, _)| s + 1 == seq) => {
+                parts.push((part, bytes))
+            }
+            _ => bail!("a shard's outcome came back with part {seq} chunk {chunk} out of place: the cluster lost or repeated a row"),
+        }
+        at = Some((seq, chunk));
+    }
+    Ok(parts)
 }
 
 /// One shard's rows: its head, its tables, its suppressed keys.
@@ -419,10 +477,14 @@ mod tests {
         }
     }
 
+    fn one_batch(batches: &[RecordBatch]) -> RecordBatch {
+        arrow::compute::concat_batches(&outcome_schema(), batches).expect("one schema")
+    }
+
     #[test]
     fn an_outcome_comes_back_whole_and_by_shard() {
-        let a = encode_outcome(1, outcome(3)).expect("encodes");
-        let b = encode_outcome(0, outcome(2)).expect("encodes");
+        let a = one_batch(&encode_outcome(1, outcome(3)).expect("encodes"));
+        let b = one_batch(&encode_outcome(0, outcome(2)).expect("encodes"));
         let mut c = Collector::new(&[], None);
         // Shard 1 whole, then shard 0 in two batches: nothing is handed on before shard 0
         // is whole, then both in order.
@@ -443,6 +505,40 @@ mod tests {
         assert_eq!(o.materialized.stats[0].lm_sum_by_column[0].1, 1.0 / 3.0);
         assert_eq!(o.suppressed.as_ref().map(|s| s.num_rows()), Some(1));
         assert_eq!(o.warnings, ["w"]);
+    }
+
+    #[test]
+    fn a_large_outcome_goes_in_chunks_that_may_arrive_in_any_order() {
+        let whole = one_batch(&encode_outcome(0, outcome(5000)).expect("encodes"));
+        let batches = encode_outcome_in(0, outcome(5000), 1000).expect("encodes");
+        assert!(batches.len() > whole.num_rows(), "{}", batches.len());
+        for b in &batches {
+            assert_eq!(b.num_rows(), 1);
+            assert!(
+                column::<LargeBinaryArray>(b, 5)
+                    .expect("data")
+                    .value(0)
+                    .len()
+                    <= 1000
+            );
+        }
+        let mut c = Collector::new(&[], None);
+        let (last, rest) = batches.split_last().expect("chunks");
+        for b in rest.iter().rev() {
+            assert!(c.add(b).expect("takes").is_empty());
+        }
+        let back = c.add(last).expect("takes");
+        let t = &back[0].1.materialized.tables[0];
+        assert_eq!(t.batch.num_rows(), 5000);
+        // A chunk lost (another arrives twice in its place) is refused, not glued.
+        let mut c = Collector::new(&[], None);
+        let mut bad = batches.clone();
+        bad[1] = bad[2].clone();
+        let err = bad
+            .iter()
+            .try_for_each(|b| c.add(b).map(|_| ()))
+            .expect_err("refused");
+        assert!(err.to_string().contains("out of place"), "{err}");
     }
 
     #[test]

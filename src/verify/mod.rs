@@ -69,6 +69,7 @@ mod partitioned;
 mod relocation;
 mod schema;
 mod signature;
+mod transport;
 mod truth;
 mod twins;
 mod witness;
@@ -470,15 +471,8 @@ async fn whole(
 
     let mut truth = Check::new("truthfulness");
     let hybrid = relocation::declared(plan);
-    let untruthful = truth::check(
-        plan,
-        &mut tables,
-        &keys,
-        hiers,
-        None,
-        hybrid.is_some(),
-        &mut truth,
-    )?;
+    let allowed = hybrid.map(|d| relocation::budget(d.p, relocation::qi_cells(&tables)));
+    let untruthful = truth::check(plan, &mut tables, &keys, hiers, None, allowed, &mut truth)?;
 
     if plan.params.model.anatomy().is_some() {
         // An anatomy publishes QI values exactly: there is no k-anonymity of the QI side to

@@ -150,7 +150,7 @@ async fn load(
         keys,
         hiers,
         Some(partition),
-        false,
+        None,
         &mut truth,
     )?;
     Ok(Some((tables, truth)))

@@ -85,27 +85,41 @@ pub(super) fn qi_cells(tables: &[TableData]) -> u64 {
         .sum()
 }
 
+/// A table's QI cells that are neither the source value nor an ancestor of it: through the
+/// key map, or at the cheapest pairing of a key-less table's rows with its source rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Untruthful {
+    pub cells: usize,
+    /// A lower bound: a key-less table left more rows unpaired than the budget has cells.
+    pub at_least: bool,
+}
+
 /// Records a violation when the `untruthful` QI cells (per table) pass the declared budget.
 pub(super) fn check(
     declared: Declared,
     tables: &[TableData],
-    untruthful: &[usize],
+    untruthful: &[Untruthful],
     out: &mut Check,
 ) {
     let cells = qi_cells(tables);
     let allowed = budget(declared.p, cells);
-    let count: usize = untruthful.iter().sum();
+    let count: usize = untruthful.iter().map(|u| u.cells).sum();
     if count as u64 <= allowed {
         return;
     }
+    let at_least = if untruthful.iter().any(|u| u.at_least) {
+        "at least "
+    } else {
+        ""
+    };
     let per_table: Vec<String> = tables
         .iter()
         .zip(untruthful)
-        .filter(|(_, &n)| n > 0)
-        .map(|(t, n)| format!("{} {n}", t.name))
+        .filter(|(_, u)| u.cells > 0)
+        .map(|(t, u)| format!("{} {}", t.name, u.cells))
         .collect();
     out.record(format!(
-        "{count} QI cells are neither the source value nor an ancestor of it ({}), more than the declared budget of {allowed} (p = {}% of {cells} QI cells); the release is not a p%-hybrid of its source",
+        "{at_least}{count} QI cells are neither the source value nor an ancestor of it ({}), more than the declared budget of {allowed} (p = {}% of {cells} QI cells); the release is not a p%-hybrid of its source",
         per_table.join(", "),
         declared.p
     ));

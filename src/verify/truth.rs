@@ -11,6 +11,8 @@ use super::data::{show_cell, show_key, Content, Partition, Rule, TableData};
 use super::hier::{Hier, ROOT};
 use super::keys::{key_hash, KeyIndex};
 use super::matching::complete;
+use super::relocation::Untruthful;
+use super::transport;
 use super::{Check, Keys, VerifyError};
 use crate::keymap::{KeyMap, TableKeys};
 use crate::plan::{FamilyTable, Plan};
@@ -18,19 +20,20 @@ use crate::plan::{FamilyTable, Plan};
 /// Traces every released row to its source row (filling `rel_to_src`, parents first, since
 /// a key-less table is matched under its traced parents) and checks each traced pair; of a
 /// partition's rows (`within`), through the key map's pairs of that partition. With
-/// `relocating` (a hybrid release, [`super::relocation`]) a keyed row's QI cell that does
-/// not stand for its source value is counted, not recorded: returns the count per table
-/// (all 0 without).
+/// `relocating` (a hybrid release, [`super::relocation`]: its budget of cells) a QI cell that
+/// does not stand for its source value is counted, not recorded: a keyed row's against its
+/// source row, a key-less table's at its cheapest pairing ([`relocate_leftovers`]). Returns
+/// the count per table (all 0 without).
 pub(super) fn check(
     plan: &Plan,
     tables: &mut [TableData],
     keys: &Keys<'_>,
     hiers: &HashMap<String, Hier>,
     within: Option<Partition<'_>>,
-    relocating: bool,
+    relocating: Option<u64>,
     out: &mut Check,
-) -> Result<Vec<usize>, VerifyError> {
-    let mut untruthful = vec![0; tables.len()];
+) -> Result<Vec<Untruthful>, VerifyError> {
+    let mut untruthful = vec![Untruthful::default(); tables.len()];
     for ti in 0..tables.len() {
         // Preserved keys name their source row only where the released key is the source's
         // own columns; a surrogate key (the source key holds generalized data) is traced
@@ -41,7 +44,7 @@ pub(super) fn check(
                 && released.iter().all(|c| ft.primary_key.contains(c))
         });
         let keyed = !tables[ti].rel_pk.is_empty() && (matches!(keys, Keys::Map(_)) || same_key);
-        let mapped = if keyed {
+        let (mapped, leftover) = if keyed {
             let ft = plan
                 .tables
                 .get(ti)
@@ -50,14 +53,22 @@ pub(super) fn check(
                 let of_entry = p.pairs.get(ti)?.as_deref()?;
                 Some((of_entry, p.part))
             });
-            by_key(ft, tables, ti, keys, pairs, out)?
+            (
+                by_key(ft, tables, ti, keys, pairs, out)?,
+                Untruthful::default(),
+            )
         } else {
-            by_content(tables, ti, hiers, out)
+            by_content(tables, ti, hiers, relocating, out)
         };
         tables[ti].rel_to_src = mapped;
-        if keyed {
-            untruthful[ti] = check_pairs(tables, ti, hiers, relocating, out);
-        }
+        untruthful[ti] = if keyed {
+            Untruthful {
+                cells: check_pairs(tables, ti, hiers, relocating.is_some(), out),
+                at_least: false,
+            }
+        } else {
+            leftover
+        };
     }
     Ok(untruthful)
 }
@@ -489,8 +500,9 @@ fn by_content(
     tables: &[TableData],
     ti: usize,
     hiers: &HashMap<String, Hier>,
+    relocating: Option<u64>,
     out: &mut Check,
-) -> Vec<Option<usize>> {
+) -> (Vec<Option<usize>>, Untruthful) {
     // Group id: the traced source parent row; a parent-less table is one group.
     const ROOT_GROUP: usize = usize::MAX;
     let t = &tables[ti];
@@ -558,12 +570,16 @@ fn by_content(
         ("no source row", "")
     };
 
+    let mut untruthful = Untruthful::default();
     for g in order {
         let Some((rels, srcs)) = groups.get(&g) else {
             continue;
         };
         let first = rels.first().map_or(0, |&r| t.rel_row(r));
-        for (i, pairing) in pair_group(t, rels, srcs, &columns).into_iter().enumerate() {
+        let (pairings, moved) = pair_group(t, rels, srcs, &columns, relocating);
+        untruthful.cells += moved.cells;
+        untruthful.at_least |= moved.at_least;
+        for (i, pairing) in pairings.into_iter().enumerate() {
             let r = rels[i];
             out.at([ti, 1, first, t.rel_row(r)]);
             match pairing {
@@ -579,7 +595,7 @@ fn by_content(
             }
         }
     }
-    mapped
+    (mapped, untruthful)
 }
 
 /// The content columns of a key-less table, split by how a released cell must relate to
@@ -767,8 +783,16 @@ fn admitted_sets(
 /// cells, QI labels). A released class's candidates are found by enumerating the value
 /// tuples its labels admit when that is cheaper than scanning the source classes that
 /// share its exact cells. A greedy pass pairs most rows; augmenting paths ([`complete`])
-/// make the assignment maximum. Returns a [`Pairing`] per entry of `rels`.
-fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>) -> Vec<Pairing> {
+/// make the assignment maximum. `relocating` (a hybrid release's budget of cells), the rows
+/// left over are then paired at the fewest untruthful QI cells ([`relocate_leftovers`]).
+/// Returns a [`Pairing`] per entry of `rels`, and the untruthful cells of the pairing.
+fn pair_group(
+    t: &TableData,
+    rels: &[usize],
+    srcs: &[usize],
+    cols: &Columns<'_>,
+    relocating: Option<u64>,
+) -> (Vec<Pairing>, Untruthful) {
     let SourceClasses {
         values,
         exact_ids,
@@ -849,8 +873,221 @@ fn pair_group(t: &TableData, rels: &[usize], srcs: &[usize], cols: &Columns<'_>)
         });
         found
     });
+    let untruthful = match relocating {
+        Some(limit) => {
+            let mut bucket_of = vec![0usize; src_rows.len()];
+            for (e, classes) in bucket.iter().enumerate() {
+                classes.iter().for_each(|&c| bucket_of[c] = e);
+            }
+            let classes = Classes {
+                supply: &supply,
+                capacity: &capacity,
+                rel_keys: &rel_keys,
+                admitted: &admitted,
+                src_codes: &src_codes,
+                bucket_of: &bucket_of,
+            };
+            relocate_leftovers(&classes, &mut flows, limit)
+        }
+        None => Untruthful::default(),
+    };
+    let pairings = pair_rows(rels.len(), &rel_members, &src_rows, &flows, &no_candidate);
+    (pairings, untruthful)
+}
 
-    pair_rows(rels.len(), &rel_members, &src_rows, &flows, &no_candidate)
+/// One key-less group in classes, as [`pair_group`] sees it.
+struct Classes<'a> {
+    supply: &'a [usize],
+    capacity: &'a [usize],
+    rel_keys: &'a [ReleasedKeyOf],
+    admitted: &'a [HashMap<Option<String>, Admitted>],
+    src_codes: &'a [Vec<u32>],
+    /// Per source class, its exact bucket.
+    bucket_of: &'a [usize],
+}
+
+/// Seed 003 on a key-less table: the rows a maximum truthful assignment (`flows`) left over
+/// are paired at the fewest QI cells whose label does not stand for the value, exactly
+/// ([`transport::cheapest`]), and the pairs added to `flows`. The rows of a released class
+/// and the source rows the leftover labels cannot tell apart are interchangeable, so the
+/// problem is as small as the groups that moved. Which maximum truthful assignment was
+/// taken does not matter when each column's labels partition its values (a full-domain
+/// release: pairing equal rows first is optimal for a metric such as this count); otherwise
+/// the pairing found is still one that exists, so a count within the budget is proven. With
+/// more rows left over than `limit` cells, the budget is spent (each costs a cell at least):
+/// that bound is the count and nothing more is paired.
+fn relocate_leftovers(
+    c: &Classes<'_>,
+    flows: &mut [Vec<(usize, usize)>],
+    limit: u64,
+) -> Untruthful {
+    let (used, rel_left) = leftovers(c, flows);
+    let rows: usize = rel_left.iter().map(|&(_, u)| u).sum();
+    if rows == 0 {
+        return Untruthful::default();
+    }
+    if rows as u64 > limit {
+        return Untruthful {
+            cells: rows,
+            at_least: true,
+        };
+    }
+    let in_play = InPlay::new(c, &rel_left);
+    let merged = merged_sources(c, &used, &in_play);
+    let mut cost = Vec::with_capacity(rel_left.len() * merged.len());
+    for (i, &(class, _)) in rel_left.iter().enumerate() {
+        for m in &merged {
+            let same_exact = c.rel_keys[class].0 == Some(m.bucket);
+            cost.push(same_exact.then(|| in_play.misfits(i, &m.fits)));
+        }
+    }
+    let supply: Vec<usize> = rel_left.iter().map(|&(_, u)| u).collect();
+    let capacity: Vec<usize> = merged
+        .iter()
+        .map(|m| m.members.iter().map(|&(_, u)| u).sum())
+        .collect();
+    let (shipments, cells) = transport::cheapest(&supply, &capacity, &cost);
+    ship(&shipments, &rel_left, merged, flows);
+    Untruthful {
+        cells: cells as usize,
+        at_least: false,
+    }
+}
+
+/// Rows each source class gave to `flows`, and the released classes with rows left (class,
+/// rows).
+fn leftovers(c: &Classes<'_>, flows: &[Vec<(usize, usize)>]) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let mut used = vec![0usize; c.capacity.len()];
+    let mut rel_left = Vec::new();
+    for (class, fl) in flows.iter().enumerate() {
+        let mut sent = 0;
+        for &(sc, units) in fl {
+            used[sc] += units;
+            sent += units;
+        }
+        if c.supply[class] > sent {
+            rel_left.push((class, c.supply[class] - sent));
+        }
+    }
+    (used, rel_left)
+}
+
+/// The labels still to pair, per QI column, and each leftover released class's among them.
+struct InPlay<'a> {
+    labels: Vec<Vec<&'a Admitted>>,
+    /// Where each column's labels start in a [`Merged::fits`].
+    offsets: Vec<usize>,
+    /// Per leftover released class, per column, its label's index among the column's.
+    of_class: Vec<Vec<usize>>,
+}
+
+impl<'a> InPlay<'a> {
+    fn new(c: &Classes<'a>, rel_left: &[(usize, usize)]) -> InPlay<'a> {
+        let nqi = c.admitted.len();
+        let mut labels: Vec<Vec<&Admitted>> = vec![Vec::new(); nqi];
+        let mut index: Vec<HashMap<&Option<String>, usize>> = vec![HashMap::new(); nqi];
+        let of_class = rel_left
+            .iter()
+            .map(|&(class, _)| {
+                (0..nqi)
+                    .map(|q| {
+                        let label = &c.rel_keys[class].1[q];
+                        *index[q].entry(label).or_insert_with(|| {
+                            labels[q].push(&c.admitted[q][label]);
+                            labels[q].len() - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(nqi);
+        let mut at = 0;
+        for l in &labels {
+            offsets.push(at);
+            at += l.len();
+        }
+        InPlay {
+            labels,
+            offsets,
+            of_class,
+        }
+    }
+
+    /// Which labels in play fit a source class's values, column after column.
+    fn fits(&self, codes: &[u32]) -> Vec<bool> {
+        self.labels
+            .iter()
+            .zip(codes)
+            .flat_map(|(labels, &v)| labels.iter().map(move |a| a.fits[v as usize]))
+            .collect()
+    }
+
+    /// The QI cells of leftover released class `i` whose label does not fit `fits`.
+    fn misfits(&self, i: usize, fits: &[bool]) -> u32 {
+        let own = &self.of_class[i];
+        (0..own.len())
+            .filter(|&q| !fits[self.offsets[q] + own[q]])
+            .count() as u32
+    }
+}
+
+/// Source classes with rows left that the labels in play cannot tell apart.
+struct Merged {
+    bucket: usize,
+    fits: Vec<bool>,
+    /// (source class, rows left).
+    members: Vec<(usize, usize)>,
+}
+
+fn merged_sources(c: &Classes<'_>, used: &[usize], in_play: &InPlay<'_>) -> Vec<Merged> {
+    let mut at: HashMap<(usize, Vec<bool>), usize> = HashMap::new();
+    let mut merged: Vec<Merged> = Vec::new();
+    for sc in 0..c.capacity.len() {
+        let free = c.capacity[sc] - used[sc];
+        if free == 0 {
+            continue;
+        }
+        let key = (c.bucket_of[sc], in_play.fits(&c.src_codes[sc]));
+        let next = merged.len();
+        let m = *at.entry(key.clone()).or_insert(next);
+        if m == next {
+            merged.push(Merged {
+                bucket: key.0,
+                fits: key.1,
+                members: Vec::new(),
+            });
+        }
+        merged[m].members.push((sc, free));
+    }
+    merged
+}
+
+/// Adds the shipments to `flows`, each taking its merged class's source classes in order.
+fn ship(
+    shipments: &[transport::Shipment],
+    rel_left: &[(usize, usize)],
+    merged: Vec<Merged>,
+    flows: &mut [Vec<(usize, usize)>],
+) {
+    let mut members: Vec<std::vec::IntoIter<(usize, usize)>> =
+        merged.into_iter().map(|m| m.members.into_iter()).collect();
+    let mut head: Vec<Option<(usize, usize)>> = members.iter_mut().map(Iterator::next).collect();
+    for sh in shipments {
+        let class = rel_left[sh.left].0;
+        let mut units = sh.units;
+        while units > 0 {
+            let Some((sc, free)) = head[sh.right].as_mut() else {
+                break;
+            };
+            let take = units.min(*free);
+            flows[class].push((*sc, take));
+            units -= take;
+            *free -= take;
+            if *free == 0 {
+                head[sh.right] = members[sh.right].next();
+            }
+        }
+    }
 }
 
 /// Turns the assignment between classes back into one between rows: the rows of a class

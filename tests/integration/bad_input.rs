@@ -947,21 +947,6 @@ fn hybrid_refuses_l_diversity_child_tables_and_more_k_than_people() {
 }
 
 #[test]
-fn hybrid_refuses_a_key_less_table() {
-    let text = table1_text().replace("ALTER TABLE people ADD PRIMARY KEY (id);", "");
-    let text = text.replace(
-        "CREATE ENTITY person ON people (id);",
-        "CREATE ENTITY person ON people;",
-    );
-    let text = text.replace(
-        "ANONYMIZE person WITH (",
-        "LABEL COLUMN people.id AS INSENSITIVE;\nANONYMIZE person WITH (",
-    );
-    let err = fails_in("table1", &text, no_edit);
-    assert!(err.contains("needs a primary key on people"), "{err}");
-}
-
-#[test]
 fn hybrid_refuses_a_lattice_too_large_with_its_size() {
     // Ten QI columns of eleven levels and the root over two people: 12^10 nodes.
     let text = "SET source = 'table1';\nSET target = 'release.sqlite';\n\

@@ -155,6 +155,66 @@ fn hybrid_relocates_q4_within_its_budget_and_verify_counts_the_untruthful_cells(
 }
 
 #[test]
+fn a_key_less_hybrid_release_is_counted_at_its_cheapest_pairing() {
+    // Table 1 without its ids: verify pairs released rows with source rows by content. q4's
+    // row (salary 14K) is released at the South Americans' labels; q7 also earns 14K, and
+    // pairing the two the other way would cost 4 cells: the cheapest pairing costs q4's 2.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = table1(dir.path(), "k = 3, algorithm = 'hybrid', p = 10");
+    let text = std::fs::read_to_string(&decl)
+        .expect("declarations")
+        .replace("ALTER TABLE people ADD PRIMARY KEY (id);", "")
+        .replace(
+            "CREATE ENTITY person ON people (id);",
+            "CREATE ENTITY person ON people;",
+        );
+    std::fs::write(&decl, text).expect("declarations");
+    let csv = dir.path().join("table1").join("people.csv");
+    let rows: Vec<String> = std::fs::read_to_string(&csv)
+        .expect("people.csv")
+        .lines()
+        .map(|l| l.split_once(',').expect("an id column").1.to_string())
+        .collect();
+    std::fs::write(&csv, rows.join("\n") + "\n").expect("people.csv");
+
+    let o = relanon(dir.path(), &["anonymize", &decl, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("report");
+    assert_eq!(r["relocation"]["relocated_cells"], 2, "{r}");
+    let verify = |with: &str| {
+        let mut args = vec!["verify", decl.as_str()];
+        if !with.is_empty() {
+            args.extend(["--with", with]);
+        }
+        relanon(dir.path(), &args)
+    };
+    let v = verify("");
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+    assert!(
+        stdout(&v).contains("PASS relocation budget"),
+        "{}",
+        stdout(&v)
+    );
+    // floor(7% of 27) = 1: the cheapest pairing's 2 cells are one too many.
+    let v = verify("p = 7");
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("2 QI cells are neither the source value nor an ancestor of it (people 2), more than the declared budget of 1"),
+        "{}",
+        stdout(&v)
+    );
+    // No budget at all: the one row no truthful pairing places already costs a cell.
+    let v = verify("p = 0");
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("at least 1 QI cells are neither")
+            && stdout(&v).contains("more than the declared budget of 0"),
+        "{}",
+        stdout(&v)
+    );
+}
+
+#[test]
 fn a_hybrid_release_tampered_past_its_budget_or_in_a_sensitive_cell_fails_verify() {
     let dir = tempfile::tempdir().expect("tempdir");
     let decl = table1(dir.path(), "k = 3, algorithm = 'hybrid', p = 10");

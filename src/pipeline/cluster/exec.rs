@@ -22,7 +22,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::super::piece::{Piece, Task};
 use super::super::wire::{encode_outcome, outcome_schema, Job};
@@ -171,10 +171,15 @@ impl ExecutionPlan for ShardExec {
         let keys = self.input.execute(partition, context)?;
         let job = Arc::clone(&self.job);
         let outcome = futures::stream::once(async move {
-            anonymize(&job, keys)
-                .await
-                .map_err(|e| DataFusionError::External(format!("{e:#}").into()))
-        });
+            match anonymize(&job, keys).await {
+                Ok(batches) => futures::stream::iter(batches.into_iter().map(Ok)).left_stream(),
+                Err(e) => futures::stream::once(futures::future::ready(Err(
+                    DataFusionError::External(format!("{e:#}").into()),
+                )))
+                .right_stream(),
+            }
+        })
+        .flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             outcome_schema(),
             outcome,
@@ -182,24 +187,22 @@ impl ExecutionPlan for ShardExec {
     }
 }
 
-/// The shards whose numbered entity keys `keys` reads, their outcomes in one batch.
-async fn anonymize(job: &[u8], keys: SendableRecordBatchStream) -> Result<RecordBatch> {
+/// The shards whose numbered entity keys `keys` reads, their outcomes as batches small
+/// enough for one gRPC message each.
+async fn anonymize(job: &[u8], keys: SendableRecordBatchStream) -> Result<Vec<RecordBatch>> {
     let job = Job::decode(job)?;
     let schema = keys.schema();
     let batches: Vec<RecordBatch> = keys.try_collect().await?;
     let mut outcomes = Vec::new();
     for (shard, keys) in unnumbered(arrow::compute::concat_batches(&schema, &batches)?)? {
-        outcomes.push(anonymize_shard(&job, shard, keys).await?);
+        outcomes.extend(anonymize_shard(&job, shard, keys).await?);
     }
-    Ok(arrow::compute::concat_batches(
-        &outcome_schema(),
-        &outcomes,
-    )?)
+    Ok(outcomes)
 }
 
 /// Shard `shard` of `job`: prepared from the job's request as the client prepared it, run
 /// as `sharded::Task` runs it on one machine.
-async fn anonymize_shard(job: &Job, shard: usize, keys: RecordBatch) -> Result<RecordBatch> {
+async fn anonymize_shard(job: &Job, shard: usize, keys: RecordBatch) -> Result<Vec<RecordBatch>> {
     let progress = Progress::new();
     let req = job.request();
     let (plan, mut algorithm, wh) = super::super::prepare(&req, &progress)

@@ -37,6 +37,10 @@ use crate::algo::OptionSpec;
 /// How long a scheduler has to answer before the run gives up on it.
 const ANSWER: Duration = Duration::from_secs(5);
 
+/// How long an executor waits for its scheduler to answer: a cluster's processes start in
+/// any order (a compose file starts them together), a client's run does not wait.
+const WAIT: Duration = Duration::from_secs(60);
+
 /// Where a run's shards are anonymized.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cluster {
@@ -144,6 +148,20 @@ async fn answers(url: &str) -> Result<()> {
     }
 }
 
+/// [`answers`], asked again each second for [`WAIT`].
+async fn waits_for(url: &str) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match answers(url).await {
+            Ok(()) => return Ok(()),
+            Err(_) if start.elapsed() < WAIT => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => bail!("{e} (waited {} s)", WAIT.as_secs()),
+        }
+    }
+}
+
 /// A scheduler and an executor inside this process, with relanon's codec: the scheduler's
 /// URL.
 async fn standalone() -> Result<String> {
@@ -213,7 +231,7 @@ pub async fn executor(opts: ExecutorOptions) -> Result<()> {
     let Cluster::Remote(url) = &opts.scheduler else {
         bail!("an executor serves a running scheduler: give --scheduler df://HOST:PORT");
     };
-    answers(url).await?;
+    waits_for(url).await?;
     let (host, port) = url
         .trim_start_matches("http://")
         .rsplit_once(':')
