@@ -493,20 +493,12 @@ fn cell_ok(
     }
 }
 
-/// A key-less table: within each traced parent (the whole table for a key-less entity
-/// table), pair released rows with source rows by a maximum assignment over "may stand
-/// for" edges between classes of equal rows ([`pair_group`]).
-fn by_content(
-    tables: &[TableData],
-    ti: usize,
-    hiers: &HashMap<String, Hier>,
-    relocating: Option<u64>,
-    out: &mut Check,
-) -> (Vec<Option<usize>>, Untruthful) {
+/// Table `ti`'s released and source rows by traced parent (the whole table for a
+/// parent-less one), and the groups in the order their first released row comes.
+fn groups_of(tables: &[TableData], ti: usize) -> Groups {
     // Group id: the traced source parent row; a parent-less table is one group.
     const ROOT_GROUP: usize = usize::MAX;
     let t = &tables[ti];
-    let mut mapped = vec![None; t.rel.rows()];
     let mut groups: HashMap<usize, (Vec<usize>, Vec<usize>)> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
     for r in 0..t.rel.rows() {
@@ -538,6 +530,25 @@ fn by_content(
             group.1.push(s);
         }
     }
+    (groups, order)
+}
+
+/// Per group (traced parent), its released rows and its source rows; and the groups' order.
+type Groups = (HashMap<usize, (Vec<usize>, Vec<usize>)>, Vec<usize>);
+
+/// A key-less table: within each traced parent (the whole table for a key-less entity
+/// table), pair released rows with source rows by a maximum assignment over "may stand
+/// for" edges between classes of equal rows ([`pair_group`]).
+fn by_content(
+    tables: &[TableData],
+    ti: usize,
+    hiers: &HashMap<String, Hier>,
+    relocating: Option<u64>,
+    out: &mut Check,
+) -> (Vec<Option<usize>>, Untruthful) {
+    let t = &tables[ti];
+    let mut mapped = vec![None; t.rel.rows()];
+    let (groups, order) = groups_of(tables, ti);
 
     let exact: Vec<&Content> = t
         .content
@@ -875,10 +886,7 @@ fn pair_group(
     });
     let untruthful = match relocating {
         Some(limit) => {
-            let mut bucket_of = vec![0usize; src_rows.len()];
-            for (e, classes) in bucket.iter().enumerate() {
-                classes.iter().for_each(|&c| bucket_of[c] = e);
-            }
+            let bucket_of = bucket_of(&bucket, src_rows.len());
             let classes = Classes {
                 supply: &supply,
                 capacity: &capacity,
@@ -893,6 +901,15 @@ fn pair_group(
     };
     let pairings = pair_rows(rels.len(), &rel_members, &src_rows, &flows, &no_candidate);
     (pairings, untruthful)
+}
+
+/// Per source class, the exact bucket holding it.
+fn bucket_of(bucket: &[Vec<usize>], classes: usize) -> Vec<usize> {
+    let mut of = vec![0usize; classes];
+    for (e, members) in bucket.iter().enumerate() {
+        members.iter().for_each(|&c| of[c] = e);
+    }
+    of
 }
 
 /// One key-less group in classes, as [`pair_group`] sees it.
