@@ -858,24 +858,7 @@ fn pair_group(
     // almost always have one that a greedy pass comes close to: most specific classes
     // first, each taking what its candidates have left, with no edge list. Augmenting
     // paths ([`complete`]) then place what is left, or show it cannot be placed.
-    let mut flows: Vec<Vec<(usize, usize)>> = vec![Vec::new(); supply.len()];
-    let mut left = capacity.clone();
-    let mut order: Vec<(usize, usize)> = (0..supply.len())
-        .map(|c| (product(&sets_of(c)), c))
-        .collect();
-    order.sort_unstable();
-    for &(_, class) in &order {
-        let mut need = supply[class];
-        visit(class, &mut |sc| {
-            let units = need.min(left[sc]);
-            if units > 0 {
-                left[sc] -= units;
-                need -= units;
-                flows[class].push((sc, units));
-            }
-            need > 0
-        });
-    }
+    let mut flows = greedy(&supply, &capacity, |c| product(&sets_of(c)), &visit);
     let no_candidate = complete(&supply, &capacity, &mut flows, &mut |class| {
         let mut found = Vec::new();
         visit(class, &mut |sc| {
@@ -901,6 +884,33 @@ fn pair_group(
     };
     let pairings = pair_rows(rels.len(), &rel_members, &src_rows, &flows, &no_candidate);
     (pairings, untruthful)
+}
+
+/// The greedy pass of [`pair_group`]: released classes in order of `specific` (fewest
+/// candidates first), each taking what its candidates (`visit`) have left.
+fn greedy(
+    supply: &[usize],
+    capacity: &[usize],
+    specific: impl Fn(usize) -> usize,
+    visit: &dyn Fn(usize, &mut dyn FnMut(usize) -> bool),
+) -> Vec<Vec<(usize, usize)>> {
+    let mut flows: Vec<Vec<(usize, usize)>> = vec![Vec::new(); supply.len()];
+    let mut left = capacity.to_vec();
+    let mut order: Vec<(usize, usize)> = (0..supply.len()).map(|c| (specific(c), c)).collect();
+    order.sort_unstable();
+    for &(_, class) in &order {
+        let mut need = supply[class];
+        visit(class, &mut |sc| {
+            let units = need.min(left[sc]);
+            if units > 0 {
+                left[sc] -= units;
+                need -= units;
+                flows[class].push((sc, units));
+            }
+            need > 0
+        });
+    }
+    flows
 }
 
 /// Per source class, the exact bucket holding it.
