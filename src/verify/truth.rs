@@ -886,13 +886,17 @@ fn pair_group(
     (pairings, untruthful)
 }
 
+/// Calls its second argument with each source class a released class may stand for, until
+/// that says stop.
+type Visit<'a> = dyn Fn(usize, &mut dyn FnMut(usize) -> bool) + 'a;
+
 /// The greedy pass of [`pair_group`]: released classes in order of `specific` (fewest
 /// candidates first), each taking what its candidates (`visit`) have left.
 fn greedy(
     supply: &[usize],
     capacity: &[usize],
     specific: impl Fn(usize) -> usize,
-    visit: &dyn Fn(usize, &mut dyn FnMut(usize) -> bool),
+    visit: &Visit<'_>,
 ) -> Vec<Vec<(usize, usize)>> {
     let mut flows: Vec<Vec<(usize, usize)>> = vec![Vec::new(); supply.len()];
     let mut left = capacity.to_vec();
@@ -1069,8 +1073,8 @@ struct Merged {
 fn merged_sources(c: &Classes<'_>, used: &[usize], in_play: &InPlay<'_>) -> Vec<Merged> {
     let mut at: HashMap<(usize, Vec<bool>), usize> = HashMap::new();
     let mut merged: Vec<Merged> = Vec::new();
-    for sc in 0..c.capacity.len() {
-        let free = c.capacity[sc] - used[sc];
+    for (sc, (&capacity, &used)) in c.capacity.iter().zip(used).enumerate() {
+        let free = capacity - used;
         if free == 0 {
             continue;
         }
