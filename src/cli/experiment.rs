@@ -323,7 +323,7 @@ async fn hybrid_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCod
     let data = args.data.as_deref().ok_or_else(|| {
         anyhow::anyhow!("experiment hybrid needs --data DIR: the directory holding UCI Adult as ARX distributes it (adult.csv and adult_hierarchy_*.csv)")
     })?;
-    if !(0.0..1.0).contains(&args.alpha) || args.alpha == 0.0 {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
         anyhow::bail!(
             "--alpha must be strictly between 0 and 1, found {}; write e.g. --alpha 0.05",
             args.alpha

@@ -20,22 +20,14 @@ use crate::progress::Progress;
 /// Adult's declarations, its file paths made relative to the data directory.
 const ADULT: &str = include_str!("../../sql/adult.sql");
 
-/// The algorithms of 003 Sec. 5, named as the paper does, and their `ANONYMIZE` options.
-pub const VARIANTS: [(&str, &str); 5] = [
-    ("Incognito", "algorithm = 'lattice'"),
-    ("S-Hybrid", "algorithm = 'hybrid'"),
-    (
-        "S-Hybrid-rand",
-        "algorithm = 'hybrid', relocation = 'randomized'",
-    ),
-    (
-        "S-Hybrid-stat",
-        "algorithm = 'hybrid', relocation = 'statistical'",
-    ),
-    (
-        "S-Hybrid-rstat",
-        "algorithm = 'hybrid', relocation = 'rstat'",
-    ),
+/// The algorithms of 003 Sec. 5, named as the paper does, and hybrid's `relocation` for
+/// each (None: the lattice; the deterministic variant is hybrid's default and not written).
+pub const VARIANTS: [(&str, Option<&str>); 5] = [
+    ("Incognito", None),
+    ("S-Hybrid", Some("deterministic")),
+    ("S-Hybrid-rand", Some("randomized")),
+    ("S-Hybrid-stat", Some("statistical")),
+    ("S-Hybrid-rstat", Some("rstat")),
 ];
 
 /// What the sweep varies and where it holds the rest.
@@ -85,16 +77,20 @@ fn declarations(options: &str) -> Result<String> {
     super::with_policy(&text, "person", options)
 }
 
-/// The options of one variant at one setting.
-fn options(variant: &str, k: usize, p: f64, suppression: f64, s: &Settings) -> String {
-    let mut o = format!("k = {k}, {variant}, max_suppression = {suppression}");
-    if variant.contains("'hybrid'") {
-        o += &format!(", p = {p}");
+/// The options of one variant (its `relocation`, None for the lattice) at one setting.
+fn options(relocation: Option<&str>, k: usize, p: f64, suppression: f64, s: &Settings) -> String {
+    let Some(relocation) = relocation else {
+        return format!("k = {k}, algorithm = 'lattice', max_suppression = {suppression}");
+    };
+    let mut o = format!("k = {k}, algorithm = 'hybrid'");
+    if relocation != "deterministic" {
+        o += &format!(", relocation = '{relocation}'");
     }
-    if variant.contains("statistical") || variant.contains("rstat") {
+    o += &format!(", max_suppression = {suppression}, p = {p}");
+    if matches!(relocation, "statistical" | "rstat") {
         o += &format!(", alpha = {}", s.alpha);
     }
-    if variant.contains("randomized") || variant.contains("rstat") {
+    if matches!(relocation, "randomized" | "rstat") {
         o += &format!(", seed = {}", s.seed);
     }
     o
@@ -120,8 +116,8 @@ pub async fn hybrid(
     settings.push(("suppression", s.k, s.p, s.suppression));
     let (mut rows, mut failed) = (Vec::new(), Vec::new());
     for (sweep, k, p, suppression) in settings {
-        for (name, variant) in VARIANTS {
-            let hybrid = variant.contains("'hybrid'");
+        for (name, relocation) in VARIANTS {
+            let hybrid = relocation.is_some();
             // The lattice does not depend on p: once per k and suppression.
             if !hybrid && sweep == "p" && p != s.ps[0] {
                 continue;
@@ -132,7 +128,7 @@ pub async fn hybrid(
                 name.to_ascii_lowercase()
             ));
             let req = Request {
-                text: declarations(&options(variant, k, p, suppression, s))?,
+                text: declarations(&options(relocation, k, p, suppression, s))?,
                 base: data.to_path_buf(),
                 origin: format!("the Adult declarations ({setting})"),
                 target: Some(target),

@@ -677,6 +677,8 @@ struct SourceClasses {
     exact_ids: HashMap<Cells, usize>,
     /// Per bucket, its classes.
     bucket: Vec<Vec<usize>>,
+    /// Per class, its bucket.
+    bucket_of: Vec<usize>,
     /// [exact id, value id per QI column] -> class, so a lookup can borrow a reused buffer.
     src_class: HashMap<Vec<u32>, usize>,
     /// Per class, its source rows.
@@ -690,6 +692,7 @@ fn source_classes(t: &TableData, srcs: &[usize], cols: &Columns<'_>) -> SourceCl
     let mut values: Vec<Interner> = (0..nqi).map(|_| Interner::default()).collect();
     let mut exact_ids: HashMap<Cells, usize> = HashMap::new();
     let mut bucket: Vec<Vec<usize>> = Vec::new();
+    let mut bucket_of: Vec<usize> = Vec::new();
     let mut src_class: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut src_rows: Vec<Vec<usize>> = Vec::new();
     let mut src_codes: Vec<Vec<u32>> = Vec::new();
@@ -712,6 +715,7 @@ fn source_classes(t: &TableData, srcs: &[usize], cols: &Columns<'_>) -> SourceCl
                 let class = src_rows.len();
                 src_codes.push(v.key()[1..].to_vec());
                 bucket[e].push(class);
+                bucket_of.push(e);
                 src_rows.push(Vec::new());
                 v.insert(class);
                 class
@@ -723,6 +727,7 @@ fn source_classes(t: &TableData, srcs: &[usize], cols: &Columns<'_>) -> SourceCl
         values,
         exact_ids,
         bucket,
+        bucket_of,
         src_class,
         src_rows,
         src_codes,
@@ -808,6 +813,7 @@ fn pair_group(
         values,
         exact_ids,
         bucket,
+        bucket_of,
         src_class,
         src_rows,
         src_codes,
@@ -869,7 +875,6 @@ fn pair_group(
     });
     let untruthful = match relocating {
         Some(limit) => {
-            let bucket_of = bucket_of(&bucket, src_rows.len());
             let classes = Classes {
                 supply: &supply,
                 capacity: &capacity,
@@ -915,15 +920,6 @@ fn greedy(
         });
     }
     flows
-}
-
-/// Per source class, the exact bucket holding it.
-fn bucket_of(bucket: &[Vec<usize>], classes: usize) -> Vec<usize> {
-    let mut of = vec![0usize; classes];
-    for (e, members) in bucket.iter().enumerate() {
-        members.iter().for_each(|&c| of[c] = e);
-    }
-    of
 }
 
 /// One key-less group in classes, as [`pair_group`] sees it.

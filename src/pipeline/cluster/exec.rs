@@ -22,7 +22,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
 use super::super::piece::{Piece, Task};
 use super::super::wire::{encode_outcome, outcome_schema, Job};
@@ -171,15 +171,12 @@ impl ExecutionPlan for ShardExec {
         let keys = self.input.execute(partition, context)?;
         let job = Arc::clone(&self.job);
         let outcome = futures::stream::once(async move {
-            match anonymize(&job, keys).await {
-                Ok(batches) => futures::stream::iter(batches.into_iter().map(Ok)).left_stream(),
-                Err(e) => futures::stream::once(futures::future::ready(Err(
-                    DataFusionError::External(format!("{e:#}").into()),
-                )))
-                .right_stream(),
-            }
+            anonymize(&job, keys)
+                .await
+                .map(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
+                .map_err(|e| DataFusionError::External(format!("{e:#}").into()))
         })
-        .flatten();
+        .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             outcome_schema(),
             outcome,
