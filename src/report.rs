@@ -451,6 +451,10 @@ pub struct RelocationReport {
     /// The statistical variants' test (Pearson's X² of the group sizes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<crate::algo::output::RelocationTest>,
+    /// Relocation instead of suppression: the entities it kept (published, though the
+    /// algorithm had suppressed them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relocated_entities: Option<usize>,
     /// What an analyst must know.
     pub notes: Vec<String>,
 }
@@ -463,7 +467,9 @@ impl RelocationReport {
             r.p, r.budget, r.qi_cells
         )];
         notes.push("counts over QI values are off by the relocated rows, and their sensitive and other values stand under labels that are not theirs".to_string());
-        if r.variant == "deterministic" || r.variant == "statistical" {
+        if r.variant == crate::algo::output::INSTEAD_OF_SUPPRESSION {
+            notes.push("relanon's own relocation instead of suppression (not in the papers): entities the algorithm would have suppressed went whole into their closest classes, so an adversary who knows the algorithm may guess which members of a class were moved".to_string());
+        } else if r.variant == "deterministic" || r.variant == "statistical" {
             notes.push("relocated rows went to the closest groups: an adversary who knows the algorithm may guess which (the randomized variants make that harder, without a bound)".to_string());
         }
         RelocationReport {
@@ -480,21 +486,30 @@ impl RelocationReport {
                 .map(|(t, &n)| (t.name.clone(), n))
                 .collect(),
             test: r.test,
+            relocated_entities: r.entities,
             notes,
         }
     }
 
     /// The summary's lines.
     fn lines(&self) -> String {
+        // The post-pass of the clustering algorithms is relanon's, not the paper's hybrid.
+        let how = if self.variant == crate::algo::output::INSTEAD_OF_SUPPRESSION {
+            format!(
+                "relocate = {}%, instead of suppressing {} entities",
+                self.p,
+                self.relocated_entities.unwrap_or(0)
+            )
+        } else {
+            format!("p = {}%, relocation = '{}'", self.p, self.variant)
+        };
         let mut s = format!(
-            "relocated {} of {} QI cells ({:.2}%), budget {} (p = {}%, relocation = '{}'): untruthful by design
+            "relocated {} of {} QI cells ({:.2}%), budget {} ({how}): untruthful by design
 ",
             self.relocated_cells,
             self.qi_cells,
             100.0 * self.relocated_share,
             self.budget_cells,
-            self.p,
-            self.variant
         );
         if self.tables.len() > 1 {
             for (t, n) in &self.tables {

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use crate::algo::kernel::ahead;
 use crate::algo::kernel::diversify::{self, Diversifier, Mapping, Profile};
+use crate::algo::kernel::relocate;
 use crate::algo::kernel::shape;
 use crate::algo::kernel::tree::Clustering;
 use crate::algo::kernel::tree::Rep;
@@ -58,6 +59,7 @@ const OPTIONS: &[OptionSpec] = &[
     },
     shape::PRICE,
     shape::ORDER,
+    relocate::RELOCATE,
 ];
 
 fn step_above_zero(s: f64) -> Result<(), String> {
@@ -95,6 +97,7 @@ fn run(
     ctoff: bool,
     progress: &Progress,
 ) -> Result<Output, String> {
+    relocate::serves(model, options)?;
     // Shape acts through blocking: an exact search already weighs every remaining entity's
     // tree, and seeding it by shape kept fewer rows at a higher loss on the sales and skew
     // fixtures, so without `candidates` the seeds stay in key order.
@@ -122,10 +125,12 @@ fn run(
         threads: rayon::current_num_threads(),
         by_shape,
     };
-    let clustering = cluster(forest, &dv, &order, params, progress);
-    Ok(Output::Generalized(Generalization::from_clustering(
+    let mut clustering = cluster(forest, &dv, &order, params, progress);
+    let moved = relocate::apply(forest, &mut clustering, options);
+    Ok(Output::Generalized(Generalization::relocated(
         forest,
         &clustering,
+        moved,
     )))
 }
 

@@ -32,6 +32,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::algo::kernel::lattice::Lattice;
+use crate::algo::kernel::relocate::budget_cells;
 use crate::algo::kernel::search::scaled;
 use crate::algo::options::{Default, Kind, OptionSpec};
 use crate::algo::output::{Relocated, RelocationTest};
@@ -170,13 +171,6 @@ fn variant_of(options: &Options, progress: &Progress) -> Variant {
     }
 }
 
-/// `p` percent of `cells`, whole cells, rounded down (a count within a real budget is within
-/// its floor); a percent written in decimal allows what it says despite binary floats. The
-/// verifier computes the same from the declarations on its own.
-pub fn budget_cells(p: f64, cells: u64) -> u64 {
-    (p * cells as f64 / 100.0 + 1e-9).floor() as u64
-}
-
 fn run(
     forest: &Forest,
     model: &Model,
@@ -224,6 +218,7 @@ fn run(
             df: t.df,
             critical: t.critical,
         }),
+        entities: None,
     });
     Ok(Output::Generalized(g))
 }

@@ -4,6 +4,7 @@
 
 use crate::algo::kernel::cdgh::{self, CdghParams};
 use crate::algo::kernel::pairwise::{Pairwise, Siblings};
+use crate::algo::kernel::relocate;
 use crate::algo::kernel::shape;
 use crate::algo::options::OptionSpec;
 use crate::algo::{self, Generalization, Options, Output, Spec};
@@ -11,8 +12,15 @@ use crate::forest::Forest;
 use crate::plan::Model;
 use crate::progress::Progress;
 
-/// Alg. 2's options, the suppression price and the visit order.
-const OPTIONS: &[OptionSpec] = &[cdgh::THRESHOLD, cdgh::CLIMIT, shape::PRICE, shape::ORDER];
+/// Alg. 2's options, the suppression price, the visit order and relanon's relocation of
+/// what Alg. 2 suppresses.
+const OPTIONS: &[OptionSpec] = &[
+    cdgh::THRESHOLD,
+    cdgh::CLIMIT,
+    shape::PRICE,
+    shape::ORDER,
+    relocate::RELOCATE,
+];
 
 pub static MIRACLE: Spec = Spec::plain("miracle", OPTIONS, algo::k_anonymity_only, run_miracle);
 
@@ -51,9 +59,11 @@ fn run(
     };
     let pw = Pairwise::new(forest, siblings, shape::price(options));
     let params = CdghParams::from_options(model.min_group(), options);
-    let clustering = cdgh::cluster(forest, &pw, &order, params, progress);
-    Ok(Output::Generalized(Generalization::from_clustering(
+    let mut clustering = cdgh::cluster(forest, &pw, &order, params, progress);
+    let moved = relocate::apply(forest, &mut clustering, options);
+    Ok(Output::Generalized(Generalization::relocated(
         forest,
         &clustering,
+        moved,
     )))
 }

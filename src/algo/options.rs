@@ -387,7 +387,8 @@ mod tests {
                 "s",
                 "candidates",
                 "suppression_price",
-                "order"
+                "order",
+                "relocate"
             ]
         );
         assert_eq!(o.count("climit"), 150);

@@ -42,6 +42,7 @@ use rayon::prelude::*;
 
 mod cover;
 
+use crate::algo::kernel::relocate;
 use crate::algo::kernel::tree::Clustering;
 use crate::algo::kernel::tree::Rep;
 use crate::algo::{self, Generalization, Options, Output, Spec};
@@ -196,7 +197,7 @@ pub static TOPDOWN: Spec = Spec {
     aliases: &[],
     note: " (one table)",
     baseline: false,
-    options: &[],
+    options: &[relocate::RELOCATE],
     serves: algo::k_anonymity_only,
     refuses: single_table,
     run,
@@ -217,11 +218,18 @@ fn single_table(plan: &Plan) -> Option<String> {
     ))
 }
 
-fn run(forest: &Forest, model: &Model, _: &Options, progress: &Progress) -> Result<Output, String> {
-    let clustering = cluster(forest, model.min_group(), progress);
-    Ok(Output::Generalized(Generalization::from_clustering(
+fn run(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
+    let mut clustering = cluster(forest, model.min_group(), progress);
+    let moved = relocate::apply(forest, &mut clustering, options);
+    Ok(Output::Generalized(Generalization::relocated(
         forest,
         &clustering,
+        moved,
     )))
 }
 

@@ -1,5 +1,6 @@
-//! Check "relocation budget": a hybrid release (seed 003, `algorithm = 'hybrid'`) publishes
-//! some rows under another group's labels on purpose. Truthfulness then counts its QI cells
+//! Check "relocation budget": a hybrid release (seed 003, `algorithm = 'hybrid'`), or a
+//! clustering's release with `relocate` (relanon's relocation instead of suppression),
+//! publishes some rows under another group's labels on purpose. Truthfulness then counts its QI cells
 //! that are neither the source value nor an ancestor of it (through the key map, a witness
 //! of Def. 6's ordering: spec Sec. 3, "how an independent verifier checks") instead of
 //! failing on each, and this check fails where the count passes the budget the declarations
@@ -7,8 +8,8 @@
 //! real budget is within its floor; the algorithm's budget is the same). Every other cell
 //! is still checked exactly by truthfulness, k by k-anonymity, on the release as published.
 //!
-//! The budget is read from the declarations (`p`, default 1), never from the release or its
-//! report: a release that claims a larger budget proves nothing.
+//! The budget is read from the declarations (hybrid's `p`, default 1; `relocate` elsewhere),
+//! never from the release or its report: a release that claims a larger budget proves nothing.
 //!
 //! A statistical variant (`relocation = 'statistical'` or `'rstat'`) must also be
 //! single-dimensional (spec Sec. 3, item 4; Sec. 7): each QI column's labels at one level of
@@ -27,6 +28,9 @@ use crate::policy::Value;
 /// verify reads the declarations on its own.
 const DEFAULT_P: f64 = 1.0;
 
+/// The option of the other algorithms that allows relocation instead of suppression.
+const RELOCATE: &str = "relocate";
+
 /// A hybrid release's declared budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Declared {
@@ -34,15 +38,17 @@ pub(super) struct Declared {
     pub p: f64,
     /// A statistical variant: every column at one level.
     pub statistical: bool,
+    /// The option that gave `p`: hybrid's `p`, or `relocate`.
+    pub option: &'static str,
 }
 
-/// The declarations' hybrid budget, if they ask for `algorithm = 'hybrid'`. A `p` that is
-/// no number in [0, 100] (which anonymize refuses) allows nothing.
+/// The declarations' relocation budget: `algorithm = 'hybrid'` with its `p` (default 1), or
+/// any other algorithm with `relocate` written (relanon's relocation instead of suppression;
+/// unwritten, the release must be truthful everywhere). A percent that is no number in
+/// [0, 100] (which anonymize refuses) allows nothing.
 pub(super) fn declared(plan: &Plan) -> Option<Declared> {
-    let (name, _) = plan.params.algorithm.name.as_ref()?;
-    if name != "hybrid" {
-        return None;
-    }
+    // An unnamed algorithm is the model's default, which takes `relocate` too.
+    let hybrid = matches!(&plan.params.algorithm.name, Some((name, _)) if name == "hybrid");
     let written = |name: &str| {
         plan.params
             .algorithm
@@ -52,16 +58,29 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
             .find(|o| o.name == name)
             .map(|o| &o.value)
     };
-    let p = match written("p") {
-        None => DEFAULT_P,
+    let percent = |v: Option<&Value>, default: f64| match v {
+        None => default,
         Some(Value::Number(n)) if (0.0..=100.0).contains(n) => *n,
         Some(_) => 0.0,
     };
+    if !hybrid {
+        let relocate = written(RELOCATE)?;
+        return Some(Declared {
+            p: percent(Some(relocate), 0.0),
+            statistical: false,
+            option: RELOCATE,
+        });
+    }
+    let p = percent(written("p"), DEFAULT_P);
     let statistical = matches!(
         written("relocation"),
         Some(Value::Text(t)) if matches!(t.to_ascii_lowercase().as_str(), "statistical" | "rstat")
     );
-    Some(Declared { p, statistical })
+    Some(Declared {
+        p,
+        statistical,
+        option: "p",
+    })
 }
 
 /// `p` percent of `cells`, rounded down; a percent written in decimal allows what it says
@@ -119,8 +138,9 @@ pub(super) fn check(
         .map(|(t, u)| format!("{} {}", t.name, u.cells))
         .collect();
     out.record(format!(
-        "{at_least}{count} QI cells are neither the source value nor an ancestor of it ({}), more than the declared budget of {allowed} (p = {}% of {cells} QI cells); the release is not a p%-hybrid of its source",
+        "{at_least}{count} QI cells are neither the source value nor an ancestor of it ({}), more than the declared budget of {allowed} ({} = {}% of {cells} QI cells); the release relocates more than its declarations allow",
         per_table.join(", "),
+        declared.option,
         declared.p
     ));
 }

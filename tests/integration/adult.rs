@@ -653,3 +653,59 @@ fn the_hybrid_experiment_verifies_every_variant_within_its_budget() {
     assert!(page.contains("LM against p") && page.contains("S-Hybrid-rstat"));
     assert!(stdout(&o).contains("### Against k"), "{}", stdout(&o));
 }
+
+/// Relocation instead of suppression (`relocate`, relanon's own post-pass) on TopDown: at
+/// k = 6 TopDown leaves two people without a class; each fits a class at one untruthful cell.
+/// Within the budget both are kept, at half a cell's budget one, and verify (pairing the
+/// key-less rows by content) holds a release to the budget its own declarations give.
+#[test]
+fn relocation_instead_of_suppression_keeps_topdowns_leftovers_within_the_declared_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let at = |relocate: &str| {
+        let line = format!("ANONYMIZE person WITH (k = 6, algorithm = 'topdown'{relocate});");
+        workspace(dir.path(), &line);
+        report(&run(
+            dir.path(),
+            &["anonymize", "people.sql", "--overwrite", "--json"],
+        ))
+    };
+    let plain = at("");
+    assert_eq!(plain["suppressed_entities"], 2, "{plain}");
+    assert!(plain["relocation"].is_null(), "{plain}");
+    let moved = at(", relocate = 10");
+    assert_eq!(moved["suppressed_entities"], 0, "{moved}");
+    assert_eq!(moved["verified"], true);
+    let r = &moved["relocation"];
+    assert_eq!(
+        (
+            &r["relocated_cells"],
+            &r["budget_cells"],
+            &r["relocated_entities"]
+        ),
+        (&2.into(), &27.into(), &2.into()),
+        "{r}"
+    );
+    assert!(moved["smallest_ec"].as_u64().expect("smallest") >= 6);
+    // 0.5% of 270 cells is one: one person moves, the other stays suppressed.
+    let half = at(", relocate = 0.5");
+    assert_eq!(half["suppressed_entities"], 1, "{half}");
+    assert_eq!(half["relocation"]["relocated_cells"], 1);
+    // The two-cell release against declarations that allow one: verify fails, naming both.
+    at(", relocate = 10");
+    let decl = dir.path().join("people.sql");
+    let text = std::fs::read_to_string(&decl).expect("declarations");
+    std::fs::write(&decl, text.replace("relocate = 10", "relocate = 0.5")).expect("write");
+    let v = relanon(dir.path(), &["verify", "people.sql"]);
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("2 QI cells are neither the source value nor an ancestor of it")
+            && stdout(&v).contains("budget of 1"),
+        "{}",
+        stdout(&v)
+    );
+    // Without `relocate` declared the release must be truthful everywhere.
+    std::fs::write(&decl, text.replace(", relocate = 10", "")).expect("write");
+    let v = relanon(dir.path(), &["verify", "people.sql"]);
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(stdout(&v).contains("FAIL truthfulness"), "{}", stdout(&v));
+}

@@ -10,6 +10,7 @@ pub mod lattice;
 pub mod lca_loss;
 pub mod pairwise;
 pub mod partial;
+pub mod relocate;
 pub mod search;
 pub mod shape;
 pub mod tree;

@@ -3,6 +3,7 @@
 //! row by row.
 
 use super::NO_GROUP;
+use crate::algo::kernel::relocate::Moved;
 use crate::algo::kernel::tree::{Clustering, Rep};
 use crate::forest::Forest;
 
@@ -47,6 +48,26 @@ pub struct Relocated {
     pub variant: String,
     /// The statistical variants' test of the released group sizes (Def. 9, D2-D4).
     pub test: Option<RelocationTest>,
+    /// Relocation instead of suppression (`kernel::relocate`): the entities it kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<usize>,
+}
+
+/// The `variant` of relocation instead of suppression (`kernel::relocate`, relanon's own).
+pub const INSTEAD_OF_SUPPRESSION: &str = "instead of suppression";
+
+impl From<Moved> for Relocated {
+    fn from(m: Moved) -> Relocated {
+        Relocated {
+            p: m.p,
+            budget: m.budget,
+            qi_cells: m.qi_cells,
+            cells: m.cells,
+            variant: INSTEAD_OF_SUPPRESSION.to_string(),
+            test: None,
+            entities: Some(m.entities),
+        }
+    }
 }
 
 /// Pearson's test of a statistical hybrid's group sizes against the generalization's.
@@ -106,6 +127,14 @@ impl Generalization {
         }
         g.ec_sizes = clustering.ecs.iter().map(Rep::member_count).collect();
         g.suppressed_entities = clustering.suppressed.len();
+        g
+    }
+
+    /// [`Generalization::from_clustering`] of a clustering relocation instead of suppression
+    /// changed (`moved`, where it ran).
+    pub fn relocated(forest: &Forest, clustering: &Clustering, moved: Option<Moved>) -> Self {
+        let mut g = Self::from_clustering(forest, clustering);
+        g.relocation = moved.map(Relocated::from);
         g
     }
 

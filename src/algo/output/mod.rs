@@ -20,7 +20,7 @@ mod generalization;
 
 pub use anatomy::{Anatomization, Anatomy, Group, Rule, Slot};
 pub use budgets::{tt_budget, vv_budget};
-pub use generalization::{Generalization, Relocated, RelocationTest};
+pub use generalization::{Generalization, Relocated, RelocationTest, INSTEAD_OF_SUPPRESSION};
 
 /// What an algorithm produced.
 #[derive(Debug, Clone)]
