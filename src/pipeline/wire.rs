@@ -433,6 +433,27 @@ fn from_ipc(bytes: &[u8]) -> Result<RecordBatch> {
     Ok(arrow::compute::concat_batches(&schema, &batches)?)
 }
 
+/// What a failed job says, without the wrappers each hop adds: a task's own message is the
+/// innermost `External("...")` Ballista's scheduler quotes in its debug form (a task that
+/// could not read the warehouse says so there); any other error as it is.
+pub(super) fn task_error(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    const OPEN: &str = "External(\"";
+    let Some(at) = text.rfind(OPEN) else {
+        return text;
+    };
+    let mut inner = String::new();
+    let mut chars = text[at + OPEN.len()..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => inner.extend(chars.next()),
+            '"' => return inner,
+            c => inner.push(c),
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,5 +580,17 @@ mod tests {
         job.version = "0.0.0-other".into();
         let err = Job::decode(&cbor(&job).expect("encodes")).expect_err("refused");
         assert!(err.to_string().contains("0.0.0-other"), "{err}");
+    }
+
+    #[test]
+    fn a_failed_tasks_own_message_is_told_without_its_wrappers() {
+        let job = r#"Execution error: Job 038H failed: Job failed due to stage 1 failed: Task failed due to runtime execution error: DataFusionError(Shared(External(DataFusionError(External("preparing shard 1 on an executor: directory '/w/a \"b\"' holds no .parquet files")))))"#;
+        assert_eq!(
+            task_error(&job),
+            "preparing shard 1 on an executor: directory '/w/a \"b\"' holds no .parquet files"
+        );
+        assert_eq!(task_error(&"connection refused"), "connection refused");
+        // An unterminated quote is no message of a task's: the error as it is.
+        assert_eq!(task_error(&"External(\"cut"), "External(\"cut");
     }
 }

@@ -31,7 +31,7 @@ use futures::StreamExt;
 pub use codec::RelanonCodec;
 
 use super::piece::Outcome;
-use super::wire::Collector;
+use super::wire::{task_error, Collector};
 use crate::algo::OptionSpec;
 
 /// How long a scheduler has to answer before the run gives up on it.
@@ -122,10 +122,16 @@ pub(super) async fn run_shards(
         config,
     )
     .await
-    .with_context(|| format!("submitting the shards to the cluster at {url}"))?;
+    .map_err(|e| {
+        anyhow!(
+            "the shards failed on the cluster at {url}: {}",
+            task_error(&e)
+        )
+    })?;
     let mut collector = Collector::new(table, options.seed);
     while let Some(batch) = stream.next().await {
-        let batch = batch.with_context(|| format!("a shard failed on the cluster at {url}"))?;
+        let batch = batch
+            .map_err(|e| anyhow!("a shard failed on the cluster at {url}: {}", task_error(&e)))?;
         for (i, outcome) in collector.add(&batch)? {
             each(i as usize, outcome)?;
         }
