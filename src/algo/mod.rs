@@ -133,12 +133,10 @@ impl Configured {
 impl Configured {
     /// How this algorithm takes shards: the lattice's node is chosen over the whole
     /// population (a node's class counts are over every entity), so it runs whole; anatomy's
-    /// groups and a relocation budget (`relocate`) are refused for now.
+    /// groups are refused for now.
     pub fn sharding(&self) -> Result<Sharding, String> {
         if std::ptr::eq(self.spec, &lattice::LATTICE) || std::ptr::eq(self.spec, &hybrid::HYBRID) {
             Ok(Sharding::Whole)
-        } else if kernel::relocate::percent(&self.options) > 0.0 {
-            Err("relocate spends one budget of untruthful cells over the whole family and is not split into shards yet: drop --shards (or relocate)".to_string())
         } else if std::ptr::eq(self.spec, &anatomy::ANATOMY) {
             Err("model = 'anatomy' forms its groups over the whole population and is not split into shards yet: drop --shards".to_string())
         } else {

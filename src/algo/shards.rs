@@ -19,7 +19,7 @@ use crate::forest::Forest;
 use crate::plan::Model;
 use crate::progress::Progress;
 
-use super::kernel::shape;
+use super::kernel::{relocate, shape};
 use super::output::NO_GROUP;
 
 /// Refuses `n` shards of a family of `entities` when a shard could not hold `min_entities`.
@@ -169,7 +169,7 @@ pub fn run_rest(
     }
     match keep::run(
         configured.spec,
-        &configured.options,
+        &without_relocation(&configured.options),
         &[],
         rest,
         model,
@@ -238,7 +238,18 @@ fn absorb(
     }
     merged.ec_sizes.extend_from_slice(&shard.ec_sizes);
     merged.suppressed_entities += shard.suppressed_entities;
+    crate::algo::Relocated::absorb(&mut merged.relocation, shard.relocation.clone());
     next
+}
+
+/// The options without relocation (`relocate`): the rest's entities were counted in their
+/// shards' budgets already, so relocating them again would spend their cells twice.
+fn without_relocation(options: &crate::algo::Options) -> crate::algo::Options {
+    if options.declares(relocate::RELOCATE.name) {
+        options.with_number(relocate::RELOCATE.name, 0.0)
+    } else {
+        options.clone()
+    }
 }
 
 /// The options with the higher suppression price of the two (the rest is the same).

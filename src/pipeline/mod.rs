@@ -599,7 +599,7 @@ fn shard(
     let n = decision.shards;
     let why = match algorithm.sharding() {
         Err(e) if req.shards.is_some() => bail!(e),
-        Err(_) => "forms its groups (or spends its relocation budget) over the whole population",
+        Err(_) => "forms its groups over the whole population",
         Ok(algo::Sharding::Whole) => "recodes the whole population globally",
         Ok(algo::Sharding::Split) => return Ok(decision),
     };

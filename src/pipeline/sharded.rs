@@ -341,6 +341,7 @@ fn absorb(merged: &mut Materialized, m: Materialized) {
         }
     }
     merged.ec_sizes.extend(m.ec_sizes);
+    crate::algo::Relocated::absorb(&mut merged.relocation, m.relocation);
 }
 
 fn empty_materialized() -> Materialized {

@@ -978,9 +978,9 @@ fn hybrid_refuses_a_lattice_too_large_with_its_size() {
 }
 
 /// Relocation instead of suppression (`relocate`, relanon's own post-pass): a budget that is
-/// no percent, l-diversity and shards are refused before anything is written.
+/// no percent and l-diversity are refused before anything is written.
 #[test]
-fn relocation_instead_of_suppression_refuses_no_percent_l_diversity_and_shards() {
+fn relocation_instead_of_suppression_refuses_no_percent_and_l_diversity() {
     let miracle = "algorithm = 'miracle', threshold = 1, climit = 150";
     let err = fails(
         &table2_text().replace(miracle, "algorithm = 'miraclex', relocate = 150"),
@@ -1001,30 +1001,4 @@ fn relocation_instead_of_suppression_refuses_no_percent_l_diversity_and_shards()
         err.contains("relocate serves k-anonymity only") && err.contains("model = 'k-anonymity'"),
         "{err}"
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(&fixture("table2"), &dir.path().join("table2"));
-    let decl = dir.path().join("decl.sql");
-    std::fs::write(
-        &decl,
-        table2_text().replace(miracle, "algorithm = 'miraclex', relocate = 1"),
-    )
-    .expect("write declarations");
-    let o = relanon(
-        dir.path(),
-        &[
-            "anonymize",
-            "decl.sql",
-            "--shards",
-            "2",
-            "--target",
-            "r.sqlite",
-        ],
-    );
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("relocate spends one budget") && err.contains("drop --shards"),
-        "{err}"
-    );
-    assert!(!dir.path().join("r.sqlite").exists());
 }

@@ -157,4 +157,34 @@ fn relocation_instead_of_suppression_keeps_whole_trees_within_the_budget() {
     let v = verify_with_key_map(dir.path(), &d, "uni.sqlite", "moved.sqlite");
     assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
     assert!(stdout(&v).contains("FAIL truthfulness"), "{}", stdout(&v));
+    // In two shards each spends its own share of the budget; the run's report adds them up.
+    std::fs::write(&path, &relocating).expect("write");
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            &d,
+            "--source",
+            "uni.sqlite",
+            "--target",
+            "sharded.sqlite",
+            "--key-map",
+            "keys.json",
+            "--shards",
+            "2",
+            "--overwrite",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sharded: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json report");
+    let r = &sharded["relocation"];
+    assert!(
+        r["relocated_cells"].as_u64() <= r["budget_cells"].as_u64()
+            && r["budget_cells"].as_u64() <= Some(21)
+            && r["qi_cells"] == moved["relocation"]["qi_cells"],
+        "{r}"
+    );
+    let v = verify_with_key_map(dir.path(), &d, "uni.sqlite", "sharded.sqlite");
+    assert!(v.status.success(), "{}", stdout(&v));
 }

@@ -56,6 +56,29 @@ pub struct Relocated {
 /// The `variant` of relocation instead of suppression (`kernel::relocate`, relanon's own).
 pub const INSTEAD_OF_SUPPRESSION: &str = "instead of suppression";
 
+impl Relocated {
+    /// Adds another shard's relocation to this one: shards partition the family's rows, so
+    /// their budgets (each `p`% of its own QI cells, rounded down) add up to no more than
+    /// `p`% of the whole's, which is what verify allows.
+    pub fn absorb(held: &mut Option<Relocated>, more: Option<Relocated>) {
+        let Some(more) = more else { return };
+        match held {
+            None => *held = Some(more),
+            Some(h) => {
+                h.budget += more.budget;
+                h.qi_cells += more.qi_cells;
+                for (a, b) in h.cells.iter_mut().zip(&more.cells) {
+                    *a += b;
+                }
+                h.entities = match (h.entities, more.entities) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+            }
+        }
+    }
+}
+
 impl From<Moved> for Relocated {
     fn from(m: Moved) -> Relocated {
         Relocated {
@@ -165,5 +188,33 @@ impl Generalization {
         self.kept
             .first()
             .map_or(0, |k| k.iter().filter(|&&kept| !kept).count())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moved(budget: usize, qi_cells: usize, cells: Vec<usize>, entities: usize) -> Relocated {
+        Relocated::from(Moved {
+            p: 1.0,
+            budget,
+            qi_cells,
+            cells,
+            entities,
+        })
+    }
+
+    #[test]
+    fn shards_relocations_add_up_and_a_shard_without_one_adds_nothing() {
+        let mut held = None;
+        Relocated::absorb(&mut held, Some(moved(2, 250, vec![1, 0], 1)));
+        Relocated::absorb(&mut held, None);
+        Relocated::absorb(&mut held, Some(moved(3, 399, vec![2, 1], 2)));
+        let r = held.expect("two shards relocated");
+        // floor(2.5) + floor(3.99) = 5 <= floor(6.49) = 6: within the whole's budget.
+        assert_eq!((r.budget, r.qi_cells), (5, 649));
+        assert_eq!((r.cells, r.entities), (vec![3, 1], Some(3)));
+        assert_eq!(r.variant, INSTEAD_OF_SUPPRESSION);
     }
 }
