@@ -22,8 +22,8 @@
 //! read with it but streamed by this check, keeping only the cells a label could hold);
 //! twins (a column published unchanged that determines a generalized QI in the source,
 //! counted as revealing it, must leave every class at least k strong); counts; under
-//! `algorithm = 'hybrid'` (003), or `relocate` on another algorithm, the relocation budget (`relocation`: truthfulness counts the
-//! QI cells that are not the source value or an ancestor instead of failing on each, and the
+//! `algorithm = 'hybrid'` (003), or `relocate` on another algorithm, the relocation budget
+//! (`relocation`: truthfulness counts the QI cells that are not the source value or an ancestor instead of failing on each, and the
 //! count must stay within the declared `p`%; a statistical variant single-dimensional); and,
 //! under the l-diversity model, a
 //! budgeted search for a diverse matching of each EC, which first checks the grouping

@@ -1,7 +1,7 @@
 //! Check "relocation budget": a hybrid release (seed 003, `algorithm = 'hybrid'`), or a
 //! clustering's release with `relocate` (relanon's relocation instead of suppression),
-//! publishes some rows under another group's labels on purpose. Truthfulness then counts its QI cells
-//! that are neither the source value nor an ancestor of it (through the key map, a witness
+//! publishes some rows under another group's labels on purpose. Truthfulness then counts
+//! its QI cells that are neither the source value nor an ancestor of it (through the key map, a witness
 //! of Def. 6's ordering: spec Sec. 3, "how an independent verifier checks") instead of
 //! failing on each, and this check fails where the count passes the budget the declarations
 //! give: `p` percent of the family's source QI cells, rounded down (a whole count within a
@@ -31,7 +31,7 @@ const DEFAULT_P: f64 = 1.0;
 /// The option of the other algorithms that allows relocation instead of suppression.
 const RELOCATE: &str = "relocate";
 
-/// A hybrid release's declared budget.
+/// A release's declared relocation budget (hybrid's, or `relocate`'s).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Declared {
     /// The percent of QI cells that may be untruthful.
@@ -58,20 +58,18 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
             .find(|o| o.name == name)
             .map(|o| &o.value)
     };
-    let percent = |v: Option<&Value>, default: f64| match v {
-        None => default,
-        Some(Value::Number(n)) if (0.0..=100.0).contains(n) => *n,
-        Some(_) => 0.0,
+    let percent = |v: &Value| match v {
+        Value::Number(n) if (0.0..=100.0).contains(n) => *n,
+        _ => 0.0,
     };
     if !hybrid {
-        let relocate = written(RELOCATE)?;
         return Some(Declared {
-            p: percent(Some(relocate), 0.0),
+            p: percent(written(RELOCATE)?),
             statistical: false,
             option: RELOCATE,
         });
     }
-    let p = percent(written("p"), DEFAULT_P);
+    let p = written("p").map_or(DEFAULT_P, percent);
     let statistical = matches!(
         written("relocation"),
         Some(Value::Text(t)) if matches!(t.to_ascii_lowercase().as_str(), "statistical" | "rstat")

@@ -106,19 +106,27 @@ pub struct Moved {
 pub fn post_pass(forest: &Forest, clustering: &mut Clustering, p: f64) -> Moved {
     let cells = qi_cells(forest);
     let budget = budget_cells(p, cells) as usize;
+    // Each class's rows per table and size, once for every suppressed entity that tries it.
+    let classes: Vec<(Profile, usize)> = clustering
+        .ecs
+        .iter()
+        .map(|rep| (Profile::of_rep(rep, forest.tables.len()), rep.nodes()))
+        .collect();
     let mut moves: Vec<Move> = clustering
         .suppressed
         .par_iter()
-        .filter_map(|&e| closest(forest, &clustering.ecs, e))
+        .filter_map(|&e| closest(forest, &clustering.ecs, &classes, e))
         .collect();
     moves.sort_by_key(|m| (m.total(), m.entity));
     let mut spent = vec![0usize; forest.tables.len()];
+    let mut total = 0;
     let mut moved = Vec::new();
     for m in moves {
-        if spent.iter().sum::<usize>() + m.total() > budget {
+        if total + m.total() > budget {
             // The rest cost as much or more.
             break;
         }
+        total += m.total();
         for (s, c) in spent.iter_mut().zip(&m.cells) {
             *s += c;
         }
@@ -166,20 +174,20 @@ fn join(rep: &mut Rep, rows: &mut std::slice::Iter<'_, u32>) {
     }
 }
 
-/// Entity `e`'s cheapest class: the fewest untruthful cells, then the largest released tree
-/// (fewest of its rows suppressed), then the first class. `None` when no class's tree fits in
-/// the entity's.
-fn closest(forest: &Forest, ecs: &[Rep], e: u32) -> Option<Move> {
+/// Entity `e`'s cheapest class (`classes`: each one's rows per table and size): the fewest
+/// untruthful cells, then the largest released tree (fewest of its rows suppressed), then
+/// the first class. `None` when no class's tree fits in the entity's.
+fn closest(forest: &Forest, ecs: &[Rep], classes: &[(Profile, usize)], e: u32) -> Option<Move> {
     let own = Profile::of_entity(forest, e);
     let mut best: Option<(usize, std::cmp::Reverse<usize>, usize)> = None;
-    for (i, rep) in ecs.iter().enumerate() {
-        if !Profile::of_rep(rep, forest.tables.len()).fits_in(&own) {
+    for (i, (rep, (profile, nodes))) in ecs.iter().zip(classes).enumerate() {
+        if !profile.fits_in(&own) {
             continue;
         }
         let Some(cost) = fit(forest, rep, 0, e) else {
             continue;
         };
-        let key = (cost, std::cmp::Reverse(rep.nodes()), i);
+        let key = (cost, std::cmp::Reverse(*nodes), i);
         if best.is_none_or(|b| key < b) {
             best = Some(key);
         }
