@@ -452,7 +452,8 @@ pub struct RelocationReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<crate::algo::output::RelocationTest>,
     /// Relocation instead of suppression: the entities it kept (published, though the
-    /// algorithm had suppressed them).
+    /// algorithm had suppressed them); hybrid on entity trees: the entities embedded in a
+    /// group of a smaller tree (`leftovers = 'embed'`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relocated_entities: Option<usize>,
     /// What an analyst must know.
@@ -471,6 +472,12 @@ impl RelocationReport {
             notes.push("relanon's own relocation instead of suppression (not in the papers): entities the algorithm would have suppressed went whole into their closest classes, so an adversary who knows the algorithm may guess which members of a class were moved".to_string());
         } else if r.variant == "deterministic" || r.variant == "statistical" {
             notes.push("relocated rows went to the closest groups: an adversary who knows the algorithm may guess which (the randomized variants make that harder, without a bound)".to_string());
+        }
+        if let (Some(n), false) = (
+            r.entities,
+            r.variant == crate::algo::output::INSTEAD_OF_SUPPRESSION,
+        ) {
+            notes.push(format!("{n} entities whose tree shape no k-anonymous group shares were published in a group whose smaller tree fits in theirs (leftovers = 'embed', relanon's extension on entity trees): their other rows are suppressed, and their matched cells count in the relocated ones"));
         }
         RelocationReport {
             variant: r.variant.clone(),
@@ -501,7 +508,11 @@ impl RelocationReport {
                 self.relocated_entities.unwrap_or(0)
             )
         } else {
-            format!("p = {}%, relocation = '{}'", self.p, self.variant)
+            let embedded = self
+                .relocated_entities
+                .map(|n| format!(", {n} entities embedded in smaller trees"))
+                .unwrap_or_default();
+            format!("p = {}%, relocation = '{}'{embedded}", self.p, self.variant)
         };
         let mut s = format!(
             "relocated {} of {} QI cells ({:.2}%), budget {} ({how}): untruthful by design

@@ -16,22 +16,24 @@
 //! move Pearson's X² of the group sizes against those of `Δ_μ(T)`, decisions D2-D4, must stay
 //! within the critical value at level α, beside the budget, D14), or both.
 //!
-//! [`s_hybrid`] is 003 Alg. 1 (S-Hybrid) on the full-domain lattice of a one-table family
-//! (spec Sec. 4.4 plan item 1): every node, most general first, createHybrid on its groups;
+//! [`s_hybrid`] is 003 Alg. 1 (S-Hybrid) on the full-domain lattice of the family (spec Sec.
+//! 4.4 plan items 1 and 2; on entity trees, [`trees`]): every node, most general first,
+//! createHybrid on its groups;
 //! a node left not k-anonymous prunes every node below it (D12: createHybrid is a heuristic,
 //! so this may prune a feasible node); the least LM wins, ties to the lower node, then the
 //! first level vector (D13); the winner's relocation is the one stored, not recomputed (D11).
 //! With `max_suppression` (spec Sec. 4.4 plan item 2) the entities of groups createHybrid
-//! leaves below k are suppressed where the share allows, and a node fails only past it.
+//! leaves below k are suppressed where the share allows (on trees after the leftovers'
+//! embedding, `leftovers = 'embed'`), and a node fails only past it.
 //!
-//! [`HYBRID`] registers it as `algorithm = 'hybrid'` for k-anonymity on one-table families:
+//! [`HYBRID`] registers it as `algorithm = 'hybrid'` for k-anonymity:
 //! its release publishes each relocated row with its new group's labels (untruthful on
 //! purpose, within the budget) and says so in the [`Generalization`]'s `relocation`.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::algo::kernel::lattice::Lattice;
+use crate::algo::kernel::lattice::{ClassAt, Lattice};
 use crate::algo::kernel::relocate::budget_cells;
 use crate::algo::kernel::search::scaled;
 use crate::algo::options::{Default, Kind, OptionSpec};
@@ -41,10 +43,12 @@ use crate::forest::Forest;
 use crate::plan::{Model, Plan};
 use crate::progress::Progress;
 
+mod trees;
+
 pub static HYBRID: Spec = Spec {
     name: "hybrid",
     aliases: &[],
-    note: " (one table)",
+    note: "",
     baseline: false,
     options: OPTIONS,
     serves,
@@ -73,6 +77,9 @@ const RELOCATIONS: &[(&str, &str)] = &[
 
 /// The level the statistical variants test at when `alpha` is not written (003 Sec. 5: 5%).
 const DEFAULT_ALPHA: f64 = 0.05;
+
+/// What becomes of the entities createHybrid leaves in groups below k on entity trees.
+const LEFTOVERS: &[(&str, &str)] = &[("embed", "embed"), ("suppress", "suppress")];
 
 const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
@@ -110,6 +117,14 @@ const OPTIONS: &[OptionSpec] = &[
         check: None,
         doc: "the share of entities the release may suppress where relocation leaves a group below k, 0 to 1",
     },
+    OptionSpec {
+        name: "leftovers",
+        aliases: &[],
+        kind: Kind::Choice(LEFTOVERS),
+        default: Default::Choice("embed"),
+        check: None,
+        doc: "entity trees only: an entity no group of its shape takes joins the closest k-anonymous group whose smaller tree fits in its own, its other rows suppressed ('embed', the default; not with the statistical variants) or is suppressed whole ('suppress')",
+    },
 ];
 
 /// `alpha` is a significance level: 0 would accept any relocation, 1 none.
@@ -123,17 +138,9 @@ fn open_unit(a: f64) -> Result<(), String> {
     }
 }
 
-/// What hybrid cannot release yet: child tables (whole entity trees move under the tree
-/// distance of spec Sec. 4.3, a later step), and `alpha` without a statistical variant.
+/// What hybrid refuses: `alpha` without a statistical variant, and the leftovers' embedding
+/// with one (an embedded entity would join a group after Pearson's test counted the sizes).
 fn refuses(plan: &Plan) -> Option<String> {
-    if plan.tables.len() > 1 {
-        let children: Vec<&str> = plan.tables[1..].iter().map(|t| t.name.as_str()).collect();
-        return Some(format!(
-            "algorithm = 'hybrid' relocates rows of one table in this version, but the family of {} has child tables ({}): use algorithm = 'lattice' (the same search with suppression) or 'miraclex'",
-            plan.tables[0].name,
-            children.join(", ")
-        ));
-    }
     let written = |name: &str| {
         plan.params
             .algorithm
@@ -142,14 +149,18 @@ fn refuses(plan: &Plan) -> Option<String> {
             .rev()
             .find(|o| o.name == name)
     };
-    if written("alpha").is_some() {
-        let relocation = written("relocation").map(|o| match &o.value {
+    let text = |name: &str| {
+        written(name).map(|o| match &o.value {
             crate::policy::Value::Text(t) => t.to_ascii_lowercase(),
             crate::policy::Value::Number(n) => n.to_string(),
-        });
-        if !matches!(relocation.as_deref(), Some("statistical" | "rstat")) {
-            return Some("alpha is the statistical variants' significance level: write relocation = 'statistical' (or 'rstat'), or remove alpha".to_string());
-        }
+        })
+    };
+    let statistical = matches!(text("relocation").as_deref(), Some("statistical" | "rstat"));
+    if written("alpha").is_some() && !statistical {
+        return Some("alpha is the statistical variants' significance level: write relocation = 'statistical' (or 'rstat'), or remove alpha".to_string());
+    }
+    if statistical && text("leftovers").as_deref() == Some("embed") {
+        return Some("leftovers = 'embed' moves entities after the statistical variants' test has counted the group sizes, so the test would not hold for the release: write leftovers = 'suppress', or relocation = 'deterministic' or 'randomized'".to_string());
     }
     None
 }
@@ -197,20 +208,40 @@ fn run(
         budget: budget_cells(p, lattice.cells),
         suppression: (share * entities as f64 + 1e-9).floor() as u64,
         variant,
+        // Unwritten, off under a statistical variant (its test counts the sizes before).
+        embed: forest.tables.len() > 1
+            && if options.declares("leftovers") {
+                options.choice("leftovers") == "embed"
+            } else {
+                variant.alpha.is_none()
+            },
     };
-    let node = s_hybrid(&lattice, &asked, progress)?.ok_or_else(|| {
+    let node = s_hybrid(&lattice, &asked, progress).ok_or_else(|| {
         format!(
             "no node of the lattice is {}-anonymous after relocating at most {} QI cells (p = {p}%) and suppressing at most {} entities (max_suppression = {share}); raise p or max_suppression, or lower k",
             asked.k, asked.budget, asked.suppression
         )
     })?;
-    let mut g = release(forest, &lattice, &node, asked.k);
+    let (mut g, cells) = if forest.tables.len() == 1 {
+        let g = release(forest, &lattice, &node, asked.k);
+        (g, vec![node.relocation.relocated_cells])
+    } else {
+        let (g, cells) = trees::release(
+            &lattice,
+            &node.levels,
+            &node.reps,
+            &node.relocation.group_of,
+            asked.k,
+        );
+        debug_assert_eq!(cells.iter().sum::<usize>(), node.relocation.relocated_cells);
+        (g, cells)
+    };
     let relocation = options.choice("relocation");
     g.relocation = Some(Relocated {
         p,
         budget: asked.budget as usize,
         qi_cells: lattice.cells as usize,
-        cells: vec![node.relocation.relocated_cells],
+        cells,
         variant: relocation.to_string(),
         test: node.relocation.test.map(|t| RelocationTest {
             alpha: variant.alpha.unwrap_or(DEFAULT_ALPHA),
@@ -218,7 +249,7 @@ fn run(
             df: t.df,
             critical: t.critical,
         }),
-        entities: None,
+        entities: asked.embed.then_some(node.embedded),
     });
     Ok(Output::Generalized(g))
 }
@@ -245,14 +276,7 @@ fn release(forest: &Forest, lattice: &Lattice<'_>, node: &HybridNode, k: usize) 
     let mut ec_sizes: Vec<usize> = sizes.into_iter().filter(|&n| n >= k).collect();
     ec_sizes.sort_unstable();
     g.ec_sizes = ec_sizes;
-    g.levels = Some(
-        lattice
-            .columns
-            .iter()
-            .zip(&node.levels)
-            .map(|(c, &l)| (l, c.height))
-            .collect(),
-    );
+    g.levels = Some(lattice.released_levels(&node.levels));
     g
 }
 
@@ -315,6 +339,11 @@ impl ChiSquared {
 struct Groups<'a> {
     members: Vec<Vec<usize>>,
     original: &'a [usize],
+    /// Per group its tree shape (empty: one shape, a single table): createHybrid runs on each
+    /// shape's groups as on a table of its own, one budget for all (spec Sec. 4.4, plan item 2).
+    shapes: &'a [u32],
+    /// Per shape its groups, in key order.
+    peers: Vec<Vec<usize>>,
     k: usize,
     budget: f64,
     cells: usize,
@@ -343,6 +372,10 @@ impl Groups<'_> {
 
     fn anonymous(&self, g: usize) -> bool {
         self.size(g) >= self.k
+    }
+
+    fn shape(&self, g: usize) -> u32 {
+        self.shapes.get(g).copied().unwrap_or(0)
     }
 
     /// The candidate closest to `g` (decision D8), ties to the larger group, then the first
@@ -429,12 +462,16 @@ fn cost(dist: &impl Fn(usize, usize) -> Option<usize>, o: usize, g: usize) -> us
 /// 0..`groups` in key order); `dist(a, b)` the cells a member of group `a` has to change to
 /// be released in group `b`, `None` where it cannot be (another tree shape). `budget` is the
 /// most untruthful cells allowed (`p/100` of the QI cells). Every group holds a member.
+/// `shapes[g]` is group g's tree shape (empty: all one shape): the phases run within each
+/// shape, and a group with no target or source of its shape is passed over rather than
+/// ending the run (on one shape the two agree: such a group has none, nor has any after it).
 pub fn create_hybrid(
     original: &[usize],
     groups: usize,
     k: usize,
     budget: f64,
     variant: Variant,
+    shapes: &[u32],
     dist: impl Fn(usize, usize) -> Option<usize>,
 ) -> Relocation {
     let mut members = vec![Vec::new(); groups];
@@ -442,9 +479,15 @@ pub fn create_hybrid(
         members[g].push(m);
     }
     let expected = members.iter().map(|m| m.len() as f64).collect();
+    let mut peers = vec![Vec::new(); shapes.iter().max().map_or(1, |&s| s as usize + 1)];
+    for g in 0..groups {
+        peers[shapes.get(g).map_or(0, |&s| s as usize)].push(g);
+    }
     let mut state = Groups {
         members,
         original,
+        shapes,
+        peers,
         k,
         budget,
         cells: 0,
@@ -469,15 +512,16 @@ pub fn create_hybrid(
 }
 
 /// Alg. 2 lines 5-18, the distribution phase: each small group moves whole into the closest
-/// group of `G_big`, or, with `G_big` empty, the closest group that is not small. False when
-/// the algorithm returned (no target, or over budget).
+/// group of `G_big`, or, with `G_big` empty, the closest group that is not small (of its
+/// shape). False when the algorithm returned (over budget); a group without a target stays.
 fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize>) -> bool {
     // Decision D7: smallest first, then the nearest target, then key order.
-    let first = targets(state);
+    let mut first: Vec<Option<Vec<usize>>> = vec![None; state.peers.len()];
     let mut order: Vec<(usize, usize, usize)> = (0..state.members.len())
         .filter(|&g| state.small(g))
         .map(|g| {
-            let d = first
+            let d = first[state.shape(g) as usize]
+                .get_or_insert_with(|| targets(state, g))
                 .iter()
                 .filter(|&&c| c != g)
                 .filter_map(|&c| dist(g, c))
@@ -491,9 +535,9 @@ fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usi
         if !state.small(g) {
             continue;
         }
-        let candidates = targets(state);
+        let candidates = targets(state, g);
         let Some((to, _)) = state.choose(g, candidates.into_iter(), dist) else {
-            return false;
+            continue;
         };
         let moved = state.members[g].clone();
         if !state.try_move(g, to, &moved, dist) {
@@ -503,10 +547,10 @@ fn distribute(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usi
     true
 }
 
-/// The groups that may take a small group (Alg. 2 lines 7-12): those of `G_big`, or, while
-/// there is none, every group that is not small.
-fn targets(state: &Groups<'_>) -> Vec<usize> {
-    let groups = 0..state.members.len();
+/// The groups that may take the small group `g` (Alg. 2 lines 7-12): those of `G_big` of its
+/// shape, or, while there is none, every group of its shape that is not small.
+fn targets(state: &Groups<'_>, g: usize) -> Vec<usize> {
+    let groups = state.peers[state.shape(g) as usize].iter().copied();
     let big: Vec<usize> = groups.clone().filter(|&c| state.big(c)).collect();
     if big.is_empty() {
         groups
@@ -538,7 +582,7 @@ fn complete(state: &mut Groups<'_>, dist: &impl Fn(usize, usize) -> Option<usize
             .filter(|&c| state.anonymous(c) && state.size(c) + state.size(g) > 2 * state.k)
             .collect();
         let Some((from, _)) = state.choose(g, sources.into_iter(), dist) else {
-            return;
+            continue;
         };
         // Randomized: between what `g` lacks and what `from` can spare (D16).
         let most = state.size(from) - state.k;
@@ -596,6 +640,8 @@ pub struct HybridNode {
     pub lm: f64,
     /// Entities of groups left below k, suppressed.
     pub suppressed: u64,
+    /// Entities the leftovers' embedding kept (in a group of a smaller tree).
+    pub embedded: usize,
 }
 
 /// What S-Hybrid is asked: k, the most untruthful cells (`p/100` of the QI cells, whole),
@@ -606,6 +652,8 @@ pub struct Asked {
     pub budget: u64,
     pub suppression: u64,
     pub variant: Variant,
+    /// Entity trees: embed the leftovers of createHybrid ([`trees::embed`]).
+    pub embed: bool,
 }
 
 /// 003 Alg. 1, S-Hybrid: the k-anonymous hybrid of least LM within `asked.budget` untruthful
@@ -614,17 +662,9 @@ pub struct Asked {
 /// as the lattice orders them (lower node, fewer suppressed, first level vector: D13 and
 /// 002's order O), so that p = 0 is the lattice's release. The lattice must be searchable
 /// ([`Lattice::searchable`]). Counts every node decided into `progress`.
-pub fn s_hybrid(
-    lattice: &Lattice<'_>,
-    asked: &Asked,
-    progress: &Progress,
-) -> Result<Option<HybridNode>, String> {
-    if lattice.forest().tables.len() != 1 {
-        return Err(
-            "hybrid relocates rows of one table: this family has child tables, whose trees need the tree distance of the spec's Sec. 4.3".to_string(),
-        );
-    }
+pub fn s_hybrid(lattice: &Lattice<'_>, asked: &Asked, progress: &Progress) -> Option<HybridNode> {
     progress.stage("searching the lattice", lattice.size);
+    let shapes = trees::Shapes::of(lattice);
     let mut failed: Vec<Vec<u16>> = Vec::new();
     let mut best: Option<(i128, u32, u64, HybridNode)> = None;
     for levels in nodes_top_down(lattice) {
@@ -636,7 +676,7 @@ pub fn s_hybrid(
         {
             continue;
         }
-        let Some(node) = hybrid_at(lattice, &levels, asked) else {
+        let Some(node) = hybrid_at(lattice, &levels, asked, &shapes) else {
             failed.push(levels);
             continue;
         };
@@ -655,7 +695,7 @@ pub fn s_hybrid(
             best = Some((key.0, key.1, key.2, node));
         }
     }
-    Ok(best.map(|(_, _, _, node)| node))
+    best.map(|(_, _, _, node)| node)
 }
 
 /// Every node of the lattice, the highest first (Alg. 1 line 2), each height's nodes in
@@ -684,68 +724,131 @@ fn nodes_top_down(lattice: &Lattice<'_>) -> Vec<Vec<u16>> {
     nodes
 }
 
-/// createHybrid at the node `levels` (Alg. 1 lines 4-8): the node with its LM, or `None`
+/// createHybrid at the node `levels` (Alg. 1 lines 4-8), on one table or on entity trees
+/// ([`trees`]), then the leftovers' embedding where asked: the node with its LM, or `None`
 /// where more entities than `asked.suppression` (or all) are left in groups below k.
-fn hybrid_at(lattice: &Lattice<'_>, levels: &[u16], asked: &Asked) -> Option<HybridNode> {
+fn hybrid_at(
+    lattice: &Lattice<'_>,
+    levels: &[u16],
+    asked: &Asked,
+    shapes: &trees::Shapes,
+) -> Option<HybridNode> {
     let k = asked.k;
-    let table = &lattice.forest().tables[0];
-    let label = |e: u32| -> Vec<u32> {
-        table
-            .codes(e)
-            .iter()
-            .enumerate()
-            .map(|(c, &code)| lattice.generalize(c, levels[c], code))
-            .collect()
-    };
+    let one_table = lattice.forest().tables.len() == 1;
     let (class_of, classes) = lattice.classes_at(levels);
-    // The spec's lower bound (Sec. 2, a result-preserving prune): a group below k must lose
-    // all its members or gain what it lacks; each displaced member settles at most two such
-    // deficits and changes at least one cell, each suppressed entity settles at most one, so
-    // more deficits than twice the budget plus the suppression allowed cannot be settled,
-    // and the node would fail anyway.
-    let deficits: u64 = classes
-        .iter()
-        .map(|c| c.size as usize)
-        .filter(|&n| n < k)
-        .map(|n| n.min(k - n) as u64)
-        .sum();
-    if deficits > 2 * asked.budget + asked.suppression {
+    if !asked.embed && unsettled(&classes, k, asked) {
         return None;
     }
-    // Groups in the order of their labels, the key the tie rules name (D7).
+    let (keyed, original) = in_key_order(lattice, levels, &class_of, &classes);
+    let reps: Vec<u32> = keyed.iter().map(|(_, i)| classes[*i].rep).collect();
+    let shape: Vec<u32> = reps.iter().map(|&r| shapes.shape[r as usize]).collect();
+    let groups = trees::Groups::new(lattice, levels, &reps);
+    let labels: Vec<&Vec<u32>> = keyed.iter().map(|(l, _)| l).collect();
+    let dist = |a: usize, b: usize| {
+        if shape[a] != shape[b] {
+            None
+        } else if one_table {
+            Some(
+                labels[a]
+                    .iter()
+                    .zip(labels[b])
+                    .filter(|(x, y)| x != y)
+                    .count(),
+            )
+        } else {
+            groups.distance(a, b)
+        }
+    };
+    let budget = asked.budget as f64;
+    let mut relocation = create_hybrid(
+        &original,
+        keyed.len(),
+        k,
+        budget,
+        asked.variant,
+        &shape,
+        dist,
+    );
+    let mut sizes = sizes_of(&relocation.group_of, keyed.len());
+    // A member left in a group below k publishes nothing untruthful (D11 keeps the rest).
+    relocation.relocated_cells -= relocation
+        .group_of
+        .iter()
+        .zip(&original)
+        .filter(|(&g, _)| sizes[g] < k)
+        .map(|(&g, &o)| cost(&dist, o, g))
+        .sum::<usize>();
+    let mut left_out = 0u64;
+    let mut embedded = 0;
+    if asked.embed {
+        let left = (asked.budget as usize).saturating_sub(relocation.relocated_cells);
+        let moved = trees::embed(
+            &groups,
+            shapes,
+            &original,
+            &relocation.group_of,
+            &sizes,
+            k,
+            left,
+        );
+        for &(m, to) in &moved.members {
+            relocation.group_of[m] = to;
+            let own = lattice.tree_cells(m as u32);
+            left_out += own - lattice.tree_cells(reps[to]);
+        }
+        relocation.relocated_cells += moved.cells;
+        embedded = moved.members.len();
+        sizes = sizes_of(&relocation.group_of, keyed.len());
+    }
+    let suppressed: u64 = sizes.iter().filter(|&&n| n < k).map(|&n| n as u64).sum();
+    if suppressed > asked.suppression || suppressed == original.len() as u64 {
+        return None;
+    }
+    let loss = released_loss(lattice, levels, &reps, &sizes, k) + left_out as f64;
+    Some(HybridNode {
+        levels: levels.to_vec(),
+        relocation,
+        reps,
+        lm: loss / lattice.cells.max(1) as f64,
+        suppressed,
+        embedded,
+    })
+}
+
+/// The node's groups in the order of their keys, the order the tie rules name (D7): each
+/// group's key with its class, and each entity's group.
+fn in_key_order(
+    lattice: &Lattice<'_>,
+    levels: &[u16],
+    class_of: &[u32],
+    classes: &[ClassAt],
+) -> (Vec<(Vec<u32>, usize)>, Vec<usize>) {
     let mut keyed: Vec<(Vec<u32>, usize)> = classes
         .iter()
         .enumerate()
-        .map(|(i, c)| (label(c.rep), i))
+        .map(|(i, c)| (trees::key(lattice, levels, c.rep), i))
         .collect();
     keyed.sort_unstable();
     let mut position = vec![0; classes.len()];
     for (p, (_, i)) in keyed.iter().enumerate() {
         position[*i] = p;
     }
-    let original: Vec<usize> = class_of.iter().map(|&c| position[c as usize]).collect();
-    let labels: Vec<&Vec<u32>> = keyed.iter().map(|(l, _)| l).collect();
-    let dist = |a: usize, b: usize| {
-        Some(
-            labels[a]
-                .iter()
-                .zip(labels[b])
-                .filter(|(x, y)| x != y)
-                .count(),
-        )
-    };
-    let budget = asked.budget as f64;
-    let relocation = create_hybrid(&original, keyed.len(), k, budget, asked.variant, dist);
-    let mut sizes = vec![0usize; keyed.len()];
-    relocation.group_of.iter().for_each(|&g| sizes[g] += 1);
-    let suppressed: u64 = sizes.iter().filter(|&&n| n < k).map(|&n| n as u64).sum();
-    if suppressed > asked.suppression || suppressed == original.len() as u64 {
-        return None;
-    }
-    let reps: Vec<u32> = keyed.iter().map(|(_, i)| classes[*i].rep).collect();
-    let loss: f64 = reps
-        .iter()
-        .zip(&sizes)
+    let original = class_of.iter().map(|&c| position[c as usize]).collect();
+    (keyed, original)
+}
+
+/// LM's numerator over the groups (001 Def. 8): a group of k or more at its tree's loss per
+/// member, a smaller one's cells suppressed (1 each); rows an embedding left out are the
+/// caller's.
+fn released_loss(
+    lattice: &Lattice<'_>,
+    levels: &[u16],
+    reps: &[u32],
+    sizes: &[usize],
+    k: usize,
+) -> f64 {
+    reps.iter()
+        .zip(sizes)
         .map(|(&rep, &n)| {
             if n >= k {
                 n as f64 * lattice.tree_loss(rep, levels)
@@ -753,14 +856,29 @@ fn hybrid_at(lattice: &Lattice<'_>, levels: &[u16], asked: &Asked) -> Option<Hyb
                 (n as u64 * lattice.tree_cells(rep)) as f64
             }
         })
+        .sum()
+}
+
+/// The spec's lower bound (Sec. 2, a result-preserving prune): a group below k must lose all
+/// its members or gain what it lacks; each displaced member settles at most two such
+/// deficits and changes at least one cell, each suppressed entity settles at most one, so
+/// more deficits than twice the budget plus the suppression allowed cannot be settled, and
+/// the node would fail anyway. Not with the leftovers' embedding, which may settle one at
+/// no cell.
+fn unsettled(classes: &[ClassAt], k: usize, asked: &Asked) -> bool {
+    let deficits: u64 = classes
+        .iter()
+        .map(|c| c.size as usize)
+        .filter(|&n| n < k)
+        .map(|n| n.min(k - n) as u64)
         .sum();
-    Some(HybridNode {
-        levels: levels.to_vec(),
-        relocation,
-        reps,
-        lm: loss / lattice.cells.max(1) as f64,
-        suppressed,
-    })
+    deficits > 2 * asked.budget + asked.suppression
+}
+
+fn sizes_of(group_of: &[usize], groups: usize) -> Vec<usize> {
+    let mut sizes = vec![0usize; groups];
+    group_of.iter().for_each(|&g| sizes[g] += 1);
+    sizes
 }
 
 #[cfg(test)]
@@ -799,6 +917,7 @@ mod tests {
             k,
             budget,
             Variant::default(),
+            &[],
             hamming(keys),
         )
     }
@@ -929,6 +1048,8 @@ mod tests {
         let mut state = Groups {
             members: vec![vec![], vec![0, 1, 2], vec![3]],
             original: &original,
+            shapes: &[],
+            peers: vec![vec![0, 1, 2]],
             k: 3,
             budget: 10.0,
             cells: 1,
@@ -955,6 +1076,7 @@ mod tests {
                 3,
                 0.1 * 27.0,
                 variant,
+                &[],
                 hamming(&keys),
             )
         };
@@ -997,7 +1119,7 @@ mod tests {
                 seed: Some(seed),
                 alpha: None,
             };
-            create_hybrid(&original, keys.len(), 4, 40.0, variant, hamming(&keys))
+            create_hybrid(&original, keys.len(), 4, 40.0, variant, &[], hamming(&keys))
         };
         let mut seen = Vec::new();
         for seed in 0..8 {
@@ -1028,10 +1150,38 @@ mod tests {
             3,
             10.0,
             Variant::default(),
+            &[],
             |x, y| (keys[x] == keys[y]).then_some(0),
         );
         assert_eq!(r.group_of, original);
         assert_eq!(r.relocated_cells, 0);
+    }
+
+    #[test]
+    fn a_shape_no_group_shares_does_not_stop_the_others() {
+        // Group "a" (one member) is a shape of its own; "b" (two) and "c" (four) share one.
+        let (keys, original) = grouped(&[
+            vec!["a"],
+            vec!["b"],
+            vec!["b"],
+            vec!["c"],
+            vec!["c"],
+            vec!["c"],
+            vec!["c"],
+        ]);
+        let shapes = [0, 1, 1];
+        let r = create_hybrid(
+            &original,
+            keys.len(),
+            4,
+            10.0,
+            Variant::default(),
+            &shapes,
+            |x, y| (shapes[x] == shapes[y]).then_some(1),
+        );
+        // "a" goes first (smallest) and has nowhere to go; "b" still joins "c".
+        assert_eq!(r.group_of, [0, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(r.relocated_cells, 2);
     }
 
     /// S-Hybrid on `lattice` with the deterministic createHybrid.
@@ -1046,8 +1196,9 @@ mod tests {
             budget,
             suppression,
             variant: Variant::default(),
+            embed: false,
         };
-        s_hybrid(lattice, &asked, &Progress::new()).expect("one table")
+        s_hybrid(lattice, &asked, &Progress::new())
     }
 
     #[test]

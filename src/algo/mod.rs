@@ -18,8 +18,8 @@
 //! - The algorithms, one module each: `miracle` (MiRaCle, MiRaCleX), `clustree` (ClusTree,
 //!   CToff; 000 Alg. 4-5), `dmiracle`, `topdown` (one table, local recoding), `lattice`,
 //!   `anatomy/`, `shape_only` (the reference grouping by tree shape), `baseline/` (001 Sec.
-//!   III: universal, per-table, bitmap), `hybrid` (003 Alg. 1-2, S-Hybrid on the lattice,
-//!   relocation within a budget of untruthful cells; one table for now).
+//!   III: universal, per-table, bitmap), `hybrid/` (003 Alg. 1-2, S-Hybrid on the lattice,
+//!   relocation within a budget of untruthful cells; `hybrid/trees` its entity-tree form).
 //! - `keep`: the `KEEP` floors, met around any algorithm by rerunning it at higher prices.
 //! - `shards`: `--shards N`, any splittable algorithm run on shards of whole trees, the
 //!   outputs put together into one over the whole forest.
@@ -293,7 +293,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid' (one table), 'anatomy', 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid', 'anatomy', 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

@@ -916,7 +916,7 @@ fn hybrid_refuses_a_level_outside_0_1_and_alpha_without_a_statistical_variant() 
 }
 
 #[test]
-fn hybrid_refuses_l_diversity_child_tables_and_more_k_than_people() {
+fn hybrid_refuses_l_diversity_embedding_under_its_test_and_more_k_than_people() {
     let err = fails_in(
         "table1",
         &table1_with("model = 'l-diversity', l = 2, algorithm = 'hybrid'"),
@@ -926,16 +926,17 @@ fn hybrid_refuses_l_diversity_child_tables_and_more_k_than_people() {
         err.contains("hybrid serves k-anonymity only") && err.contains("003 L327"),
         "{err}"
     );
+    // On entity trees the leftovers' embedding would move entities after Pearson's test.
     let err = fails(
         &table2_text().replace(
             "algorithm = 'miracle', threshold = 1, climit = 150",
-            "algorithm = 'hybrid'",
+            "algorithm = 'hybrid', relocation = 'statistical', leftovers = 'embed'",
         ),
         no_edit,
     );
     assert!(
-        err.contains("relocates rows of one table")
-            && err.contains("child tables (courses, books)"),
+        err.contains("leftovers = 'embed' moves entities after")
+            && err.contains("write leftovers = 'suppress'"),
         "{err}"
     );
     let err = fails_in(

@@ -263,6 +263,15 @@ impl<'f> Lattice<'f> {
         (class_of, measured)
     }
 
+    /// A node as a release records it: per column its level and its hierarchy's height.
+    pub fn released_levels(&self, levels: &[u16]) -> Vec<(u16, u16)> {
+        self.columns
+            .iter()
+            .zip(levels)
+            .map(|(c, &l)| (l, c.height))
+            .collect()
+    }
+
     /// LM' summed over the cells of entity `e`'s tree at `levels`.
     pub fn tree_loss(&self, e: u32, levels: &[u16]) -> f64 {
         self.row_loss(0, e, levels)

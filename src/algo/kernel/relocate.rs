@@ -164,7 +164,7 @@ pub fn serves(model: &Model, options: &Options) -> Result<(), String> {
 }
 
 /// Adds a member to every vertex of `rep`, the next of `rows` each, in pre-order.
-fn join(rep: &mut Rep, rows: &mut std::slice::Iter<'_, u32>) {
+pub(crate) fn join(rep: &mut Rep, rows: &mut std::slice::Iter<'_, u32>) {
     let row = *rows
         .next()
         .expect("a move matches every vertex of its class's representative");
@@ -242,7 +242,7 @@ impl Profile {
 
 /// The row's QI cells that `labels` does not tell truthfully: a label neither the source
 /// value nor an ancestor of it.
-fn untruthful(forest: &Forest, t: usize, row: u32, labels: &[u32]) -> usize {
+pub(crate) fn untruthful(forest: &Forest, t: usize, row: u32, labels: &[u32]) -> usize {
     let table = &forest.tables[t];
     table
         .codes(row)
@@ -258,7 +258,7 @@ fn untruthful(forest: &Forest, t: usize, row: u32, labels: &[u32]) -> usize {
 /// assignment of the representative's children to distinct children of the row (spec Sec.
 /// 4.3's distance, with the row's extra children suppressed as a class's members' are).
 /// `None` when the row has fewer children of some table than the representative.
-fn fit(forest: &Forest, rep: &Rep, t: usize, row: u32) -> Option<usize> {
+pub(crate) fn fit(forest: &Forest, rep: &Rep, t: usize, row: u32) -> Option<usize> {
     let mut cost = untruthful(forest, t, row, &rep.qi);
     for group in &forest.tables[t].children {
         let kids = rep.children_of(group.table as u16);
@@ -277,6 +277,21 @@ fn fit(forest: &Forest, rep: &Rep, t: usize, row: u32) -> Option<usize> {
 fn assign(forest: &Forest, kids: &[Rep], t: usize, rows: &[u32]) -> Option<(usize, Vec<u32>)> {
     if kids.len() > rows.len() {
         return None;
+    }
+    if let [kid] = kids {
+        // One kid: the first row it fits at least cost, without the assignment's matrix.
+        let mut best: Option<(usize, u32)> = None;
+        for &r in rows {
+            if let Some(c) = fit(forest, kid, t, r) {
+                if best.is_none_or(|(b, _)| c < b) {
+                    best = Some((c, r));
+                }
+                if c == 0 {
+                    break;
+                }
+            }
+        }
+        return best.map(|(c, r)| (c, vec![r]));
     }
     let mut weights = Vec::with_capacity(kids.len() * rows.len());
     for kid in kids {
@@ -298,7 +313,7 @@ fn assign(forest: &Forest, kids: &[Rep], t: usize, rows: &[u32]) -> Option<(usiz
 
 /// The embedding [`fit`] costed: each representative vertex's row in pre-order into `rows`,
 /// the untruthful cells per table into `cells`.
-fn matched(
+pub(crate) fn matched(
     forest: &Forest,
     rep: &Rep,
     t: usize,
@@ -321,16 +336,16 @@ fn matched(
     }
 }
 
+/// Families the tests of the tree embedding share.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::forest::{group_children, shaped, TableNodes};
+pub(crate) mod fixtures {
+    use crate::forest::{group_children, Forest, TableNodes};
     use crate::hierarchy::Hierarchy;
 
     /// Entities with one QI (flat over a, b, c: codes 1, 2, 3) and children with one QI
     /// (flat over x, y: codes 1, 2): `entities[e]` is entity e's code, `children[e]` its
     /// children's codes.
-    fn family(entities: &[u32], children: &[Vec<u32>]) -> Forest {
+    pub(crate) fn family(entities: &[u32], children: &[Vec<u32>]) -> Forest {
         let mut parent = Vec::new();
         let mut codes = Vec::new();
         for (e, kids) in children.iter().enumerate() {
@@ -351,6 +366,13 @@ mod tests {
             tables: vec![root, kids],
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::family;
+    use super::*;
+    use crate::forest::shaped;
 
     /// A class of `members` published at `label` with one child at `child`.
     fn class(members: &[u32], child_rows: &[u32], label: u32, child: u32) -> Rep {

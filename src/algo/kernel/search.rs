@@ -267,13 +267,6 @@ pub fn release_at(
         .collect();
     ec_sizes.sort_unstable();
     g.ec_sizes = ec_sizes;
-    g.levels = Some(
-        lattice
-            .columns
-            .iter()
-            .zip(levels)
-            .map(|(c, &l)| (l, c.height))
-            .collect(),
-    );
+    g.levels = Some(lattice.released_levels(levels));
     g
 }

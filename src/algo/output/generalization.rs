@@ -48,7 +48,8 @@ pub struct Relocated {
     pub variant: String,
     /// The statistical variants' test of the released group sizes (Def. 9, D2-D4).
     pub test: Option<RelocationTest>,
-    /// Relocation instead of suppression (`kernel::relocate`): the entities it kept.
+    /// Relocation instead of suppression (`kernel::relocate`): the entities it kept; hybrid on
+    /// entity trees with `leftovers = 'embed'`: the entities embedded in smaller trees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entities: Option<usize>,
 }

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use arrow::record_batch::RecordBatch;
 use ballista_core::config::BallistaConfig;
 use ballista_core::execution_plans::execute_physical_plan;
