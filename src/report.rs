@@ -473,10 +473,8 @@ impl RelocationReport {
         } else if r.variant == "deterministic" || r.variant == "statistical" {
             notes.push("relocated rows went to the closest groups: an adversary who knows the algorithm may guess which (the randomized variants make that harder, without a bound)".to_string());
         }
-        if let (Some(n), false) = (
-            r.entities,
-            r.variant == crate::algo::output::INSTEAD_OF_SUPPRESSION,
-        ) {
+        let hybrid = r.variant != crate::algo::output::INSTEAD_OF_SUPPRESSION;
+        if let Some(n) = r.entities.filter(|_| hybrid) {
             notes.push(format!("{n} entities whose tree shape no k-anonymous group shares were published in a group whose smaller tree fits in theirs (leftovers = 'embed', relanon's extension on entity trees): their other rows are suppressed, and their matched cells count in the relocated ones"));
         }
         RelocationReport {

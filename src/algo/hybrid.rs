@@ -260,8 +260,7 @@ fn release(forest: &Forest, lattice: &Lattice<'_>, node: &HybridNode, k: usize) 
     let mut g = Generalization::empty(forest);
     let table = &forest.tables[0];
     let nqi = table.nqi();
-    let mut sizes = vec![0usize; node.reps.len()];
-    node.relocation.group_of.iter().for_each(|&c| sizes[c] += 1);
+    let sizes = sizes_of(&node.relocation.group_of, node.reps.len());
     for (e, &c) in node.relocation.group_of.iter().enumerate() {
         let rep = table.codes(node.reps[c]);
         for (q, &code) in rep.iter().enumerate() {
@@ -664,7 +663,7 @@ pub struct Asked {
 /// ([`Lattice::searchable`]). Counts every node decided into `progress`.
 pub fn s_hybrid(lattice: &Lattice<'_>, asked: &Asked, progress: &Progress) -> Option<HybridNode> {
     progress.stage("searching the lattice", lattice.size);
-    let shapes = trees::Shapes::of(lattice);
+    let shapes = trees::Shapes::of(lattice.forest());
     let mut failed: Vec<Vec<u16>> = Vec::new();
     let mut best: Option<(i128, u32, u64, HybridNode)> = None;
     for levels in nodes_top_down(lattice) {
@@ -875,6 +874,7 @@ fn unsettled(classes: &[ClassAt], k: usize, asked: &Asked) -> bool {
     deficits > 2 * asked.budget + asked.suppression
 }
 
+/// Each group's members, from each member's group.
 fn sizes_of(group_of: &[usize], groups: usize) -> Vec<usize> {
     let mut sizes = vec![0usize; groups];
     group_of.iter().for_each(|&g| sizes[g] += 1);

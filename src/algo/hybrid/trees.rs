@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 
 use crate::algo::kernel::lattice::Lattice;
 use crate::algo::kernel::relocate::{fit, join, matched, untruthful};
+use crate::algo::kernel::shape::Shape;
 use crate::algo::kernel::tree::{Clustering, Rep};
 use crate::algo::Generalization;
 use crate::forest::Forest;
@@ -39,30 +40,19 @@ pub(super) struct Shapes {
 }
 
 impl Shapes {
-    /// At the top node every label is `*` (levels are top-aligned), so its classes are the
-    /// shapes.
-    pub fn of(lattice: &Lattice<'_>) -> Shapes {
-        let top: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
-        let (shape, _) = lattice.classes_at(&top);
-        let forest = lattice.forest();
-        let rows = (0..forest.entities() as u32)
-            .map(|e| tree_rows(forest, 0, e))
-            .collect();
+    /// Every entity's [`Shape`], numbered in the order first met, and its rows.
+    pub fn of(forest: &Forest) -> Shapes {
+        let mut ids: FxHashMap<Shape, u32> = FxHashMap::default();
+        let (shape, rows) = (0..forest.entities() as u32)
+            .map(|e| {
+                let s = Shape::of(forest, e);
+                let rows = 1 + s.counts.iter().sum::<u32>();
+                let next = ids.len() as u32;
+                (*ids.entry(s).or_insert(next), rows)
+            })
+            .unzip();
         Shapes { shape, rows }
     }
-}
-
-fn tree_rows(forest: &Forest, t: usize, row: u32) -> u32 {
-    1 + forest.tables[t]
-        .children
-        .iter()
-        .flat_map(|group| {
-            group
-                .of(row)
-                .iter()
-                .map(|&c| tree_rows(forest, group.table, c))
-        })
-        .sum::<u32>()
 }
 
 /// Entity `e`'s generalized tree at `levels`, canonically encoded: the root's labels, then
@@ -253,8 +243,7 @@ pub(super) fn release(
     k: usize,
 ) -> (Generalization, Vec<usize>) {
     let forest = lattice.forest();
-    let mut sizes = vec![0usize; reps.len()];
-    group_of.iter().for_each(|&g| sizes[g] += 1);
+    let sizes = super::sizes_of(group_of, reps.len());
     let mut slot = vec![usize::MAX; reps.len()];
     let mut clustering = Clustering {
         ecs: Vec::new(),
@@ -307,7 +296,7 @@ mod tests {
         // One child fits in two (the other left out), two do not fit in one.
         assert_eq!(groups.distance(0, 2), Some(0));
         assert_eq!(groups.distance(2, 0), None);
-        let shapes = Shapes::of(&lattice);
+        let shapes = Shapes::of(&f);
         assert_eq!(shapes.shape[0], shapes.shape[1]);
         assert_ne!(shapes.shape[0], shapes.shape[3]);
         assert_eq!(shapes.rows, [3, 3, 3, 2]);

@@ -69,7 +69,7 @@ pub fn entities(forest: &Forest, shaped: bool) -> Vec<u32> {
 
 /// An entity's tree shape as a sort key: rows per family table below the entity, then the
 /// tree's canonical form (children sorted, so sibling order does not matter).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Shape {
     /// Rows of each family table (plan order, the entity table's own 1 left out).
     pub counts: Vec<u32>,
