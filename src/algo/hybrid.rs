@@ -17,11 +17,12 @@
 //! within the critical value at level α, beside the budget, D14), or both.
 //!
 //! [`s_hybrid`] is 003 Alg. 1 (S-Hybrid) on the full-domain lattice of the family (spec Sec.
-//! 4.4 plan items 1 and 2; on entity trees, [`trees`]): every node, most general first,
-//! createHybrid on its groups;
-//! a node left not k-anonymous prunes every node below it (D12: createHybrid is a heuristic,
-//! so this may prune a feasible node); the least LM wins, ties to the lower node, then the
-//! first level vector (D13); the winner's relocation is the one stored, not recomputed (D11).
+//! 4.4 plan items 1 and 2; on entity trees, [`trees`]): every node,
+//! createHybrid on its groups, visited in the order of a lower bound of their LM until the
+//! bound passes the best found; line 6's prune below a failed node is not used (D12:
+//! createHybrid is a heuristic, so it may prune a node where it succeeds at a lower LM); the
+//! least LM wins, ties to the lower node, then the first level vector (D13); the winner's
+//! relocation is the one stored, not recomputed (D11).
 //! With `max_suppression` (spec Sec. 4.4 plan item 2) the entities of groups createHybrid
 //! leaves below k are suppressed where the share allows (on trees after the leftovers'
 //! embedding, `leftovers = 'embed'`), and a node fails only past it.
@@ -99,7 +100,7 @@ const OPTIONS: &[OptionSpec] = &[
         kind: Kind::Choice(RELOCATIONS),
         default: Default::Choice("deterministic"),
         check: None,
-        doc: "which createHybrid: 'deterministic' (closest groups), 'randomized' (drawn from the run's seed), 'statistical' (group sizes pass Pearson's test at alpha) or 'rstat' (both)",
+        doc: "which createHybrid: 'deterministic' (closest groups), 'randomized' (drawn from the run's seed), 'statistical' (group sizes pass Pearson's test at alpha) or 'rstat' (both); the statistical ones on one table only",
     },
     OptionSpec {
         name: "alpha",
@@ -123,7 +124,7 @@ const OPTIONS: &[OptionSpec] = &[
         kind: Kind::Choice(LEFTOVERS),
         default: Default::Choice("embed"),
         check: None,
-        doc: "entity trees only: an entity no group of its shape takes joins the closest k-anonymous group whose smaller tree fits in its own, its other rows suppressed ('embed', the default; not with the statistical variants) or is suppressed whole ('suppress')",
+        doc: "entity trees only: an entity no group of its shape takes joins the closest k-anonymous group whose smaller tree fits in its own, its other rows suppressed ('embed', the default) or is suppressed whole ('suppress')",
     },
 ];
 
@@ -138,8 +139,9 @@ fn open_unit(a: f64) -> Result<(), String> {
     }
 }
 
-/// What hybrid refuses: `alpha` without a statistical variant, and the leftovers' embedding
-/// with one (an embedded entity would join a group after Pearson's test counted the sizes).
+/// What hybrid refuses: `alpha` without a statistical variant, and a statistical variant on
+/// entity trees (its test is of one table's group sizes; verify recomputes it there, and an
+/// embedded leftover would join a group after the test counted the sizes).
 fn refuses(plan: &Plan) -> Option<String> {
     let written = |name: &str| {
         plan.params
@@ -159,8 +161,8 @@ fn refuses(plan: &Plan) -> Option<String> {
     if written("alpha").is_some() && !statistical {
         return Some("alpha is the statistical variants' significance level: write relocation = 'statistical' (or 'rstat'), or remove alpha".to_string());
     }
-    if statistical && text("leftovers").as_deref() == Some("embed") {
-        return Some("leftovers = 'embed' moves entities after the statistical variants' test has counted the group sizes, so the test would not hold for the release: write leftovers = 'suppress', or relocation = 'deterministic' or 'randomized'".to_string());
+    if statistical && plan.tables.len() > 1 {
+        return Some("the statistical variants test the group sizes of one table in this version (verify recomputes the test there); on entity trees write relocation = 'deterministic' or 'randomized'".to_string());
     }
     None
 }
@@ -208,13 +210,8 @@ fn run(
         budget: budget_cells(p, lattice.cells),
         suppression: (share * entities as f64 + 1e-9).floor() as u64,
         variant,
-        // Unwritten, off under a statistical variant (its test counts the sizes before).
-        embed: forest.tables.len() > 1
-            && if options.declares("leftovers") {
-                options.choice("leftovers") == "embed"
-            } else {
-                variant.alpha.is_none()
-            },
+        // Trees only (a statistical variant is refused on them).
+        embed: forest.tables.len() > 1 && options.choice("leftovers") == "embed",
     };
     let node = s_hybrid(&lattice, &asked, progress).ok_or_else(|| {
         format!(
@@ -656,27 +653,32 @@ pub struct Asked {
 }
 
 /// 003 Alg. 1, S-Hybrid: the k-anonymous hybrid of least LM within `asked.budget` untruthful
-/// cells and `asked.suppression` suppressed entities, on a one-table family's lattice;
-/// `None` where no node is k-anonymous even after relocating (fewer than k entities). Ties
-/// as the lattice orders them (lower node, fewer suppressed, first level vector: D13 and
-/// 002's order O), so that p = 0 is the lattice's release. The lattice must be searchable
+/// cells and `asked.suppression` suppressed entities, on the family's lattice; `None` where
+/// no node is k-anonymous even after relocating (fewer than k entities). Ties as the lattice
+/// orders them (lower node, fewer suppressed, first level vector: D13 and 002's order O), so
+/// that p = 0 is the lattice's release. The lattice must be searchable
 /// ([`Lattice::searchable`]). Counts every node decided into `progress`.
+///
+/// Lines 2-8 visit every node and keep the least cost; relanon visits them in the order of
+/// a lower bound of that cost and stops where the bound passes the best found (a
+/// result-preserving speed-up of the visit, [`floor`]). Line 6's prune below a node that
+/// failed is not used: createHybrid is a heuristic (D12), so that prune may drop a node where
+/// it succeeds at a lower LM. The answer is therefore the least LM over every node where
+/// createHybrid succeeds, never above Alg. 1's as written (whose answer is one of them), and
+/// at p = 0, where success is monotone, the same.
 pub fn s_hybrid(lattice: &Lattice<'_>, asked: &Asked, progress: &Progress) -> Option<HybridNode> {
     progress.stage("searching the lattice", lattice.size);
     let shapes = trees::Shapes::of(lattice.forest());
-    let mut failed: Vec<Vec<u16>> = Vec::new();
     let mut best: Option<(i128, u32, u64, HybridNode)> = None;
-    for levels in nodes_top_down(lattice) {
-        progress.advance(1);
-        // Alg. 1 line 6: below a node that failed, none is tried.
-        if failed
-            .iter()
-            .any(|f| levels.iter().zip(f).all(|(l, g)| l <= g))
-        {
-            continue;
+    let nodes = nodes_by_floor(lattice, asked.budget);
+    let mut left = nodes.len();
+    for (bound, levels) in nodes {
+        if best.as_ref().is_some_and(|b| bound > b.0) {
+            break;
         }
+        progress.advance(1);
+        left -= 1;
         let Some(node) = hybrid_at(lattice, &levels, asked, &shapes) else {
-            failed.push(levels);
             continue;
         };
         let key = (
@@ -694,33 +696,44 @@ pub fn s_hybrid(lattice: &Lattice<'_>, asked: &Asked, progress: &Progress) -> Op
             best = Some((key.0, key.1, key.2, node));
         }
     }
+    progress.advance(left);
     best.map(|(_, _, _, node)| node)
 }
 
-/// Every node of the lattice, the highest first (Alg. 1 line 2), each height's nodes in
-/// level-vector order.
-fn nodes_top_down(lattice: &Lattice<'_>) -> Vec<Vec<u16>> {
+/// Every node of the lattice with [`floor`], the least first (ties: the higher node, then
+/// the first level vector, as Alg. 1 line 2 would meet them).
+fn nodes_by_floor(lattice: &Lattice<'_>, budget: u64) -> Vec<(i128, Vec<u16>)> {
     let radix: Vec<usize> = lattice
         .columns
         .iter()
         .map(|c| c.height as usize + 1)
         .collect();
-    let mut nodes: Vec<Vec<u16>> = (0..lattice.size)
+    let mut nodes: Vec<(i128, Vec<u16>)> = (0..lattice.size)
         .map(|mut n| {
             let mut levels = vec![0u16; radix.len()];
             for (l, &r) in levels.iter_mut().zip(&radix).rev() {
                 *l = (n % r) as u16;
                 n /= r;
             }
-            levels
+            (floor(lattice, &levels, budget), levels)
         })
         .collect();
     nodes.sort_by(|a, b| {
-        Lattice::height(b)
-            .cmp(&Lattice::height(a))
-            .then_with(|| a.cmp(b))
+        a.0.cmp(&b.0)
+            .then_with(|| Lattice::height(&b.1).cmp(&Lattice::height(&a.1)))
+            .then_with(|| a.1.cmp(&b.1))
     });
     nodes
+}
+
+/// A lower bound of the LM of any hybrid release at `levels`, scaled as the search compares
+/// LMs: every QI cell at its level's loss ([`Lattice::floor_loss`]; a suppressed or left-out
+/// cell counts 1, no less), less one per cell the budget lets carry other labels (a cell's
+/// loss is in [0, 1], so relabelling one lowers the sum by at most 1). One scaled unit
+/// below, so that the summing order of the two LMs never makes the bound pass a tie.
+fn floor(lattice: &Lattice<'_>, levels: &[u16], budget: u64) -> i128 {
+    let cells = lattice.cells.max(1) as f64;
+    scaled((lattice.floor_loss(levels) - budget as f64) / cells) - 1
 }
 
 /// createHybrid at the node `levels` (Alg. 1 lines 4-8), on one table or on entity trees
@@ -737,6 +750,12 @@ fn hybrid_at(
     let (class_of, classes) = lattice.classes_at(levels);
     if !asked.embed && unsettled(&classes, k, asked) {
         return None;
+    }
+    if let Some(alpha) = asked.variant.alpha {
+        if x2_floor(&classes, k, asked.suppression) > ChiSquared::new(classes.len(), alpha).critical
+        {
+            return None;
+        }
     }
     let (keyed, original) = in_key_order(lattice, levels, &class_of, &classes);
     let reps: Vec<u32> = keyed.iter().map(|(_, i)| classes[*i].rep).collect();
@@ -802,6 +821,13 @@ fn hybrid_at(
     let suppressed: u64 = sizes.iter().filter(|&&n| n < k).map(|&n| n as u64).sum();
     if suppressed > asked.suppression || suppressed == original.len() as u64 {
         return None;
+    }
+    if let Some(test) = relocation.test {
+        let x2 = published_x2(&relocation.group_of, &original, &sizes, k);
+        if x2 > test.critical {
+            return None;
+        }
+        relocation.test = Some(ChiSquared { x2, ..test });
     }
     let loss = released_loss(lattice, levels, &reps, &sizes, k) + left_out as f64;
     Some(HybridNode {
@@ -872,6 +898,55 @@ fn unsettled(classes: &[ClassAt], k: usize, asked: &Asked) -> bool {
         .map(|n| n.min(k - n) as u64)
         .sum();
     deficits > 2 * asked.budget + asked.suppression
+}
+
+/// Pearson's X² of the groups as published (003 Def. 9 with D3, D4): a group of k or more at
+/// its size, and a member of a smaller group, suppressed, counted back in its own group (it
+/// publishes nothing untruthful, as its cells are refunded), against the sizes of `Δ_μ(T)`.
+/// createHybrid's running X² counts the suppressed members where it moved them; this is the
+/// figure the release can be checked against (verify recomputes it from the release).
+fn published_x2(group_of: &[usize], original: &[usize], sizes: &[usize], k: usize) -> f64 {
+    let expected = sizes_of(original, sizes.len());
+    let mut observed: Vec<usize> = sizes.iter().map(|&n| if n >= k { n } else { 0 }).collect();
+    for (&g, &o) in group_of.iter().zip(original) {
+        if sizes[g] < k {
+            observed[o] += 1;
+        }
+    }
+    expected
+        .iter()
+        .zip(&observed)
+        .filter(|(&e, _)| e > 0)
+        .map(|(&e, &o)| (o as f64 - e as f64).powi(2) / e as f64)
+        .sum()
+}
+
+/// A lower bound of the published X² ([`published_x2`]) at a node, for the statistical
+/// variants (a result-preserving prune, like [`unsettled`]): a group of `n < k` ends emptied
+/// (`(0 - n)² / n = n`), filled to k or more (at least `(k - n)² / n`), or suppressed whole
+/// (its members counted back: 0, for `n` of the `suppression` allowed); other groups add
+/// nothing negative. The suppression goes where it saves most per entity, fractionally,
+/// which no whole choice beats.
+fn x2_floor(classes: &[ClassAt], k: usize, suppression: u64) -> f64 {
+    let mut small: Vec<(f64, f64)> = classes
+        .iter()
+        .map(|c| c.size as f64)
+        .filter(|&n| n < k as f64)
+        .map(|n| (n.min((k as f64 - n).powi(2) / n), n))
+        .collect();
+    let total: f64 = small.iter().map(|(c, _)| c).sum();
+    small.sort_by(|a, b| (b.0 / b.1).total_cmp(&(a.0 / a.1)));
+    let mut room = suppression as f64;
+    let mut saved = 0.0;
+    for (c, n) in small {
+        if room <= 0.0 {
+            break;
+        }
+        let part = room.min(n);
+        saved += c * part / n;
+        room -= part;
+    }
+    total - saved
 }
 
 /// Each group's members, from each member's group.
@@ -1060,6 +1135,23 @@ mod tests {
         assert!(state.try_move(1, 0, &[0], &hamming(&keys)));
         assert_eq!(state.cells, 0);
         assert_eq!(state.members, [vec![0], vec![1, 2], vec![3]]);
+    }
+
+    #[test]
+    fn the_x2_floor_counts_each_small_group_at_its_cheapest_end() {
+        let class = |size: u32| ClassAt {
+            rep: 0,
+            size,
+            distinct: 0,
+        };
+        // k = 4: a group of 1 costs 1 emptied (9 filled), a group of 3 costs 1/3 filled (3
+        // emptied); a group of 4 nothing.
+        let classes = [class(1), class(3), class(4)];
+        assert!((x2_floor(&classes, 4, 0) - (1.0 + 1.0 / 3.0)).abs() < 1e-12);
+        // One entity suppressed: the group of 1 (1 per entity) before the group of 3 (1/9).
+        assert!((x2_floor(&classes, 4, 1) - 1.0 / 3.0).abs() < 1e-12);
+        assert!((x2_floor(&classes, 4, 2) - 2.0 / 9.0).abs() < 1e-12);
+        assert!(x2_floor(&classes, 4, 10).abs() < 1e-12);
     }
 
     #[test]

@@ -133,6 +133,83 @@ impl Hier {
     }
 }
 
+/// Which node of a level a label or a value falls in, for Pearson's test of a statistical
+/// hybrid release: equal keys, one group. A released label keys as itself, a band by its
+/// width and place (its text need not be re-rendered); a source value keys as its ancestor at
+/// the node's generalized depth (`None`: the column is not generalized, every value is its
+/// own node; a value no deeper than the depth is kept, the levels being top-aligned).
+impl Hier {
+    pub(super) fn label_key(&self, label: &str) -> String {
+        if let (Hier::Bands(widths), Some((a, b, inclusive))) = (self, parse_band(label)) {
+            let width = if inclusive { b - a + 1.0 } else { b - a };
+            if let Some(i) = widths.iter().position(|&w| close(w, width)) {
+                return band_key(i, (a / widths[i]).round());
+            }
+        }
+        label.to_string()
+    }
+
+    pub(super) fn value_key(&self, value: &str, depth: Option<usize>) -> String {
+        let Some(depth) = depth else {
+            return value.to_string();
+        };
+        if depth == 0 {
+            return ROOT.to_string();
+        }
+        match self {
+            Hier::Rows(parents) => {
+                let mut chain = vec![value];
+                while let Some(parent) = chain.last().and_then(|n| parents.get(*n)?.first()) {
+                    if chain.len() > parents.len() + 1 {
+                        break;
+                    }
+                    chain.push(parent);
+                }
+                // chain[0] sits at depth chain.len(); its ancestor at `depth` is that many up.
+                let up = chain.len().saturating_sub(depth);
+                chain.get(up).map_or(value, |n| n).to_string()
+            }
+            Hier::Bands(widths) => {
+                let n = widths.len();
+                let (Some(i), Ok(v)) = (n.checked_sub(depth), value.trim().parse::<f64>()) else {
+                    return value.to_string();
+                };
+                let Some(&w) = widths.get(i) else {
+                    return value.to_string();
+                };
+                let q = v / w;
+                band_key(
+                    i,
+                    if close(q, q.round()) {
+                        q.round()
+                    } else {
+                        q.floor()
+                    },
+                )
+            }
+            Hier::Dates(parts) => {
+                let n = parts.len();
+                let (Some(part), Some((year, month))) = (
+                    n.checked_sub(depth).and_then(|i| parts.get(i)),
+                    parse_date(value),
+                ) else {
+                    return value.to_string();
+                };
+                match part {
+                    DatePart::Year => format!("{year:04}"),
+                    DatePart::Decade => format!("{:04}s", year - year.rem_euclid(10)),
+                    DatePart::Quarter => format!("{year:04}-Q{}", (month - 1) / 3 + 1),
+                    DatePart::Month => format!("{year:04}-{month:02}"),
+                }
+            }
+        }
+    }
+}
+
+fn band_key(width: usize, place: f64) -> String {
+    format!("band {width}: {place}")
+}
+
 /// The date part a generalized date label names by its shape (`2021`, `2020s`, `2021-Q1`,
 /// `2021-03`).
 fn date_part(label: &str) -> Option<DatePart> {

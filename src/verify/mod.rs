@@ -24,7 +24,8 @@
 //! counted as revealing it, must leave every class at least k strong); counts; under
 //! `algorithm = 'hybrid'` (003), or `relocate` on another algorithm, the relocation budget
 //! (`relocation`: truthfulness counts the QI cells that are not the source value or an ancestor instead of failing on each, and the
-//! count must stay within the declared `p`%; a statistical variant single-dimensional); and,
+//! count must stay within the declared `p`%; a statistical variant single-dimensional, and its group sizes
+//! passing Pearson's test, `pearson`); and,
 //! under the l-diversity model, a
 //! budgeted search for a diverse matching of each EC, which first checks the grouping
 //! the key map proposes (`witness`: the anonymizer's representative vertex per released row, a
@@ -66,6 +67,7 @@ mod ldiv;
 mod matching;
 mod partition;
 mod partitioned;
+mod pearson;
 mod relocation;
 mod schema;
 mod signature;
@@ -510,10 +512,17 @@ async fn whole(
         let mut budget = Check::new("relocation budget");
         relocation::check(declared, &tables, &untruthful, &mut budget);
         checks.push(budget);
-        if declared.statistical {
+        if let Some(alpha) = declared.alpha {
             let mut one = Check::new("single-dimensional");
             relocation::single_dimensional(&tables, hiers, &mut one);
+            // Groups are named by one level per column: without one, the test has no groups.
+            let test = one.violations.is_empty().then(|| {
+                let mut test = Check::new("relocation test");
+                pearson::check(alpha, &tables, hiers, &mut test);
+                test
+            });
             checks.push(one);
+            checks.extend(test);
         }
     }
     if plan.params.model.diversity().is_some() {

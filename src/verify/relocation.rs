@@ -13,8 +13,9 @@
 //!
 //! A statistical variant (`relocation = 'statistical'` or `'rstat'`) must also be
 //! single-dimensional (spec Sec. 3, item 4; Sec. 7): each QI column's labels at one level of
-//! its hierarchy ([`single_dimensional`]). Pearson's test of its group sizes is not recomputed
-//! here yet.
+//! its hierarchy ([`single_dimensional`]); and its group sizes must pass Pearson's test at the
+//! declared level against the source generalized to that node ([`pearson`], spec Sec. 3
+//! guarantee 3), recomputed here from the source and the release alone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -28,6 +29,9 @@ use crate::policy::Value;
 /// verify reads the declarations on its own.
 const DEFAULT_P: f64 = 1.0;
 
+/// `alpha` where the declarations write none (the statistical variants' default, restated).
+const DEFAULT_ALPHA: f64 = 0.05;
+
 /// The option of the other algorithms that allows relocation instead of suppression.
 const RELOCATE: &str = "relocate";
 
@@ -36,8 +40,9 @@ const RELOCATE: &str = "relocate";
 pub(super) struct Declared {
     /// The percent of QI cells that may be untruthful.
     pub p: f64,
-    /// A statistical variant: every column at one level.
-    pub statistical: bool,
+    /// A statistical variant: every column at one level, and its group sizes tested at this
+    /// level (None: another variant).
+    pub alpha: Option<f64>,
     /// The option that gave `p`: hybrid's `p`, or `relocate`.
     pub option: &'static str,
 }
@@ -65,7 +70,7 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
     if !hybrid {
         return Some(Declared {
             p: percent(written(RELOCATE)?),
-            statistical: false,
+            alpha: None,
             option: RELOCATE,
         });
     }
@@ -74,9 +79,15 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
         written("relocation"),
         Some(Value::Text(t)) if matches!(t.to_ascii_lowercase().as_str(), "statistical" | "rstat")
     );
+    // A level outside (0, 1), which anonymize refuses, makes no test a release can pass.
+    let alpha = match written("alpha") {
+        None => DEFAULT_ALPHA,
+        Some(Value::Number(a)) => *a,
+        Some(Value::Text(_)) => f64::NAN,
+    };
     Some(Declared {
         p,
-        statistical,
+        alpha: statistical.then_some(alpha),
         option: "p",
     })
 }

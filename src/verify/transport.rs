@@ -1,11 +1,12 @@
 //! The cheapest pairing of rows that no truthful pairing placed, for a hybrid release (seed
 //! 003) of a key-less table: released classes ship their rows to source classes, each row
 //! costing the QI cells its labels do not stand for, as a min-cost transportation problem.
-//! Solved by successive shortest paths (a Bellman-Ford queue on the residual graph, whose
-//! backward edges cost negative), which is exact; the problem is small by construction
-//! (what is left of a key-less group after its truthful assignment, in classes).
+//! Solved by the primal-dual method (successive shortest paths in phases: Dijkstra on costs
+//! reduced by node potentials, then a blocking flow over every path of that least cost), which
+//! is exact; costs are a few cells, so the phases are few whatever the number of rows.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// `units` rows of left class `left` paired with right class `right`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,128 +26,193 @@ pub(super) fn cheapest(
 ) -> (Vec<Shipment>, u64) {
     let (nl, nr) = (supply.len(), capacity.len());
     debug_assert_eq!(cost.len(), nl * nr);
-    let mut net = Residual {
-        nl,
-        nr,
-        cost,
-        left: supply.to_vec(),
-        room: capacity.to_vec(),
-        flow: vec![0; nl * nr],
-    };
-    while let Some(path) = net.shortest() {
-        net.augment(&path);
+    let mut net = Network::new(supply, capacity, cost);
+    while net.reprice() {
+        net.block();
     }
     let mut total = 0u64;
     let mut shipments = Vec::new();
-    for l in 0..nl {
-        for r in 0..nr {
-            let units = net.flow[l * nr + r];
-            if units > 0 {
-                let c = cost[l * nr + r].expect("flow only runs on allowed edges");
-                total += u64::from(c) * units as u64;
-                shipments.push(Shipment {
-                    left: l,
-                    right: r,
-                    units,
-                });
-            }
+    for &(e, l, r) in &net.pairs {
+        // The flow on a pair is what its backward edge can return.
+        let units = net.edges[e ^ 1].cap;
+        if units > 0 {
+            let c = cost[l * nr + r].expect("pairs are built on allowed edges only");
+            total += u64::from(c) * units as u64;
+            shipments.push(Shipment {
+                left: l,
+                right: r,
+                units,
+            });
         }
     }
     (shipments, total)
 }
 
-/// The residual network: what each left class has left to send, each right class room for,
-/// and the flow on each edge (a backward edge wherever it is positive).
-struct Residual<'c> {
-    nl: usize,
-    nr: usize,
-    cost: &'c [Option<u32>],
-    left: Vec<usize>,
-    room: Vec<usize>,
-    flow: Vec<usize>,
+/// An edge of the residual network; edges come in pairs, `e ^ 1` the reverse of `e`.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    to: usize,
+    cap: usize,
+    cost: i64,
 }
 
-/// A shortest path as its nodes from the end back to its start: left classes are
-/// `0..nl`, right classes `nl..nl + nr`.
-type Path = Vec<usize>;
+/// The flow network: a source (node 0) feeding each left class its supply, left classes
+/// `1..=nl`, right classes after them, each draining its capacity into the sink (last).
+struct Network {
+    edges: Vec<Edge>,
+    out: Vec<Vec<usize>>,
+    /// Each pair's forward edge, with its left and right class.
+    pairs: Vec<(usize, usize, usize)>,
+    /// Node potentials: every residual edge's reduced cost `cost + pot[from] - pot[to]` stays
+    /// non-negative, so Dijkstra finds shortest paths despite backward edges' negative costs.
+    pot: Vec<i64>,
+    /// Breadth-first levels over the edges of reduced cost 0 (the blocking flow's).
+    level: Vec<u32>,
+    /// Per node, the next edge of `out` the blocking flow may still use.
+    next: Vec<usize>,
+}
 
-impl Residual<'_> {
-    /// The cheapest path from a left class with rows left to a right class with room, in
-    /// the residual graph; None when no such path exists (the flow is maximum). Successive
-    /// shortest paths keep the residual graph free of negative cycles, so the queue ends.
-    fn shortest(&self) -> Option<Path> {
-        let (nl, nr) = (self.nl, self.nr);
-        let mut dist = vec![i64::MAX; nl + nr];
-        let mut pred = vec![usize::MAX; nl + nr];
-        let mut queued = vec![false; nl + nr];
-        let mut queue = VecDeque::new();
-        for l in (0..nl).filter(|&l| self.left[l] > 0) {
-            dist[l] = 0;
-            queued[l] = true;
-            queue.push_back(l);
+const UNREACHED: i64 = i64::MAX;
+
+impl Network {
+    fn new(supply: &[usize], capacity: &[usize], cost: &[Option<u32>]) -> Network {
+        let (nl, nr) = (supply.len(), capacity.len());
+        let nodes = nl + nr + 2;
+        let mut net = Network {
+            edges: Vec::new(),
+            out: vec![Vec::new(); nodes],
+            pairs: Vec::new(),
+            pot: vec![0; nodes],
+            level: vec![0; nodes],
+            next: vec![0; nodes],
+        };
+        let sink = nodes - 1;
+        for (l, &n) in supply.iter().enumerate() {
+            net.add(0, 1 + l, n, 0);
         }
-        while let Some(v) = queue.pop_front() {
-            queued[v] = false;
-            let mut relax = |to: usize, d: i64, dist: &mut Vec<i64>| {
-                if d < dist[to] {
-                    dist[to] = d;
-                    pred[to] = v;
-                    if !queued[to] {
-                        queued[to] = true;
-                        queue.push_back(to);
-                    }
-                }
-            };
-            if v < nl {
-                for r in 0..nr {
-                    if let Some(c) = self.cost[v * nr + r] {
-                        relax(nl + r, dist[v] + i64::from(c), &mut dist);
-                    }
-                }
-            } else {
-                let r = v - nl;
-                for l in 0..nl {
-                    if self.flow[l * nr + r] > 0 {
-                        let c = self.cost[l * nr + r].expect("flow only runs on allowed edges");
-                        relax(l, dist[v] - i64::from(c), &mut dist);
-                    }
+        for l in 0..nl {
+            for r in 0..nr {
+                if let Some(c) = cost[l * nr + r] {
+                    let e = net.add(1 + l, 1 + nl + r, usize::MAX, i64::from(c));
+                    net.pairs.push((e, l, r));
                 }
             }
         }
-        let end = (0..nr)
-            .filter(|&r| self.room[r] > 0 && dist[nl + r] < i64::MAX)
-            .min_by_key(|&r| (dist[nl + r], r))?;
-        let mut path = vec![nl + end];
-        let mut v = nl + end;
-        while pred[v] != usize::MAX {
-            v = pred[v];
-            path.push(v);
+        for (r, &n) in capacity.iter().enumerate() {
+            net.add(1 + nl + r, sink, n, 0);
         }
-        Some(path)
+        net
     }
 
-    /// Sends the most the path allows: the start's rows left, the end's room, and the flow
-    /// of every backward edge on it.
-    fn augment(&mut self, path: &Path) {
-        let nr = self.nr;
-        let nl = self.nl;
-        let (end, start) = (path[0] - nl, path[path.len() - 1]);
-        let mut units = self.room[end].min(self.left[start]);
-        for w in path.windows(2) {
-            // w[1] -> w[0]: forward (left to right) or backward (right to left).
-            if w[1] >= nl {
-                units = units.min(self.flow[w[0] * nr + (w[1] - nl)]);
+    fn add(&mut self, from: usize, to: usize, cap: usize, cost: i64) -> usize {
+        let e = self.edges.len();
+        self.edges.push(Edge { to, cap, cost });
+        self.edges.push(Edge {
+            to: from,
+            cap: 0,
+            cost: -cost,
+        });
+        self.out[from].push(e);
+        self.out[to].push(e + 1);
+        e
+    }
+
+    fn reduced(&self, from: usize, e: usize) -> i64 {
+        let edge = &self.edges[e];
+        edge.cost + self.pot[from] - self.pot[edge.to]
+    }
+
+    /// Dijkstra from the source on reduced costs, then each reached node's potential raised
+    /// by its distance, so that every shortest path is made of edges of reduced cost 0. False
+    /// where the sink is out of reach (the flow is maximum). A node out of reach now stays so:
+    /// new residual edges only reverse edges of paths, between reached nodes.
+    fn reprice(&mut self) -> bool {
+        let nodes = self.out.len();
+        let mut dist = vec![UNREACHED; nodes];
+        let mut heap = BinaryHeap::new();
+        dist[0] = 0;
+        heap.push(Reverse((0i64, 0usize)));
+        while let Some(Reverse((d, v))) = heap.pop() {
+            if d > dist[v] {
+                continue;
+            }
+            for &e in &self.out[v] {
+                if self.edges[e].cap == 0 {
+                    continue;
+                }
+                let to = self.edges[e].to;
+                let nd = d + self.reduced(v, e);
+                if nd < dist[to] {
+                    dist[to] = nd;
+                    heap.push(Reverse((nd, to)));
+                }
             }
         }
-        for w in path.windows(2) {
-            if w[1] >= nl {
-                self.flow[w[0] * nr + (w[1] - nl)] -= units;
-            } else {
-                self.flow[w[1] * nr + (w[0] - nl)] += units;
+        if dist[nodes - 1] == UNREACHED {
+            return false;
+        }
+        for (p, d) in self.pot.iter_mut().zip(&dist) {
+            if *d != UNREACHED {
+                *p += d;
             }
         }
-        self.room[end] -= units;
-        self.left[start] -= units;
+        true
+    }
+
+    /// An edge the current phase may use: room left, and on a shortest path.
+    fn admissible(&self, from: usize, e: usize) -> bool {
+        self.edges[e].cap > 0 && self.reduced(from, e) == 0
+    }
+
+    /// Dinic's blocking flows over the admissible edges until the sink is cut off from them:
+    /// every unit sent goes along a path of the phase's least cost.
+    fn block(&mut self) {
+        let sink = self.out.len() - 1;
+        while self.levels(sink) {
+            self.next.iter_mut().for_each(|n| *n = 0);
+            while self.push(0, sink, usize::MAX) > 0 {}
+        }
+    }
+
+    /// Breadth-first levels from the source over admissible edges; whether the sink is
+    /// reached.
+    fn levels(&mut self, sink: usize) -> bool {
+        self.level.iter_mut().for_each(|l| *l = u32::MAX);
+        self.level[0] = 0;
+        let mut queue = VecDeque::from([0usize]);
+        while let Some(v) = queue.pop_front() {
+            for i in 0..self.out[v].len() {
+                let e = self.out[v][i];
+                let to = self.edges[e].to;
+                if self.level[to] == u32::MAX && self.admissible(v, e) {
+                    self.level[to] = self.level[v] + 1;
+                    queue.push_back(to);
+                }
+            }
+        }
+        self.level[sink] != u32::MAX
+    }
+
+    /// Sends up to `most` units from `v` to the sink along admissible edges one level up
+    /// each; what was sent. The depth is at most the number of nodes.
+    fn push(&mut self, v: usize, sink: usize, most: usize) -> usize {
+        if v == sink {
+            return most;
+        }
+        while self.next[v] < self.out[v].len() {
+            let e = self.out[v][self.next[v]];
+            let to = self.edges[e].to;
+            if self.level[to] == self.level[v] + 1 && self.admissible(v, e) {
+                let sent = self.push(to, sink, most.min(self.edges[e].cap));
+                if sent > 0 {
+                    self.edges[e].cap -= sent;
+                    self.edges[e ^ 1].cap += sent;
+                    return sent;
+                }
+            }
+            self.next[v] += 1;
+        }
+        0
     }
 }
 

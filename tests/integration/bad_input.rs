@@ -926,19 +926,24 @@ fn hybrid_refuses_l_diversity_embedding_under_its_test_and_more_k_than_people() 
         err.contains("hybrid serves k-anonymity only") && err.contains("003 L327"),
         "{err}"
     );
-    // On entity trees the leftovers' embedding would move entities after Pearson's test.
-    let err = fails(
-        &table2_text().replace(
-            "algorithm = 'miracle', threshold = 1, climit = 150",
-            "algorithm = 'hybrid', relocation = 'statistical', leftovers = 'embed'",
-        ),
-        no_edit,
-    );
-    assert!(
-        err.contains("leftovers = 'embed' moves entities after")
-            && err.contains("write leftovers = 'suppress'"),
-        "{err}"
-    );
+    // On entity trees the statistical variants are refused (their test is of one table's
+    // group sizes, which verify recomputes), whatever the leftovers.
+    for leftovers in ["embed", "suppress"] {
+        let err = fails(
+            &table2_text().replace(
+                "algorithm = 'miracle', threshold = 1, climit = 150",
+                &format!(
+                    "algorithm = 'hybrid', relocation = 'statistical', leftovers = '{leftovers}'"
+                ),
+            ),
+            no_edit,
+        );
+        assert!(
+            err.contains("the statistical variants test the group sizes of one table")
+                && err.contains("write relocation = 'deterministic' or 'randomized'"),
+            "{err}"
+        );
+    }
     let err = fails_in(
         "table1",
         &table1_with("k = 10, algorithm = 'hybrid'"),

@@ -322,7 +322,18 @@ fn a_statistical_hybrid_release_must_be_single_dimensional() {
     let v = verify_table1(dir.path(), &decl, "");
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
     assert!(
-        stdout(&v).contains("PASS single-dimensional"),
+        stdout(&v).contains("PASS single-dimensional")
+            && stdout(&v).contains("PASS relocation test"),
+        "{}",
+        stdout(&v)
+    );
+    // Held to alpha = 0.7, whose critical value on 3 df is 1.424, the same sizes fail,
+    // recomputed from the source and the release.
+    let v = verify_table1(dir.path(), &decl, "alpha = 0.7");
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("FAIL relocation test: 1 violation")
+            && stdout(&v).contains("X² = 1.5000 on 3 degrees of freedom"),
         "{}",
         stdout(&v)
     );

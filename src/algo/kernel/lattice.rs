@@ -205,10 +205,57 @@ impl<'f> Lattice<'f> {
 
     /// Every entity's canonical root id at `levels`: entities with one id are one class.
     pub fn root_ids(&self, levels: &[u16]) -> Vec<u32> {
+        self.flat_ids(levels)
+            .unwrap_or_else(|| self.canonical_ids(levels))
+    }
+
+    /// [`Lattice::root_ids`] by canonical tree ids, whatever the family.
+    fn canonical_ids(&self, levels: &[u16]) -> Vec<u32> {
         let mut interner = Interner::with_capacity(self.forest.entities());
         (0..self.forest.entities() as u32)
             .map(|e| self.canon(0, e, levels, &mut interner))
             .collect()
+    }
+
+    /// One table without children: a row's class is its generalized codes alone, so they are
+    /// packed into one integer (a field per column, as wide as its hierarchy's node count
+    /// needs) and numbered in the order first met, instead of interning a key per row. `None`
+    /// on trees, or where the fields pass 64 bits.
+    fn flat_ids(&self, levels: &[u16]) -> Option<Vec<u32>> {
+        let table = &self.forest.tables[0];
+        if self.forest.tables.len() != 1 || !table.children.is_empty() {
+            return None;
+        }
+        let widths: Vec<u32> = self
+            .columns
+            .iter()
+            .map(|c| u32::BITS - (c.gen[0].len() as u32).leading_zeros())
+            .collect();
+        if widths.iter().sum::<u32>() > u64::BITS {
+            return None;
+        }
+        let gens: Vec<&[u32]> = self
+            .columns
+            .iter()
+            .zip(levels)
+            .map(|(c, &l)| c.gen[l as usize].as_slice())
+            .collect();
+        let mut dense: FxHashMap<u64, u32> = FxHashMap::default();
+        let ids = (0..table.rows() as u32)
+            .map(|row| {
+                let packed = table
+                    .codes(row)
+                    .iter()
+                    .zip(&gens)
+                    .zip(&widths)
+                    .fold(0u64, |acc, ((&code, gen), &w)| {
+                        (acc << w) | u64::from(gen[code as usize])
+                    });
+                let next = dense.len() as u32;
+                *dense.entry(packed).or_insert(next)
+            })
+            .collect();
+        Some(ids)
     }
 
     /// Every entity's class at `levels`: the class index of each entity, and each class
@@ -570,5 +617,55 @@ pub(crate) mod fixtures {
         let defs = vec![as_rows(&ages), as_rows(&nations), as_rows(&zips)];
         let values: Vec<Vec<&str>> = people.iter().map(|p| vec![p.0, p.1, p.2]).collect();
         forest(&defs, &values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::kernel::annotate::tests::flat;
+
+    /// The classes of `ids` as sorted member lists, whatever the ids are.
+    fn partition(ids: &[u32]) -> Vec<Vec<u32>> {
+        let mut members: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        for (e, &id) in ids.iter().enumerate() {
+            members.entry(id).or_default().push(e as u32);
+        }
+        let mut classes: Vec<Vec<u32>> = members.into_values().collect();
+        classes.sort_unstable();
+        classes
+    }
+
+    #[test]
+    fn a_flat_tables_packed_classes_are_its_canonical_ones_at_every_node() {
+        for seed in 0..4 {
+            let forest = flat(seed, 300);
+            let lattice = Lattice::new(&forest);
+            let radix: Vec<usize> = lattice
+                .columns
+                .iter()
+                .map(|c| c.height as usize + 1)
+                .collect();
+            for mut n in 0..lattice.size {
+                let mut levels = vec![0u16; radix.len()];
+                for (l, &r) in levels.iter_mut().zip(&radix) {
+                    *l = (n % r) as u16;
+                    n /= r;
+                }
+                let packed = lattice.flat_ids(&levels).expect("one table packs");
+                assert_eq!(
+                    partition(&packed),
+                    partition(&lattice.canonical_ids(&levels)),
+                    "seed {seed}, node {levels:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn trees_are_not_packed() {
+        let forest = crate::algo::kernel::annotate::tests::family(1, 20);
+        let lattice = Lattice::new(&forest);
+        assert!(lattice.flat_ids(&vec![0; lattice.columns.len()]).is_none());
     }
 }
