@@ -12,7 +12,8 @@
 //! - Classes are found by canonical tree ids (AHU): bottom-up, a row's id interns its table,
 //!   its generalized codes and, per child table, the sorted ids of its children; entities
 //!   with one root id form a class. Interning keys on the whole content, so two trees get one
-//!   id exactly when they are isomorphic.
+//!   id exactly when they are isomorphic. A single table without children needs no trees: its
+//!   rows' generalized codes are packed into one integer and hashed instead (`packer`).
 //! - A node's classes are rolled up from a finer node's (spec Sec. 4.4 strategy 3): every
 //!   class of u <= v lies inside one class of v, so one representative per class of u is
 //!   canonicalized under v and the sizes are summed by root id. Nodes are visited depth
@@ -161,6 +162,24 @@ impl<'f> Lattice<'f> {
     /// spec's strategy 3): each class's representative is canonicalized at `levels` and the
     /// classes with one root id merge. Classes come out in the order of their first member.
     pub fn roll_up(&self, finer: &[Class], levels: &[u16]) -> Vec<Class> {
+        if let Some(packer) = self.packer(levels) {
+            let mut slot: FxHashMap<u64, u32> = FxHashMap::default();
+            slot.reserve(finer.len());
+            let mut out: Vec<Class> = Vec::new();
+            for class in finer {
+                let next = out.len() as u32;
+                match *slot.entry(packer.pack(class.rep)).or_insert(next) {
+                    i if i == next => out.push(*class),
+                    i => out[i as usize].size += class.size,
+                }
+            }
+            return out;
+        }
+        self.canonical_roll_up(finer, levels)
+    }
+
+    /// [`Lattice::roll_up`] by canonical tree ids, whatever the family.
+    fn canonical_roll_up(&self, finer: &[Class], levels: &[u16]) -> Vec<Class> {
         let mut interner = Interner::with_capacity(finer.len());
         // Root id -> position in `out` (ids are dense, so a vector serves as the map).
         let mut slot: Vec<u32> = Vec::new();
@@ -222,6 +241,21 @@ impl<'f> Lattice<'f> {
     /// needs) and numbered in the order first met, instead of interning a key per row. `None`
     /// on trees, or where the fields pass 64 bits.
     fn flat_ids(&self, levels: &[u16]) -> Option<Vec<u32>> {
+        let packer = self.packer(levels)?;
+        let mut dense: FxHashMap<u64, u32> = FxHashMap::default();
+        let ids = (0..self.forest.tables[0].rows() as u32)
+            .map(|row| {
+                let next = dense.len() as u32;
+                *dense.entry(packer.pack(row)).or_insert(next)
+            })
+            .collect();
+        Some(ids)
+    }
+
+    /// One table without children: its rows' generalized codes at `levels` packed into one
+    /// integer, a field per column as wide as its hierarchy's node count needs. `None` on
+    /// trees, or where the fields pass 64 bits.
+    fn packer(&self, levels: &[u16]) -> Option<Packer<'_>> {
         let table = &self.forest.tables[0];
         if self.forest.tables.len() != 1 || !table.children.is_empty() {
             return None;
@@ -234,28 +268,17 @@ impl<'f> Lattice<'f> {
         if widths.iter().sum::<u32>() > u64::BITS {
             return None;
         }
-        let gens: Vec<&[u32]> = self
+        let gens = self
             .columns
             .iter()
             .zip(levels)
             .map(|(c, &l)| c.gen[l as usize].as_slice())
             .collect();
-        let mut dense: FxHashMap<u64, u32> = FxHashMap::default();
-        let ids = (0..table.rows() as u32)
-            .map(|row| {
-                let packed = table
-                    .codes(row)
-                    .iter()
-                    .zip(&gens)
-                    .zip(&widths)
-                    .fold(0u64, |acc, ((&code, gen), &w)| {
-                        (acc << w) | u64::from(gen[code as usize])
-                    });
-                let next = dense.len() as u32;
-                *dense.entry(packed).or_insert(next)
-            })
-            .collect();
-        Some(ids)
+        Some(Packer {
+            table,
+            gens,
+            widths,
+        })
     }
 
     /// Every entity's class at `levels`: the class index of each entity, and each class
@@ -488,6 +511,26 @@ fn tree_cells(forest: &Forest, t: usize, row: u32) -> u64 {
     table.nqi() as u64 + below
 }
 
+/// Packs a one-table row's generalized codes at one node ([`Lattice::packer`]).
+struct Packer<'a> {
+    table: &'a crate::forest::TableNodes,
+    gens: Vec<&'a [u32]>,
+    widths: Vec<u32>,
+}
+
+impl Packer<'_> {
+    fn pack(&self, row: u32) -> u64 {
+        self.table
+            .codes(row)
+            .iter()
+            .zip(&self.gens)
+            .zip(&self.widths)
+            .fold(0u64, |acc, ((&code, gen), &w)| {
+                (acc << w) | u64::from(gen[code as usize])
+            })
+    }
+}
+
 /// Tree contents to dense ids, for one node. Keys are built in buffers reused per table
 /// (a row's key is complete before its parent's is), so only new contents allocate.
 #[derive(Default)]
@@ -656,6 +699,27 @@ mod tests {
                 assert_eq!(
                     partition(&packed),
                     partition(&lattice.canonical_ids(&levels)),
+                    "seed {seed}, node {levels:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_flat_tables_packed_roll_up_is_its_canonical_one() {
+        for seed in 0..4 {
+            let forest = flat(seed, 300);
+            let lattice = Lattice::new(&forest);
+            let bottom = lattice.bottom();
+            let all: Vec<Class> = (0..forest.entities() as u32)
+                .map(|rep| Class { rep, size: 1 })
+                .collect();
+            assert_eq!(bottom, lattice.canonical_roll_up(&all, &[0, 0]));
+            let top: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
+            for levels in [vec![0, top[1]], vec![top[0], 0], top.clone()] {
+                assert_eq!(
+                    lattice.roll_up(&bottom, &levels),
+                    lattice.canonical_roll_up(&bottom, &levels),
                     "seed {seed}, node {levels:?}"
                 );
             }
