@@ -34,6 +34,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::algo::kernel::annotate::node_levels;
 use crate::algo::kernel::lattice::{ClassAt, Lattice};
 use crate::algo::kernel::relocate::budget_cells;
 use crate::algo::kernel::search::scaled;
@@ -703,18 +704,10 @@ pub fn s_hybrid(lattice: &Lattice<'_>, asked: &Asked, progress: &Progress) -> Op
 /// Every node of the lattice with [`floor`], the least first (ties: the higher node, then
 /// the first level vector, as Alg. 1 line 2 would meet them).
 fn nodes_by_floor(lattice: &Lattice<'_>, budget: u64) -> Vec<(i128, Vec<u16>)> {
-    let radix: Vec<usize> = lattice
-        .columns
-        .iter()
-        .map(|c| c.height as usize + 1)
-        .collect();
+    let heights: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
     let mut nodes: Vec<(i128, Vec<u16>)> = (0..lattice.size)
-        .map(|mut n| {
-            let mut levels = vec![0u16; radix.len()];
-            for (l, &r) in levels.iter_mut().zip(&radix).rev() {
-                *l = (n % r) as u16;
-                n /= r;
-            }
+        .map(|n| {
+            let levels = node_levels(&heights, n);
             (floor(lattice, &levels, budget), levels)
         })
         .collect();

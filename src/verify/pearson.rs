@@ -101,9 +101,13 @@ fn qi_columns<'h>(
 /// The depth a released column is generalized to: that of its generalized labels (None: only
 /// values are published, the column's lowest level).
 fn depth(t: &TableData, c: (usize, usize), h: &Hier) -> Option<usize> {
-    (0..t.rel.rows())
+    // Placing a label walks its hierarchy: each distinct label once.
+    let labels: HashSet<String> = (0..t.rel.rows())
         .filter_map(|r| t.rel.cell(c.1, r))
-        .filter_map(|l| h.place(&l))
+        .collect();
+    labels
+        .iter()
+        .filter_map(|l| h.place(l))
         .find(|p| !p.leaf)
         .map(|p| p.depth)
 }

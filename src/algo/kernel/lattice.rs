@@ -684,17 +684,9 @@ mod tests {
         for seed in 0..4 {
             let forest = flat(seed, 300);
             let lattice = Lattice::new(&forest);
-            let radix: Vec<usize> = lattice
-                .columns
-                .iter()
-                .map(|c| c.height as usize + 1)
-                .collect();
-            for mut n in 0..lattice.size {
-                let mut levels = vec![0u16; radix.len()];
-                for (l, &r) in levels.iter_mut().zip(&radix) {
-                    *l = (n % r) as u16;
-                    n /= r;
-                }
+            let heights: Vec<u16> = lattice.columns.iter().map(|c| c.height).collect();
+            for n in 0..lattice.size {
+                let levels = crate::algo::kernel::annotate::node_levels(&heights, n);
                 let packed = lattice.flat_ids(&levels).expect("one table packs");
                 assert_eq!(
                     partition(&packed),
