@@ -53,6 +53,12 @@ pub struct AnonymizeArgs {
     #[cfg(feature = "distributed")]
     #[arg(long, value_name = "URL")]
     cluster: Option<String>,
+    /// Where the cluster writes each shard's rows before anonymizing it: a directory that
+    /// does not exist yet, on storage every executor reads and writes at this path; removed
+    /// after the run (default: a new directory beside the warehouse).
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "DIR", requires = "cluster")]
+    cluster_scratch: Option<std::path::PathBuf>,
 }
 
 /// Anonymizes, prints the summary (or the report as JSON) and says where the release went;
@@ -73,6 +79,7 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
             .as_deref()
             .map(pipeline::cluster::Cluster::parse)
             .transpose()?;
+        req.cluster_scratch = args.cluster_scratch;
     }
     // Written with the release, as one set.
     req.page = args.report.clone();

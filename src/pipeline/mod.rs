@@ -62,6 +62,10 @@ pub struct Request {
     /// `--cluster URL`: anonymize the shards on this cluster instead of one at a time here.
     #[cfg(feature = "distributed")]
     pub cluster: Option<cluster::Cluster>,
+    /// `--cluster-scratch DIR`: where the cluster writes each shard's rows, on storage every
+    /// executor shares (None: beside the warehouse).
+    #[cfg(feature = "distributed")]
+    pub cluster_scratch: Option<PathBuf>,
 }
 
 impl Request {
@@ -979,6 +983,9 @@ mod dry_run;
 mod init;
 pub mod negotiate;
 mod piece;
+// Cut by a cluster (`--features distributed`); its tests run in every build.
+#[cfg_attr(not(feature = "distributed"), allow(dead_code))]
+mod shard_files;
 mod sharded;
 #[cfg(any(feature = "distributed", test))]
 mod wire;

@@ -105,6 +105,7 @@ pub(super) async fn release(
     let keys = on_cluster(
         &mut whole,
         algorithm,
+        wh,
         &global,
         keys,
         &mut options,
@@ -139,28 +140,49 @@ pub(super) async fn release(
 }
 
 /// The shards anonymized on the run's cluster, if it has one: the shards left to
-/// anonymize here (none, or all of them without a cluster).
+/// anonymize here (none, or all of them without a cluster). The cluster first writes each
+/// shard's rows of the family's tables to shared storage (`cluster::split`), removed when
+/// the shards are done.
 #[cfg(feature = "distributed")]
+#[allow(clippy::too_many_arguments)]
 async fn on_cluster(
     whole: &mut Whole<'_>,
     algorithm: &Configured,
+    wh: &Warehouse,
     global: &[Vec<Hierarchy>],
     keys: Vec<RecordBatch>,
     options: &mut algo::Options,
     to: &Staging<'_>,
     progress: &Progress,
 ) -> Result<Vec<RecordBatch>> {
+    use super::cluster::{self, split};
     let Some((cluster, req)) = to.cluster else {
         return Ok(keys);
     };
+    let plan = whole.plan;
+    let url = cluster::reach(cluster).await?;
+    let numbered = cluster::numbered(keys)?;
+    progress.phase("cluster", "writing each shard's rows on the cluster");
+    let dir = match &req.cluster_scratch {
+        Some(dir) => dir.clone(),
+        None => split::default_dir(&plan.source)?,
+    };
+    let written = split::split(&url, wh, plan, &numbered, dir).await?;
     progress.phase("cluster", "anonymizing the shards on the cluster");
-    let job =
-        super::wire::Job::encode_for(req, &whole.plan.source, keys.len(), global, &whole.tally)?;
+    let job = super::wire::Job::encode_for(
+        req,
+        &plan.source,
+        numbered.len(),
+        global,
+        &whole.tally,
+        Some(written.files()),
+    )?;
     let (mine, table) = (&algorithm.options, algorithm.spec.options);
-    super::cluster::run_shards(cluster, job, keys, mine, table, |i, outcome| {
+    cluster::run_shards(&url, job, numbered, mine, table, |i, outcome| {
         whole.take(i, outcome, options, progress)
     })
     .await?;
+    drop(written);
     Ok(Vec::new())
 }
 

@@ -20,6 +20,7 @@ use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::piece::Outcome;
+pub(super) use super::shard_files::ShardFiles;
 use super::Request;
 use crate::algo::{OptionSpec, Options, Relocated, WireValue};
 use crate::hierarchy::Hierarchy;
@@ -47,6 +48,8 @@ pub(super) struct Job {
     pub hierarchies: Vec<Vec<Hierarchy>>,
     /// The drawn count queries, no answers yet.
     pub tally: Tally,
+    /// The tables a cluster wrote shard by shard; the others are read from the source.
+    pub files: Option<ShardFiles>,
 }
 
 /// A [`Job`] as the client sends it, borrowing what it holds: the same fields in the same
@@ -62,17 +65,20 @@ struct JobOut<'a> {
     shards: usize,
     hierarchies: &'a [Vec<Hierarchy>],
     tally: &'a Tally,
+    files: Option<&'a ShardFiles>,
 }
 
 impl Job {
-    /// The encoded job of a run prepared from `req`, reading `source`, in `shards` shards.
-    /// Paths travel absolute: an executor's working directory is its own.
+    /// The encoded job of a run prepared from `req`, reading `source` (and the tables of
+    /// `files` as a cluster wrote them), in `shards` shards. Paths travel absolute: an
+    /// executor's working directory is its own.
     pub fn encode_for(
         req: &Request,
         source: &std::path::Path,
         shards: usize,
         hierarchies: &[Vec<Hierarchy>],
         tally: &Tally,
+        files: Option<&ShardFiles>,
     ) -> Result<Vec<u8>> {
         // Declarations in the working directory have an empty base.
         let absolute = |p: &std::path::Path| {
@@ -93,6 +99,7 @@ impl Job {
             shards,
             hierarchies,
             tally,
+            files,
         })
     }
 
@@ -434,20 +441,38 @@ fn from_ipc(bytes: &[u8]) -> Result<RecordBatch> {
 }
 
 /// What a failed job says, without the wrappers each hop adds: a task's own message is the
-/// innermost `External("...")` Ballista's scheduler quotes in its debug form (a task that
-/// could not read the warehouse says so there); any other error as it is.
+/// innermost `External("...")` (or a Parquet reader's `General("...")`) Ballista's
+/// scheduler quotes in its debug form (a task that could not read the warehouse says so
+/// there), and a plan the scheduler refused is the
+/// `message: "..."` of its gRPC status, less the prefixes of each layer that passed it on
+/// (a plan of another version of relanon says so there); any other error as it is.
 pub(super) fn task_error(e: &dyn std::fmt::Display) -> String {
+    const OPENERS: [&str; 3] = ["External(\"", "General(\"", "message: \""];
+    const LAYERS: [&str; 3] = [
+        "Could not parse plan: ",
+        "DataFusion error: ",
+        "Error during planning: ",
+    ];
     let text = e.to_string();
-    const OPEN: &str = "External(\"";
-    let Some(at) = text.rfind(OPEN) else {
+    let Some((at, opener)) = OPENERS
+        .iter()
+        .filter_map(|o| text.rfind(o).map(|at| (at, *o)))
+        .max_by_key(|(at, _)| *at)
+    else {
         return text;
     };
     let mut inner = String::new();
-    let mut chars = text[at + OPEN.len()..].chars();
+    let mut chars = text[at + opener.len()..].chars();
     while let Some(c) = chars.next() {
         match c {
             '\\' => inner.extend(chars.next()),
-            '"' => return inner,
+            '"' => {
+                let mut own = inner.as_str();
+                while let Some(rest) = LAYERS.iter().find_map(|l| own.strip_prefix(l)) {
+                    own = rest;
+                }
+                return own.to_string();
+            }
             c => inner.push(c),
         }
     }
@@ -568,8 +593,15 @@ mod tests {
             with: Some("k = 3".into()),
             ..Request::default()
         };
-        let bytes = Job::encode_for(&req, std::path::Path::new("w"), 4, &[], &Tally::default())
-            .expect("encodes");
+        let bytes = Job::encode_for(
+            &req,
+            std::path::Path::new("w"),
+            4,
+            &[],
+            &Tally::default(),
+            None,
+        )
+        .expect("encodes");
         let mut job = Job::decode(&bytes).expect("decodes");
         assert_eq!((job.shards, job.with.as_deref()), (4, Some("k = 3")));
         assert!(job.source.is_absolute(), "{}", job.source.display());
@@ -590,6 +622,16 @@ mod tests {
             "preparing shard 1 on an executor: directory '/w/a \"b\"' holds no .parquet files"
         );
         assert_eq!(task_error(&"connection refused"), "connection refused");
+        let unread = r#"Job 038H failed: Task failed due to runtime execution error: DataFusionError(Shared(External(DataFusionError(ParquetError(General("Failed to fetch metadata for file w/c.parquet: not found"))))))"#;
+        assert_eq!(
+            task_error(&unread),
+            "Failed to fetch metadata for file w/c.parquet: not found"
+        );
+        let refused = r#"Execution error: Status { code: InvalidArgument, message: "Could not parse plan: DataFusion error: Error during planning: a shard's task comes from relanon 0.1.0 and this process is relanon 0.2.0: run one version", metadata: MetadataMap { headers: {"content-type": "application/grpc"} }, source: None }"#;
+        assert_eq!(
+            task_error(&refused),
+            "a shard's task comes from relanon 0.1.0 and this process is relanon 0.2.0: run one version"
+        );
         // An unterminated quote is no message of a task's: the error as it is.
         assert_eq!(task_error(&"External(\"cut"), "External(\"cut");
     }

@@ -845,10 +845,6 @@ fn provider(
     schema: &SchemaRef,
     rows: &Rows,
 ) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
-    use datafusion::datasource::file_format::parquet::ParquetFormat;
-    use datafusion::datasource::listing::{
-        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
-    };
     match rows {
         Rows::Read { reader, rows, .. } => Ok(Arc::new(streamed::SourceTable::new(
             Arc::clone(schema),
@@ -861,22 +857,58 @@ fn provider(
             let url = std::path::absolute(path)
                 .ok()
                 .and_then(|p| url::Url::from_file_path(p).ok())
-                .ok_or_else(|| {
-                    datafusion::error::DataFusionError::Plan(format!(
-                        "'{}' cannot be named as a file URL",
-                        show(path)
-                    ))
-                })?;
-            let format =
-                ParquetFormat::default().with_options(ctx.state().default_table_options().parquet);
+                .ok_or_else(|| unnamable(path))?;
             // No extension filter: the file was chosen by name already, in any case.
-            let options = ListingOptions::new(Arc::new(format)).with_file_extension("");
-            let config = ListingTableConfig::new(ListingTableUrl::try_new(url, None)?)
-                .with_listing_options(options)
-                .with_schema(Arc::clone(schema));
-            Ok(Arc::new(ListingTable::try_new(config)?))
+            listing(ctx, schema, url, "")
         }
     }
+}
+
+fn unnamable(path: &Path) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::Plan(format!(
+        "'{}' cannot be named as a file URL",
+        show(path)
+    ))
+}
+
+/// The DataFusion table over the Parquet file or directory at `url` (only the files ending
+/// in `extension`), read with `schema`'s types, cast from the files' where they differ.
+fn listing(
+    ctx: &SessionContext,
+    schema: &SchemaRef,
+    url: url::Url,
+    extension: &str,
+) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
+    use datafusion::datasource::file_format::parquet::ParquetFormat;
+    use datafusion::datasource::listing::{
+        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+    };
+    let format = ParquetFormat::default().with_options(ctx.state().default_table_options().parquet);
+    let options = ListingOptions::new(Arc::new(format)).with_file_extension(extension);
+    let config = ListingTableConfig::new(ListingTableUrl::try_new(url, None)?)
+        .with_listing_options(options)
+        .with_schema(Arc::clone(schema));
+    Ok(Arc::new(ListingTable::try_new(config)?))
+}
+
+/// The table over the `.parquet` files of directory `dir`, read with `schema`; without the
+/// directory, the table with no rows.
+fn directory_table(
+    ctx: &SessionContext,
+    schema: &SchemaRef,
+    dir: &Path,
+) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
+    if !dir.is_dir() {
+        return Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+            Arc::clone(schema),
+            vec![vec![]],
+        )?));
+    }
+    let url = std::path::absolute(dir)
+        .ok()
+        .and_then(|p| url::Url::from_directory_path(p).ok())
+        .ok_or_else(|| unnamable(dir))?;
+    listing(ctx, schema, url, ".parquet")
 }
 
 #[cfg(test)]

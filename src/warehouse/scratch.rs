@@ -5,14 +5,21 @@
 //! - [`Warehouse::temporary`]: a table in the warehouse's own session, beside the source
 //!   tables it is joined with (the forest's key tables); the guard removes it when dropped,
 //!   also when the phase fails halfway.
+//! - [`Warehouse::files_table`]: Parquet files another step wrote (a cluster's shard
+//!   assignment), as a table of that session, with the same guard.
+//! - [`Warehouse::narrow`]: a source table read from now on from the Parquet files of one
+//!   directory (a piece of it a cluster wrote, say one shard's rows), for a warehouse opened
+//!   for one task.
 //! - [`Scratch`]: a session of its own (the utility queries' and the attack's fact
 //!   evaluation), with [`super::session`]'s settings; its tables go with it.
 //!
 //! Errors are DataFusion's own, so each caller words them as before (its message says which
 //! query of which phase failed).
 
+use std::path::Path;
 use std::sync::Arc;
 
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::common::TableReference;
 use datafusion::datasource::MemTable;
@@ -46,6 +53,35 @@ impl Warehouse {
             ctx,
             name: name.to_string(),
         })
+    }
+
+    /// Registers the `.parquet` files of directory `dir` (columns `schema`) as table `name`
+    /// in the warehouse's session until the returned guard drops.
+    pub fn files_table(&self, name: &str, dir: &Path, schema: SchemaRef) -> Result<Temporary<'_>> {
+        let ctx = self.context();
+        let table = super::directory_table(ctx, &schema, dir)?;
+        ctx.register_table(TableReference::bare(name.to_string()), table)?;
+        Ok(Temporary {
+            ctx,
+            name: name.to_string(),
+        })
+    }
+
+    /// Source table `table` read from now on from the `.parquet` files of directory `dir`
+    /// alone, in the table's own columns and types; without the directory, the table has no
+    /// rows. For the rest of this warehouse's life: a warehouse opened for one task whose
+    /// rows of `table` another step already cut out (a shard's, written by a cluster), so
+    /// that the task reads them and not the whole table.
+    pub fn narrow(&self, table: &str, dir: &Path) -> Result<()> {
+        let i = self
+            .resolve_table(table)
+            .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
+        let name = self.tables[i].name.clone();
+        let provider = super::directory_table(self.context(), &self.loaded[i].0, dir)?;
+        let name = TableReference::bare(name);
+        self.context().deregister_table(name.clone())?;
+        self.context().register_table(name, provider)?;
+        Ok(())
     }
 }
 

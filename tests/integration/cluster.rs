@@ -1,8 +1,9 @@
 //! `anonymize --cluster` (`--features distributed`): a run's shards anonymized on a Ballista
 //! cluster started inside the process (`standalone`) give the release, key map and report
-//! of the same run on one machine, byte for byte; a scheduler that does not answer, a source
-//! the executors cannot share and a cluster without shards are refused in one line, exit 2,
-//! with nothing written.
+//! of the same run on one machine, byte for byte, and leave no per-shard tables behind; a
+//! scheduler that does not answer, a source the executors cannot share, a cluster without
+//! shards and a scratch directory that exists are refused in one line, exit 2, with nothing
+//! written.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -59,6 +60,14 @@ fn the_cluster_releases_what_one_machine_releases_byte_for_byte() {
         &["--shards", "3", "--cluster", "standalone"],
     );
     assert!(there.status.success(), "cluster: {}", stderr(&there));
+    // The shards' tables the cluster wrote beside the warehouse are gone with the run.
+    let left: Vec<_> = std::fs::read_dir(d)
+        .expect("the run's directory")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".relanon-shards"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     let strip = |p: &Path, root: &Path| -> Vec<(String, Vec<u8>)> {
         fingerprint(p)
             .into_iter()
@@ -133,4 +142,17 @@ fn a_cluster_that_does_not_answer_or_cannot_share_the_source_is_refused_in_one_l
     assert!(o.status.success(), "generate tpch: {}", stderr(&o));
     let sqlite = ["--shards", "2", "--cluster", "standalone"];
     refused(d, &decl, "tpch.sqlite", "e", &sqlite, "Parquet");
+    // A scratch directory that exists may be someone's: never written into, never removed.
+    std::fs::create_dir(d.join("mine")).expect("a directory");
+    std::fs::write(d.join("mine/keep"), b"x").expect("a file");
+    let taken = [
+        "--shards",
+        "2",
+        "--cluster",
+        "standalone",
+        "--cluster-scratch",
+        "mine",
+    ];
+    refused(d, &decl, "tpch", "f", &taken, "exists already");
+    assert!(d.join("mine/keep").exists(), "left as it was");
 }

@@ -25,11 +25,9 @@ use datafusion::physical_plan::{
 use futures::TryStreamExt;
 
 use super::super::piece::{Piece, Task};
+use super::super::shard_files::SHARD;
 use super::super::wire::{encode_outcome, outcome_schema, Job};
 use crate::progress::Progress;
-
-/// The column that carries a shard's number beside its entity keys.
-const SHARD: &str = "__relanon_shard";
 
 /// Shard `i`'s entity keys with its number beside them.
 pub(super) fn numbered(keys: RecordBatch, i: usize) -> Result<RecordBatch> {
@@ -206,6 +204,17 @@ async fn anonymize_shard(job: &Job, shard: usize, keys: RecordBatch) -> Result<V
         .await
         .with_context(|| format!("preparing shard {} on an executor (every executor must read the warehouse and the declarations' files at the client's paths)", shard + 1))?;
     algorithm.shards = job.shards;
+    if let Some(files) = &job.files {
+        for (ti, name) in &files.tables {
+            wh.narrow(name, &files.shard_dir(*ti, shard)).with_context(|| {
+                format!(
+                    "reading shard {}'s rows of table '{name}' the cluster wrote to '{}' (every executor must read it)",
+                    shard + 1,
+                    files.dir.display()
+                )
+            })?;
+        }
+    }
     let task = Task {
         plan: &plan,
         algorithm: &algorithm,

@@ -11,6 +11,7 @@
 
 mod codec;
 mod exec;
+pub(super) mod split;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -80,49 +81,45 @@ fn config() -> SessionConfig {
         .with_ballista_physical_extension_codec(Arc::new(RelanonCodec::default()))
 }
 
-/// Anonymizes each shard (`keys[i]` its entity keys) of `job` on `cluster` and hands the
-/// outcomes to `each` in shard order; `options` and `table` are the algorithm's options and
-/// their table.
+/// The URL of `cluster`'s scheduler, once it answers; a standalone one is started first.
+pub(super) async fn reach(cluster: &Cluster) -> Result<String> {
+    match cluster {
+        Cluster::Remote(url) => {
+            answers(url).await?;
+            Ok(url.clone())
+        }
+        Cluster::Standalone => standalone().await,
+    }
+}
+
+/// Each shard's entity keys (`keys[i]`) with its number beside them.
+pub(super) fn numbered(keys: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+    keys.into_iter()
+        .enumerate()
+        .map(|(i, k)| exec::numbered(k, i))
+        .collect()
+}
+
+/// Anonymizes each shard (`numbered[i]` its entity keys, [`numbered`]) of `job` on the
+/// cluster at `url` and hands the outcomes to `each` in shard order; `options` and `table`
+/// are the algorithm's options and their table.
 pub(super) async fn run_shards(
-    cluster: &Cluster,
+    url: &str,
     job: Vec<u8>,
-    keys: Vec<RecordBatch>,
+    numbered: Vec<RecordBatch>,
     options: &crate::algo::Options,
     table: &[OptionSpec],
     mut each: impl FnMut(usize, Outcome) -> Result<()>,
 ) -> Result<()> {
-    let n = keys.len();
-    let partitions = keys
-        .into_iter()
-        .enumerate()
-        .map(|(i, k)| exec::numbered(k, i).map(|k| vec![k]))
-        .collect::<Result<Vec<_>>>()?;
+    let n = numbered.len();
+    let partitions: Vec<Vec<RecordBatch>> = numbered.into_iter().map(|k| vec![k]).collect();
     let schema = partitions
         .first()
         .map(|p| p[0].schema())
         .ok_or_else(|| anyhow!("a run on a cluster needs at least one shard"))?;
     let scan = MemorySourceConfig::try_new_exec(&partitions, schema, None)?;
     let plan = Arc::new(exec::ShardExec::new(Arc::new(job), scan));
-    let url = match cluster {
-        Cluster::Remote(url) => {
-            answers(url).await?;
-            url.clone()
-        }
-        Cluster::Standalone => standalone().await?,
-    };
-    let config = config();
-    let codec = config.ballista_physical_extension_codec();
-    let session = format!("relanon-{}", std::process::id());
-    let mut stream = execute_physical_plan::<PhysicalPlanNode>(
-        url.clone(),
-        &BallistaConfig::default(),
-        plan,
-        codec.as_ref(),
-        session,
-        config,
-    )
-    .await
-    .map_err(|e| {
+    let mut stream = submit(url, plan).await.map_err(|e| {
         anyhow!(
             "the shards failed on the cluster at {url}: {}",
             task_error(&e)
@@ -143,6 +140,26 @@ pub(super) async fn run_shards(
         );
     }
     Ok(())
+}
+
+/// `plan` submitted to the scheduler at `url` in this run's session: its output as the job
+/// gives it.
+async fn submit(
+    url: &str,
+    plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> datafusion::error::Result<datafusion::physical_plan::SendableRecordBatchStream> {
+    let config = config();
+    let codec = config.ballista_physical_extension_codec();
+    let session = format!("relanon-{}", std::process::id());
+    execute_physical_plan::<PhysicalPlanNode>(
+        url.to_string(),
+        &BallistaConfig::default(),
+        plan,
+        codec.as_ref(),
+        session,
+        config,
+    )
+    .await
 }
 
 /// Whether a scheduler answers at `url` within [`ANSWER`].
