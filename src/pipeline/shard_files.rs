@@ -21,13 +21,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
-use arrow::datatypes::SchemaRef;
+use anyhow::{anyhow, Context, Result};
+use arrow::array::UInt32Array;
+use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Plan;
-use crate::warehouse::{quote_ident as quote, staging};
+use crate::warehouse::{quote_ident as quote, staging, Warehouse};
 
 /// The column that carries a shard's number beside an entity's key.
 pub(super) const SHARD: &str = "__relanon_shard";
@@ -59,6 +60,55 @@ impl ShardFiles {
     pub fn cut_dir(&self) -> PathBuf {
         self.dir.join(CUT)
     }
+
+    /// `wh`, a warehouse opened for shard `shard`'s task, narrowed to the shard's rows of
+    /// each table written. A shard holds at least one entity, so its directory of the entity
+    /// table exists: a process that cannot see the run's directory fails here rather than
+    /// reading every table as empty.
+    pub fn narrow(&self, wh: &Warehouse, shard: usize) -> Result<()> {
+        let unseen = |what: PathBuf| {
+            anyhow!(
+                "shard {} cannot find '{}' that the cluster wrote: every executor must read '{}' at the client's path",
+                shard + 1,
+                what.display(),
+                self.dir.display()
+            )
+        };
+        if !self.cut_dir().is_dir() {
+            return Err(unseen(self.cut_dir()));
+        }
+        for (ti, name) in &self.tables {
+            let dir = self.shard_dir(*ti, shard);
+            if *ti == 0 && !dir.is_dir() {
+                return Err(unseen(dir));
+            }
+            wh.narrow(name, &dir).map_err(|e| {
+                anyhow!(
+                    "reading shard {}'s rows of table '{name}' from '{}': {e}",
+                    shard + 1,
+                    dir.display()
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Each shard's entity keys (`keys[i]`) with its number beside them in [`SHARD`]: the cut.
+pub(super) fn numbered(keys: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+    keys.into_iter()
+        .enumerate()
+        .map(|(i, keys)| {
+            let mut fields: Vec<FieldRef> = keys.schema().fields().iter().cloned().collect();
+            fields.push(Arc::new(Field::new(SHARD, DataType::UInt32, false)));
+            let mut columns = keys.columns().to_vec();
+            columns.push(Arc::new(UInt32Array::from(vec![i as u32; keys.num_rows()])));
+            Ok(RecordBatch::try_new(
+                Arc::new(Schema::new(fields)),
+                columns,
+            )?)
+        })
+        .collect()
 }
 
 /// A run's directory of per-shard tables, made for it and removed with everything in it
@@ -74,21 +124,23 @@ impl Written {
     pub fn make(dir: &Path, tables: Vec<(usize, String)>) -> Result<Written> {
         let dir =
             std::path::absolute(dir).with_context(|| format!("resolving '{}'", dir.display()))?;
-        if dir.exists() {
-            bail!(
+        // Made, not found: a directory that exists may be someone's, and is left alone.
+        staging::create_tracked(&dir, |d| std::fs::create_dir(d)).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => anyhow!(
                 "--cluster-scratch '{}' exists already: name a directory that does not exist yet (the run makes it and removes it)",
                 dir.display()
-            );
-        }
-        staging::create_tracked(&dir, |d| std::fs::create_dir_all(d.join(CUT))).with_context(|| {
-            format!(
-                "making '{}' for the shards' tables: give --cluster-scratch DIR on storage every executor shares and this machine may write",
+            ),
+            _ => anyhow!(
+                "cannot make '{}' for the shards' tables ({e}): give --cluster-scratch DIR, in a directory that exists on storage every executor shares and this machine may write",
                 dir.display()
-            )
+            ),
         })?;
-        Ok(Written {
+        let written = Written {
             files: ShardFiles { dir, tables },
-        })
+        };
+        let cut = written.files.cut_dir();
+        std::fs::create_dir(&cut).with_context(|| format!("making '{}'", cut.display()))?;
+        Ok(written)
     }
 
     /// Where the tables are, for the shards' tasks.
@@ -181,23 +233,6 @@ mod tests {
     use crate::forest::Forest;
     use crate::pipeline::piece::{entity_keys, load_shard};
 
-    fn numbered(keys: RecordBatch, shard: u32) -> RecordBatch {
-        let mut fields: Vec<arrow::datatypes::FieldRef> =
-            keys.schema().fields().iter().cloned().collect();
-        fields.push(Arc::new(arrow::datatypes::Field::new(
-            SHARD,
-            arrow::datatypes::DataType::UInt32,
-            false,
-        )));
-        let mut columns = keys.columns().to_vec();
-        columns.push(Arc::new(arrow::array::UInt32Array::from(vec![
-            shard;
-            keys.num_rows()
-        ])));
-        RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)
-            .expect("numbered")
-    }
-
     fn same(a: &Forest, b: &Forest) {
         for (x, y) in a.tables.iter().zip(&b.tables) {
             assert_eq!(x.batch, y.batch, "{}", x.name);
@@ -241,11 +276,7 @@ mod tests {
             plan.tables.len(),
             "every TPC-H table is keyed"
         );
-        let cut: Vec<RecordBatch> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| numbered(k.clone(), i as u32))
-            .collect();
+        let cut = numbered(keys.clone()).expect("numbered");
         let schema = write_cut(&files.cut_dir(), &cut).expect("cut");
         {
             let _cut = wh
@@ -258,9 +289,7 @@ mod tests {
             }
         }
         for (i, k) in keys.iter().enumerate() {
-            for (ti, name) in &files.tables {
-                wh.narrow(name, &files.shard_dir(*ti, i)).expect("narrowed");
-            }
+            files.narrow(&wh, i).expect("narrowed");
             let narrowed = load_shard(&plan, &wh, &global, k.clone())
                 .await
                 .expect("shard");
@@ -281,9 +310,17 @@ mod tests {
                 .value(0);
             assert_eq!(counted as usize, shards[i].len());
         }
+        // A shard no table was written for: the process cannot see the run's directory.
+        let err = files.narrow(&wh, keys.len()).expect_err("refused");
+        assert!(
+            err.to_string().contains("every executor must read"),
+            "{err}"
+        );
         let scratch = files.dir.clone();
         drop(written);
         assert!(!scratch.exists(), "removed with its tables");
+        let err = files.narrow(&wh, 0).expect_err("refused");
+        assert!(err.to_string().contains("cannot find"), "{err}");
     }
 
     #[test]

@@ -161,7 +161,7 @@ async fn on_cluster(
     };
     let plan = whole.plan;
     let url = cluster::reach(cluster).await?;
-    let numbered = cluster::numbered(keys)?;
+    let numbered = super::shard_files::numbered(keys)?;
     progress.phase("cluster", "writing each shard's rows on the cluster");
     let dir = match &req.cluster_scratch {
         Some(dir) => dir.clone(),
@@ -175,7 +175,7 @@ async fn on_cluster(
         numbered.len(),
         global,
         &whole.tally,
-        Some(written.files()),
+        written.files(),
     )?;
     let (mine, table) = (&algorithm.options, algorithm.spec.options);
     cluster::run_shards(&url, job, numbered, mine, table, |i, outcome| {

@@ -49,7 +49,7 @@ pub(super) struct Job {
     /// The drawn count queries, no answers yet.
     pub tally: Tally,
     /// The tables a cluster wrote shard by shard; the others are read from the source.
-    pub files: Option<ShardFiles>,
+    pub files: ShardFiles,
 }
 
 /// A [`Job`] as the client sends it, borrowing what it holds: the same fields in the same
@@ -65,7 +65,7 @@ struct JobOut<'a> {
     shards: usize,
     hierarchies: &'a [Vec<Hierarchy>],
     tally: &'a Tally,
-    files: Option<&'a ShardFiles>,
+    files: &'a ShardFiles,
 }
 
 impl Job {
@@ -78,7 +78,7 @@ impl Job {
         shards: usize,
         hierarchies: &[Vec<Hierarchy>],
         tally: &Tally,
-        files: Option<&ShardFiles>,
+        files: &ShardFiles,
     ) -> Result<Vec<u8>> {
         // Declarations in the working directory have an empty base.
         let absolute = |p: &std::path::Path| {
@@ -599,11 +599,15 @@ mod tests {
             4,
             &[],
             &Tally::default(),
-            None,
+            &ShardFiles {
+                dir: "s".into(),
+                tables: vec![(0, "t".into())],
+            },
         )
         .expect("encodes");
         let mut job = Job::decode(&bytes).expect("decodes");
         assert_eq!((job.shards, job.with.as_deref()), (4, Some("k = 3")));
+        assert_eq!(job.files.tables, [(0, "t".to_string())]);
         assert!(job.source.is_absolute(), "{}", job.source.display());
         let again = job.request();
         assert_eq!(again.with.as_deref(), Some("k = 3"));

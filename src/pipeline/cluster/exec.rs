@@ -3,14 +3,13 @@
 //! `DataSourceExec` of memory, one partition per shard, which Ballista's scheduler knows how to
 //! hand out a partition at a time, so each shard runs once). The scheduler gives each task a
 //! plan cut down to its own partition, which the task then runs as its partition 0: so a
-//! shard's number travels in its keys ([`numbered`]), not in the partition's.
+//! shard's number travels in its keys (`shard_files::numbered`), not in the partition's.
 
 use std::fmt;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow::array::{Array, UInt32Array};
-use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result as DfResult};
@@ -29,24 +28,7 @@ use super::super::shard_files::SHARD;
 use super::super::wire::{encode_outcome, outcome_schema, Job};
 use crate::progress::Progress;
 
-/// Shard `i`'s entity keys with its number beside them.
-pub(super) fn numbered(keys: RecordBatch, i: usize) -> Result<RecordBatch> {
-    let mut fields: Vec<Field> = keys
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    fields.push(Field::new(SHARD, DataType::UInt32, false));
-    let mut columns = keys.columns().to_vec();
-    columns.push(Arc::new(UInt32Array::from(vec![i as u32; keys.num_rows()])));
-    Ok(RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        columns,
-    )?)
-}
-
-/// Each shard's number and its entity keys, from [`numbered`]'s batches: one shard as a rule
+/// Each shard's number and its entity keys, from `shard_files::numbered` batches: one shard as a rule
 /// (a task is one partition), but a scheduler that merged partitions is served too.
 fn unnumbered(batch: RecordBatch) -> Result<Vec<(usize, RecordBatch)>> {
     let last = batch.num_columns().saturating_sub(1);
@@ -204,17 +186,7 @@ async fn anonymize_shard(job: &Job, shard: usize, keys: RecordBatch) -> Result<V
         .await
         .with_context(|| format!("preparing shard {} on an executor (every executor must read the warehouse and the declarations' files at the client's paths)", shard + 1))?;
     algorithm.shards = job.shards;
-    if let Some(files) = &job.files {
-        for (ti, name) in &files.tables {
-            wh.narrow(name, &files.shard_dir(*ti, shard)).with_context(|| {
-                format!(
-                    "reading shard {}'s rows of table '{name}' the cluster wrote to '{}' (every executor must read it)",
-                    shard + 1,
-                    files.dir.display()
-                )
-            })?;
-        }
-    }
+    job.files.narrow(&wh, shard)?;
     let task = Task {
         plan: &plan,
         algorithm: &algorithm,

@@ -92,15 +92,7 @@ pub(super) async fn reach(cluster: &Cluster) -> Result<String> {
     }
 }
 
-/// Each shard's entity keys (`keys[i]`) with its number beside them.
-pub(super) fn numbered(keys: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
-    keys.into_iter()
-        .enumerate()
-        .map(|(i, k)| exec::numbered(k, i))
-        .collect()
-}
-
-/// Anonymizes each shard (`numbered[i]` its entity keys, [`numbered`]) of `job` on the
+/// Anonymizes each shard (`numbered[i]` its entity keys, `shard_files::numbered`) of `job` on the
 /// cluster at `url` and hands the outcomes to `each` in shard order; `options` and `table`
 /// are the algorithm's options and their table.
 pub(super) async fn run_shards(
