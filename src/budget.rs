@@ -5,7 +5,7 @@
 //! The decision is taken before anything is loaded, from the family's row count (read from
 //! the catalog: a Parquet footer, or the rows a SQLite or CSV source counted at open) and from
 //! figures per family row measured on TPC-H (docs/scale.md): a run holds about
-//! [`WHOLE_PER_ROW`] bytes a row whole; in shards, the skeleton about [`SKELETON_PER_ROW`],
+//! [`WHOLE_PER_ROW`] bytes a row whole; in shards, the outline [`OUTLINE_PER_ENTITY`] an entity,
 //! then the key map and the report's tallies [`HELD_PER_ROW`] plus the shard's forest and
 //! release [`SHARD_PER_ROW`] a row of the shard. The fewest shards that fit are chosen:
 //! a shard with fewer partners costs utility (docs/scale.md, "What sharding costs").
@@ -22,8 +22,9 @@ pub const BASE: u64 = 160 << 20;
 /// A run holding the whole forest: the load's peak per family row (TPC-H SF 1: 2.6 GiB for
 /// 7.65 M rows, each table sorted a column at a time).
 pub const WHOLE_PER_ROW: u64 = 360;
-/// The skeleton of a run in shards, per family row: keys and links, sorted (SF 10: 87).
-pub const SKELETON_PER_ROW: u64 = 90;
+/// The outline of a run in shards, per entity: its key, tree rows, shape hash, rows per
+/// child table and root QI codes, and its place in the cut's order (TPC-H: 48 bytes).
+pub const OUTLINE_PER_ENTITY: u64 = 64;
 /// What a run in shards holds across shards, per family row: the key map and the report's
 /// tallies (SF 10: 37 bytes a row).
 pub const HELD_PER_ROW: u64 = 40;
@@ -161,7 +162,7 @@ pub struct Decision {
 /// The decision for `family` under `budget`: whole if it fits, else the fewest shards
 /// whose forest fits beside the key map; `forced` (`--shards N`) fixes the count and the
 /// budget still sets verify's and the sort's memory. Refused, saying how much is needed,
-/// where not even the floor fits: the skeleton, or a shard of the smallest size allowed
+/// where not even the floor fits: the outline, or a shard of the smallest size allowed
 /// beside the key map, or verify's floor.
 pub fn decide(
     budget: Budget,
@@ -172,7 +173,7 @@ pub fn decide(
     let whole = BASE.saturating_add(WHOLE_PER_ROW.saturating_mul(rows));
     let held = HELD_PER_ROW.saturating_mul(rows);
     let most = (family.entities / family.min_group.max(1)).max(1);
-    let skeleton = BASE.saturating_add(SKELETON_PER_ROW.saturating_mul(rows));
+    let outline = BASE.saturating_add(OUTLINE_PER_ENTITY.saturating_mul(family.entities));
     let smallest_shard = BASE
         .saturating_add(held)
         .saturating_add(SHARD_PER_ROW.saturating_mul(rows).div_ceil(most));
@@ -199,14 +200,22 @@ pub fn decide(
                     "the whole family at once: it has too few entities for two shards",
                 ));
             }
-            if skeleton > budget.bytes {
-                return Err(too_small(skeleton, "every row's keys and links"));
-            }
-            if smallest_shard > budget.bytes {
-                return Err(too_small(
+            // The largest floor that does not fit is the one to name: given back, it fits
+            // every floor.
+            let floors = [
+                (outline, "every entity's outline"),
+                (
                     smallest_shard,
                     "the key map and a shard of the fewest entities a class needs",
-                ));
+                ),
+                (verify_floor, "the key map and verify's smallest partition"),
+            ];
+            if let Some(&(needs, what)) = floors
+                .iter()
+                .filter(|(needs, _)| *needs > budget.bytes)
+                .max_by_key(|(needs, _)| *needs)
+            {
+                return Err(too_small(needs, what));
             }
             let n = SHARD_PER_ROW.saturating_mul(rows).div_ceil(left.max(1));
             usize::try_from(n.clamp(2, most)).unwrap_or(usize::MAX)

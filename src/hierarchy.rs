@@ -133,6 +133,13 @@ impl Hierarchy {
         column: &str,
         texts: &[Option<String>],
     ) -> Result<Vec<u32>, HierarchyError> {
+        self.encoder().encode(column, texts)
+    }
+
+    /// The leaves by label, made once for a column read a batch at a time (a bands
+    /// hierarchy over a money column has about a leaf a row: indexing them per batch cost
+    /// more than the batch).
+    pub fn encoder(&self) -> Encoder<'_> {
         let mut has_child = vec![false; self.len()];
         for (node, &p) in self.parent.iter().enumerate() {
             if node as u32 != self.root {
@@ -147,25 +154,14 @@ impl Hierarchy {
             .filter(|&(node, _)| is_leaf(node))
             .filter_map(|(node, l)| l.as_deref().map(|l| (l, node as u32)))
             .collect();
-        let null_leaf = (0..self.len()).find(|&n| is_leaf(n) && self.labels[n].is_none());
-        let mut bad = Vec::new();
-        let codes = texts
-            .iter()
-            .map(|t| {
-                let code = match t {
-                    None => null_leaf.map(|n| n as u32),
-                    Some(t) => leaves.get(t.as_str()).copied(),
-                };
-                code.unwrap_or_else(|| {
-                    bad.push(t.clone().unwrap_or_else(|| "NULL".to_string()));
-                    0
-                })
-            })
-            .collect();
-        let mut leaf_labels: Vec<&str> = leaves.keys().copied().collect();
-        leaf_labels.sort_unstable();
-        not_leaves(column, &self.name, bad, Fix::AddTo(&leaf_labels))?;
-        Ok(codes)
+        let null_leaf = (0..self.len())
+            .find(|&n| is_leaf(n) && self.labels[n].is_none())
+            .map(|n| n as u32);
+        Encoder {
+            name: &self.name,
+            leaves,
+            null_leaf,
+        }
     }
 
     /// A hierarchy whose root is code 0, so it holds `leaves[0]` leaves in all.
@@ -248,6 +244,43 @@ impl Hierarchy {
             HierarchyDef::DateParts { parts, .. } => b.add_dates(name, parts, column, texts)?,
         }
         b.finish(def, column, texts)
+    }
+}
+
+/// A hierarchy's leaves indexed by label ([`Hierarchy::encoder`]).
+pub struct Encoder<'h> {
+    name: &'h str,
+    leaves: HashMap<&'h str, u32>,
+    null_leaf: Option<u32>,
+}
+
+impl Encoder<'_> {
+    /// [`Hierarchy::encode`] with the leaves indexed once.
+    pub fn encode(
+        &self,
+        column: &str,
+        texts: &[Option<String>],
+    ) -> Result<Vec<u32>, HierarchyError> {
+        let mut bad = Vec::new();
+        let codes = texts
+            .iter()
+            .map(|t| {
+                let code = match t {
+                    None => self.null_leaf,
+                    Some(t) => self.leaves.get(t.as_str()).copied(),
+                };
+                code.unwrap_or_else(|| {
+                    bad.push(t.clone().unwrap_or_else(|| "NULL".to_string()));
+                    0
+                })
+            })
+            .collect();
+        if !bad.is_empty() {
+            let mut leaf_labels: Vec<&str> = self.leaves.keys().copied().collect();
+            leaf_labels.sort_unstable();
+            not_leaves(column, self.name, bad, Fix::AddTo(&leaf_labels))?;
+        }
+        Ok(codes)
     }
 }
 

@@ -15,7 +15,7 @@
 //! the whole population and is never split; anatomy's groups are not split yet.
 
 use crate::algo::{keep, Configured, Generalization, Output};
-use crate::forest::Forest;
+use crate::forest::{Forest, Outline};
 use crate::plan::Model;
 use crate::progress::Progress;
 
@@ -45,10 +45,50 @@ pub fn check(entities: usize, n: usize, min_entities: usize) -> Result<(), Strin
 /// forest has fewer than `n * min_entities` entities.
 pub fn cut(forest: &Forest, n: usize, min_entities: usize) -> Result<Vec<Vec<u32>>, String> {
     check(forest.entities(), n, min_entities)?;
-    let entities = forest.entities();
+    Ok(ranges(
+        &shape::by_shape(forest),
+        &tree_rows(forest),
+        n,
+        min_entities,
+    ))
+}
+
+/// [`cut`] of a family known by its outline (a run in shards from the source): the order is
+/// rows per child table, largest first, then the shape's hash (equal trees stay together),
+/// then the root QI codes, then the key.
+pub fn cut_outline(
+    outline: &Outline,
+    n: usize,
+    min_entities: usize,
+) -> Result<Vec<Vec<u32>>, String> {
+    check(outline.entities(), n, min_entities)?;
+    Ok(ranges(
+        &outline_order(outline),
+        &outline.rows,
+        n,
+        min_entities,
+    ))
+}
+
+/// Every entity of `outline` in the order [`cut_outline`] cuts.
+fn outline_order(outline: &Outline) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..outline.entities() as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        outline
+            .counts(b)
+            .cmp(outline.counts(a))
+            .then_with(|| outline.shape[b as usize].cmp(&outline.shape[a as usize]))
+            .then_with(|| outline.codes(a).cmp(outline.codes(b)))
+            .then(a.cmp(&b))
+    });
+    order
+}
+
+/// `order` (every entity) cut into `n` contiguous ranges of about equal rows (`sizes`: a
+/// tree's rows), each of at least `min_entities`; each range sorted.
+fn ranges(order: &[u32], sizes: &[u64], n: usize, min_entities: usize) -> Vec<Vec<u32>> {
+    let entities = order.len();
     let min_entities = min_entities.max(1);
-    let order = shape::by_shape(forest);
-    let sizes: Vec<u64> = tree_rows(forest);
     let total: u64 = sizes.iter().sum();
     let mut shards: Vec<Vec<u32>> = Vec::with_capacity(n);
     let mut current: Vec<u32> = Vec::new();
@@ -74,7 +114,7 @@ pub fn cut(forest: &Forest, n: usize, min_entities: usize) -> Result<Vec<Vec<u32
     for s in &mut shards {
         s.sort_unstable();
     }
-    Ok(shards)
+    shards
 }
 
 /// Rows of every family table under each entity, the entity's own row included.
@@ -268,6 +308,35 @@ pub fn highest_price(a: crate::algo::Options, b: crate::algo::Options) -> crate:
 mod tests {
     use super::*;
     use crate::forest::shaped;
+
+    /// The outline's order puts larger trees first and equal trees (same rows per table, same
+    /// shape hash) side by side, among them by root QI codes, then by key; its ranges cover
+    /// every entity once.
+    #[test]
+    fn the_outline_is_cut_into_ranges_of_equal_trees_largest_first() {
+        // (rows in the one child table, shape hash, root code) per entity.
+        let entities = [
+            (3, 7, 2),
+            (1, 5, 0),
+            (3, 9, 1),
+            (0, 1, 4),
+            (3, 7, 0),
+            (1, 5, 3),
+            (3, 9, 0),
+            (0, 1, 1),
+        ];
+        let outline = Outline::from_parts(
+            entities.iter().map(|&(c, _, _)| 1 + c as u64).collect(),
+            entities.iter().map(|&(_, h, _)| h).collect(),
+            entities.iter().map(|&(c, _, _)| c).collect(),
+            entities.iter().map(|&(_, _, q)| q).collect(),
+        );
+        // Three rows first, the larger hash first, by code; then one row; then none.
+        assert_eq!(outline_order(&outline), vec![6, 2, 4, 0, 1, 5, 7, 3]);
+        let shards = cut_outline(&outline, 2, 2).expect("8 entities make 2 shards");
+        // 22 rows: the first three trees hold 12, past half.
+        assert_eq!(shards, vec![vec![2, 4, 6], vec![0, 1, 3, 5, 7]]);
+    }
 
     #[test]
     fn shards_are_disjoint_cover_every_entity_and_hold_at_least_k() {

@@ -12,10 +12,12 @@
 //! parent chain is refused. A key-less entity table keeps the source's row order. A table's
 //! QI and sensitive columns are interned one column a task on every thread.
 
+mod outline;
 mod scope;
 mod views;
 
-pub use scope::{hierarchies, skeleton, Scope};
+pub use outline::{outline, Counted, Outline};
+pub use scope::{hierarchies, Scope};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,7 +32,8 @@ use crate::hierarchy::{Built, Hierarchy, HierarchyError};
 use crate::plan::{ColumnRole, FamilyTable, OrphanPolicy, Plan};
 use crate::sensitive::{self, SensitiveColumn, SensitiveError};
 use crate::warehouse::{
-    numeric_value, quote_ident as quote, render_value, Temporary, Warehouse, WarehouseError,
+    collect_on, numeric_value, quote_ident as quote, render_value, Engine, Temporary, Warehouse,
+    WarehouseError,
 };
 
 /// Column the load queries add for a row's position in its table.
@@ -145,16 +148,33 @@ fn check_second_path(
     if count == 0 {
         return Ok(());
     }
-    let fk = r.columns.join(", ");
-    Err(ForestError::PathsDisagree {
-        table: ft.name.clone(),
+    Err(paths_disagree(
+        &ft.name,
+        count,
+        &r.columns,
+        &ancestor.name,
+        &example,
+    ))
+}
+
+/// The refusal of `count` rows of `table` whose second path (`columns`) names another
+/// `ancestor` row than their parent chain, `example` one of them.
+fn paths_disagree(
+    table: &str,
+    count: usize,
+    columns: &[String],
+    ancestor: &str,
+    example: &str,
+) -> ForestError {
+    let fk = columns.join(", ");
+    ForestError::PathsDisagree {
+        table: table.to_string(),
         count,
         detail: format!(
-            "{a} through ({fk}) and through their parent chain to different {a} rows, e.g. {example}; fix the source, or set the second path aside with ALTER TABLE {} DROP FOREIGN KEY ({fk}) and give its columns a role",
-            crate::warehouse::quote_ident(&ft.name),
-            a = ancestor.name,
+            "{ancestor} through ({fk}) and through their parent chain to different {ancestor} rows, e.g. {example}; fix the source, or set the second path aside with ALTER TABLE {} DROP FOREIGN KEY ({fk}) and give its columns a role",
+            quote(table),
         ),
-    })
+    }
 }
 
 /// Rows of one child table grouped by parent row.
@@ -323,7 +343,7 @@ pub async fn load(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
 }
 
 /// [`load`] of what `scope` covers: with entities, their trees alone, keys not checked again
-/// and no row counted as left out (the whole family's load, [`skeleton`], did both).
+/// and no row counted as left out (the family's [`outline`] did both).
 pub async fn load_scoped(
     plan: &Plan,
     wh: &Warehouse,
@@ -528,13 +548,7 @@ async fn scan(
             wh.sql(&format!("SELECT {select} FROM {t} s{only}")).await?
         }
         Some(p) => {
-            let on = ft
-                .parent_fk
-                .iter()
-                .zip(&ft.parent_key)
-                .map(|(c, k)| format!("s.{} = k.{}", quote(c), quote(k)))
-                .collect::<Vec<_>>()
-                .join(" AND ");
+            let on = equal("s", &ft.parent_fk, "k", &ft.parent_key);
             // A split table's entry holds its share of the rows (plan::Part).
             let filter = ft
                 .part
@@ -730,6 +744,15 @@ fn intern_columns(
     Ok(out)
 }
 
+/// `a.c1 = b.k1 AND ...`: columns `cols` of alias `a` equal to `keys` of alias `b`.
+fn equal(a: &str, cols: &[String], b: &str, keys: &[String]) -> String {
+    cols.iter()
+        .zip(keys)
+        .map(|(c, k)| format!("{a}.{} = {b}.{}", quote(c), quote(k)))
+        .collect::<Vec<_>>()
+        .join(" AND ")
+}
+
 fn key_table(ti: usize) -> String {
     format!("__relanon_keys_{ti}")
 }
@@ -767,7 +790,7 @@ fn register_keys<'w>(
 }
 
 /// Duplicate or NULL primary keys make "one true join path" impossible: refuse them.
-async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), ForestError> {
+async fn check_key(engine: &dyn Engine, table: &str, pk: &[String]) -> Result<(), ForestError> {
     if pk.is_empty() {
         return Ok(());
     }
@@ -781,7 +804,7 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
         "SELECT {k}, COUNT(*) AS __relanon_n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls} ORDER BY __relanon_n DESC LIMIT 3",
         k = cols(pk, "")
     );
-    let batches = wh.sql(&query).await?;
+    let batches = collect_on(engine, &query).await?;
     let mut examples = Vec::new();
     for b in &batches {
         for r in 0..b.num_rows() {
@@ -804,8 +827,7 @@ async fn check_key(wh: &Warehouse, table: &str, pk: &[String]) -> Result<(), For
         "SELECT COALESCE(SUM(__relanon_n), 0) FROM (SELECT COUNT(*) AS __relanon_n FROM {t} GROUP BY {k} HAVING COUNT(*) > 1 OR {nulls})",
         k = cols(pk, "")
     );
-    let count = wh
-        .sql(&count_q)
+    let count = collect_on(engine, &count_q)
         .await?
         .first()
         .and_then(|b| render_value(b.column(0).as_ref(), 0))

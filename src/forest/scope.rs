@@ -1,7 +1,6 @@
-//! What a load covers when the family is larger than memory: the skeleton (the entity table
-//! whole, every other table as keys and links only) that a run cuts into shards, the
-//! hierarchies built once over the whole family, and a [`Scope`] that loads one shard's trees
-//! coded in them.
+//! What a load covers when the family is larger than memory: the hierarchies built once over
+//! the whole family, and a [`Scope`] that loads one shard's trees coded in them (the shards
+//! are cut from the family's outline, `forest::outline`).
 //!
 //! Why hierarchies are global: a hierarchy built from a shard's values would count that
 //! shard's leaves, so the same label would cost another loss in each shard, and a bands
@@ -10,10 +9,10 @@
 
 use arrow::record_batch::RecordBatch;
 
-use super::{load, rendered, Forest, ForestError};
+use super::{rendered, ForestError};
 use crate::hierarchy::Hierarchy;
-use crate::plan::{ColumnRole, FamilyTable, Plan};
-use crate::warehouse::{quote_ident as quote, Warehouse};
+use crate::plan::{FamilyTable, Plan};
+use crate::warehouse::{collect_on, quote_ident as quote, Engine};
 
 /// What one load reads: the whole family (the default), or the trees of some entities coded
 /// with hierarchies built over the whole family.
@@ -21,59 +20,23 @@ use crate::warehouse::{quote_ident as quote, Warehouse};
 pub struct Scope<'a> {
     /// A registered table whose columns are the entity table's key columns: only these
     /// entities' trees are read. Rows the whole load leaves out (orphans, rows without a
-    /// parent) are left out here too, uncounted: the skeleton counted them.
+    /// parent) are left out here too, uncounted: the outline counted them.
     pub entities: Option<&'a str>,
     /// Per family table, its QI columns' hierarchies ([`hierarchies`]).
     pub hierarchies: Option<&'a [Vec<Hierarchy>]>,
 }
 
-/// The family as a shard cut needs it: the entity table whole (its QIs order the shape
-/// order's ties), every other table as its key, its FK to its parent and its second FK
-/// paths. Keys are checked and orphans refused or counted exactly as the whole load does.
-pub async fn skeleton(plan: &Plan, wh: &Warehouse) -> Result<Forest, ForestError> {
-    let mut slim = plan.clone();
-    for ft in slim.tables.iter_mut().skip(1) {
-        let structural = structural_columns(ft);
-        ft.columns.retain(|c| structural.contains(&c.name));
-        for c in &mut ft.columns {
-            // Read as they are, interned as nothing.
-            c.role = ColumnRole::Key;
-        }
-    }
-    load(&slim, wh).await
-}
-
-/// The columns a table's place in the family needs: its key, its FK to its parent, its
-/// second FK paths and, for a split table, the columns that split it.
-fn structural_columns(ft: &FamilyTable) -> Vec<String> {
-    let mut out: Vec<String> = ft.primary_key.clone();
-    out.extend(ft.parent_fk.iter().cloned());
-    for r in &ft.redundant {
-        out.extend(r.columns.iter().cloned());
-    }
-    if let Some(part) = &ft.part {
-        out.extend(part.split_source.iter().cloned());
-    }
-    out
-}
-
-/// Per family table, its QI columns' hierarchies built over the whole family: the entity
-/// table's from the skeleton (which read it whole), the others' from each column's distinct
-/// values.
+/// Per family table, its QI columns' hierarchies built over the whole family, each from
+/// its column's distinct values (queries `engine` runs).
 pub async fn hierarchies(
     plan: &Plan,
-    wh: &Warehouse,
-    skeleton: &Forest,
+    engine: &dyn Engine,
 ) -> Result<Vec<Vec<Hierarchy>>, ForestError> {
     let mut out = Vec::with_capacity(plan.tables.len());
-    for (ti, ft) in plan.tables.iter().enumerate() {
-        if ti == 0 {
-            out.push(skeleton.tables[0].hierarchies.clone());
-            continue;
-        }
+    for ft in &plan.tables {
         let mut table = Vec::new();
         for (col, hname) in ft.qi_columns() {
-            table.push(over_distinct(plan, wh, ft, col, hname).await?);
+            table.push(over_distinct(plan, engine, ft, col, hname).await?);
         }
         out.push(table);
     }
@@ -83,7 +46,7 @@ pub async fn hierarchies(
 /// The hierarchy `hname` of column `col`, built from the column's distinct values.
 async fn over_distinct(
     plan: &Plan,
-    wh: &Warehouse,
+    engine: &dyn Engine,
     ft: &FamilyTable,
     col: &str,
     hname: &str,
@@ -99,13 +62,12 @@ async fn over_distinct(
         .as_ref()
         .map(|part| format!(" WHERE {}", part.sql_filter("s")))
         .unwrap_or_default();
-    let batches = wh
-        .sql(&format!(
-            "SELECT DISTINCT s.{c} FROM {t} s{filter} ORDER BY 1 NULLS FIRST",
-            c = quote(col),
-            t = quote(&ft.name)
-        ))
-        .await?;
+    let query = format!(
+        "SELECT DISTINCT s.{c} FROM {t} s{filter} ORDER BY 1 NULLS FIRST",
+        c = quote(col),
+        t = quote(&ft.name)
+    );
+    let batches = collect_on(engine, &query).await?;
     let values = match batches.first() {
         Some(first) => crate::warehouse::concat_owned(&first.schema(), batches)
             .map_err(|e| ForestError::Internal(e.to_string()))?,
@@ -125,7 +87,7 @@ mod tests {
     use arrow::array::UInt32Array;
 
     use super::*;
-    use crate::forest::load_scoped;
+    use crate::forest::{load_scoped, Forest};
 
     /// Each QI cell of `forest` as its label, row by row, table by table.
     fn labels(forest: &Forest) -> Vec<Vec<Option<String>>> {
@@ -147,19 +109,13 @@ mod tests {
     }
 
     /// A shard read from the source is the whole forest's subset of its entities: the same
-    /// rows in the same order, the same parents, every QI cell the same leaf; the skeleton
-    /// holds every row of the whole, and the global hierarchies its leaves.
+    /// rows in the same order, the same parents, every QI cell the same leaf; the global
+    /// hierarchies hold the whole's leaves.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_shard_read_from_the_source_is_the_whole_forests_subset() {
         let (_dir, plan, wh) = crate::forest::tpch_fixture().await;
         let whole = crate::forest::load(&plan, &wh).await.expect("whole");
-        let bones = skeleton(&plan, &wh).await.expect("skeleton");
-        for (w, b) in whole.tables.iter().zip(&bones.tables) {
-            assert_eq!(w.parent, b.parent, "{}", w.name);
-            assert_eq!(w.rows_in, b.rows_in, "{}", w.name);
-        }
-        assert!(bones.tables[2].hierarchies.is_empty());
-        let global = hierarchies(&plan, &wh, &bones).await.expect("hierarchies");
+        let global = hierarchies(&plan, &wh).await.expect("hierarchies");
         for (w, g) in whole.tables.iter().zip(&global) {
             let leaves: Vec<u32> = g.iter().map(Hierarchy::total_leaves).collect();
             let whole_leaves: Vec<u32> =

@@ -360,10 +360,10 @@ fn inputs(req: &Request, plan: &Plan) -> Vec<Input> {
 }
 
 /// One warning per family table with rows left out for having no parent, saying why.
-fn parentless_warnings(plan: &Plan, forest: &forest::Forest) -> Vec<String> {
+fn parentless_warnings(plan: &Plan, no_parent: &[usize]) -> Vec<String> {
     let mut out = Vec::new();
-    for (ft, nodes) in plan.tables.iter().zip(&forest.tables) {
-        if nodes.no_parent > 0 {
+    for (ft, &count) in plan.tables.iter().zip(no_parent) {
+        if count > 0 {
             let second: Vec<String> = ft
                 .redundant
                 .iter()
@@ -381,7 +381,7 @@ fn parentless_warnings(plan: &Plan, forest: &forest::Forest) -> Vec<String> {
             out.push(format!(
                 "{}: {} row(s) have no parent (NULL in ({}), or under such a row) and are left out of the release{caveat}",
                 ft.name,
-                nodes.no_parent,
+                count,
                 ft.parent_fk.join(", "),
             ));
         }
@@ -697,7 +697,8 @@ async fn load(
 ) -> Result<forest::Forest> {
     progress.phase("load", "loading the entity forest");
     let forest = forest::load(plan, wh).await?;
-    for w in parentless_warnings(plan, &forest) {
+    let no_parent: Vec<usize> = forest.tables.iter().map(|t| t.no_parent).collect();
+    for w in parentless_warnings(plan, &no_parent) {
         progress.warn(w);
     }
     // Loading renders every QI cell on every thread; what it freed there goes back too.

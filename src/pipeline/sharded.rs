@@ -1,6 +1,7 @@
 //! A run in shards read one at a time from the source (`--shards N`), so that no phase
-//! holds the whole family: the skeleton (keys, links, the entity table) is cut into shards
-//! of whole trees (`algo::shards::cut`); each shard's trees are read from the source
+//! holds the whole family: the family's outline (`forest::outline`: one short record per
+//! entity, summed by queries, which a cluster runs when the run has one) is cut into shards
+//! of whole trees (`algo::shards::cut_outline`); each shard's trees are read from the source
 //! (`forest::load_scoped`, in hierarchies built once over the whole family), anonymized,
 //! materialized and written as parts under provisional keys (`release::pieces`); the
 //! entities every shard suppressed whole are tried once more together; then each table is
@@ -13,18 +14,18 @@
 use anyhow::{anyhow, Result};
 use arrow::record_batch::RecordBatch;
 
-use super::piece::{entity_keys, load_shard, Outcome, Piece, Task};
+use super::piece::{load_shard, Outcome, Piece, Task};
 use super::{assemble, parentless_warnings, population, return_free_heap, Clock, Staging};
 use crate::algo::{self, Configured};
-use crate::forest::{self, Forest};
+use crate::forest;
 use crate::hierarchy::Hierarchy;
 use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::release::{pieces, Materialized};
 use crate::utility::{Tally, Utility};
 use crate::warehouse::{
-    collect_stream, write_staged, write_stream, Parts, ReleaseSet, ReleaseTable, Remap, Staged,
-    TargetKind, Warehouse,
+    collect_stream, write_staged, write_stream, Engine, Parts, ReleaseSet, ReleaseTable, Remap,
+    Staged, TargetKind, Warehouse,
 };
 
 /// Whether this run goes shard by shard from the source: more than one shard of a family
@@ -57,7 +58,7 @@ struct Whole<'a> {
     rest: Vec<RecordBatch>,
 }
 
-/// The run: skeleton, shards, the remainder, the staged release.
+/// The run: outline, shards, the remainder, the staged release.
 pub(super) async fn release(
     plan: &Plan,
     algorithm: &mut Configured,
@@ -66,25 +67,45 @@ pub(super) async fn release(
     progress: &Progress,
     clock: &mut Clock,
 ) -> Result<Piecewise> {
-    progress.phase("load", "reading the family's keys and links");
-    let bones = forest::skeleton(plan, wh).await?;
-    for w in parentless_warnings(plan, &bones) {
+    #[cfg(feature = "distributed")]
+    let url = match to.cluster {
+        Some((cluster, _)) => Some(super::cluster::reach(cluster).await?),
+        None => None,
+    };
+    #[cfg(feature = "distributed")]
+    let remote = url
+        .as_deref()
+        .map(|url| super::cluster::OnCluster { wh, url });
+    #[cfg(feature = "distributed")]
+    let engine: &dyn Engine = match &remote {
+        Some(remote) => remote,
+        None => wh,
+    };
+    #[cfg(not(feature = "distributed"))]
+    let engine: &dyn Engine = wh;
+    progress.phase(
+        "load",
+        "outlining the family: keys, links, each tree's rows",
+    );
+    let global = forest::hierarchies(plan, engine).await?;
+    let outline = forest::outline(plan, engine, &global[0]).await?;
+    let no_parent: Vec<usize> = outline.tables.iter().map(|t| t.no_parent).collect();
+    for w in parentless_warnings(plan, &no_parent) {
         progress.warn(w);
     }
-    population(plan, bones.entities(), algorithm.shards)?;
+    population(plan, outline.entities(), algorithm.shards)?;
     let model = &plan.params.model;
-    let cut =
-        algo::shards::cut(&bones, algorithm.shards, model.min_group()).map_err(|e| anyhow!(e))?;
-    let global = forest::hierarchies(plan, wh, &bones).await?;
+    let cut = algo::shards::cut_outline(&outline, algorithm.shards, model.min_group())
+        .map_err(|e| anyhow!(e))?;
     let keys = cut
         .iter()
-        .map(|rows| entity_keys(plan, &bones.tables[0].batch, rows))
+        .map(|rows| taken(&outline.keys, rows))
         .collect::<Result<Vec<_>>>()?;
-    let sample = sample_keys(plan, &bones, plan.params.query_seed)?;
-    let source = source_stats(plan, &bones);
-    let entities = bones.entities();
-    drop(bones);
-    // Each phase after the skeleton, and each shard after the one before, holds less than
+    let sample = sample_keys(&outline.keys, plan.params.query_seed)?;
+    let source = source_stats(plan, &outline.tables);
+    let entities = outline.entities();
+    drop(outline);
+    // Each phase after the outline, and each shard after the one before, holds less than
     // its peak: what it freed goes back, so the budget bounds what the process holds.
     return_free_heap();
     clock.lap("load");
@@ -105,7 +126,7 @@ pub(super) async fn release(
     let keys = on_cluster(
         &mut whole,
         algorithm,
-        wh,
+        (wh, url.as_deref()),
         &global,
         keys,
         &mut options,
@@ -148,7 +169,7 @@ pub(super) async fn release(
 async fn on_cluster(
     whole: &mut Whole<'_>,
     algorithm: &Configured,
-    wh: &Warehouse,
+    (wh, url): (&Warehouse, Option<&str>),
     global: &[Vec<Hierarchy>],
     keys: Vec<RecordBatch>,
     options: &mut algo::Options,
@@ -156,18 +177,17 @@ async fn on_cluster(
     progress: &Progress,
 ) -> Result<Vec<RecordBatch>> {
     use super::cluster::{self, split};
-    let Some((cluster, req)) = to.cluster else {
+    let (Some((_, req)), Some(url)) = (to.cluster, url) else {
         return Ok(keys);
     };
     let plan = whole.plan;
-    let url = cluster::reach(cluster).await?;
     let numbered = super::shard_files::numbered(keys)?;
     progress.phase("cluster", "writing each shard's rows on the cluster");
     let dir = match &req.cluster_scratch {
         Some(dir) => dir.clone(),
         None => split::default_dir(&plan.source)?,
     };
-    let written = split::split(&url, wh, plan, &numbered, dir).await?;
+    let written = split::split(url, wh, plan, &numbered, dir).await?;
     progress.phase("cluster", "anonymizing the shards on the cluster");
     let job = super::wire::Job::encode_for(
         req,
@@ -178,7 +198,7 @@ async fn on_cluster(
         written.files(),
     )?;
     let (mine, table) = (&algorithm.options, algorithm.spec.options);
-    cluster::run_shards(&url, job, numbered, mine, table, |i, outcome| {
+    cluster::run_shards(url, job, numbered, mine, table, |i, outcome| {
         whole.take(i, outcome, options, progress)
     })
     .await?;
@@ -323,20 +343,28 @@ async fn remainder(
 /// How many entities' trees the count queries are drawn from.
 const QUERY_SAMPLE: usize = 2000;
 
-/// The keys of [`QUERY_SAMPLE`] entities drawn uniformly (seeded), whose trees the count
-/// queries are drawn around: a row of one of their tables is a uniform draw of the table's
-/// rows, as the whole forest's would be.
-fn sample_keys(plan: &Plan, bones: &Forest, seed: u64) -> Result<RecordBatch> {
+/// The keys of [`QUERY_SAMPLE`] entities drawn uniformly (seeded) from `keys` (every
+/// entity's, in key order), whose trees the count queries are drawn around: a row of one of
+/// their tables is a uniform draw of the table's rows, as the whole forest's would be.
+fn sample_keys(keys: &RecordBatch, seed: u64) -> Result<RecordBatch> {
     use rand::seq::index::sample;
     use rand::SeedableRng;
-    let n = bones.entities();
+    let n = keys.num_rows();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut rows: Vec<u32> = sample(&mut rng, n, QUERY_SAMPLE.min(n))
         .into_iter()
         .map(|r| r as u32)
         .collect();
     rows.sort_unstable();
-    entity_keys(plan, &bones.tables[0].batch, &rows)
+    taken(keys, &rows)
+}
+
+/// Rows `rows` of `keys`.
+fn taken(keys: &RecordBatch, rows: &[u32]) -> Result<RecordBatch> {
+    Ok(arrow::compute::take_record_batch(
+        keys,
+        &arrow::array::UInt32Array::from(rows.to_vec()),
+    )?)
 }
 
 /// Adds one shard's key map, statistics and classes to the run's.
@@ -379,11 +407,11 @@ fn empty_materialized() -> Materialized {
 }
 
 /// Per released family table: rows loaded (after orphans and parentless rows), the source's
-/// rows and what was left out, as the skeleton counted them.
-fn source_stats(plan: &Plan, bones: &Forest) -> Vec<(String, [usize; 4])> {
+/// rows and what was left out, as the outline counted them.
+fn source_stats(plan: &Plan, counted: &[forest::Counted]) -> Vec<(String, [usize; 4])> {
     let mut out: Vec<(String, [usize; 4])> = Vec::new();
-    for (ft, t) in plan.tables.iter().zip(&bones.tables) {
-        let add = [t.rows(), t.rows_in, t.orphans_dropped, t.no_parent];
+    for (ft, t) in plan.tables.iter().zip(counted) {
+        let add = [t.loaded, t.rows_in, t.orphans_dropped, t.no_parent];
         match out.iter_mut().find(|(n, _)| *n == ft.name) {
             Some((_, held)) => held.iter_mut().zip(add).for_each(|(h, a)| *h += a),
             None => out.push((ft.name.clone(), add)),

@@ -624,6 +624,16 @@ impl Warehouse {
         df.collect().await.map_err(err)
     }
 
+    /// Runs one DataFusion SQL statement here and streams its result.
+    pub async fn stream(
+        &self,
+        query: &str,
+    ) -> Result<datafusion::physical_plan::SendableRecordBatchStream, WarehouseError> {
+        let err = |e| query_error(query, e);
+        let df = self.ctx.sql(query).await.map_err(err)?;
+        df.execute_stream().await.map_err(err)
+    }
+
     /// Runs one DataFusion SQL statement and hands each result batch to `each` as it comes,
     /// so a scan of a table larger than memory holds one batch at a time.
     pub async fn for_each_batch(
@@ -791,6 +801,45 @@ impl Warehouse {
             Err(e) => Err(query_error(&query, e)),
         }
     }
+}
+
+/// A query's result on its way, from an [`Engine`].
+pub type Streamed<'a> = futures::future::BoxFuture<
+    'a,
+    Result<datafusion::physical_plan::SendableRecordBatchStream, WarehouseError>,
+>;
+
+/// Where a query over the warehouse's tables runs: here (a [`Warehouse`]), or wherever an
+/// implementation sends the plan it makes here, so long as that place reads the same files.
+/// The queries that describe a whole family (`forest::outline`) go through one, so that a
+/// run on a cluster does not hold or scan the family on its client.
+pub trait Engine: Sync {
+    /// `query`'s result, a batch at a time.
+    fn stream<'a>(&'a self, query: &'a str) -> Streamed<'a>;
+}
+
+impl Engine for Warehouse {
+    fn stream<'a>(&'a self, query: &'a str) -> Streamed<'a> {
+        Box::pin(Warehouse::stream(self, query))
+    }
+}
+
+/// `query`'s whole result, run by `engine`.
+pub async fn collect_on(
+    engine: &dyn Engine,
+    query: &str,
+) -> Result<Vec<RecordBatch>, WarehouseError> {
+    use futures::TryStreamExt;
+    let stream = engine.stream(query).await?;
+    stream
+        .try_collect()
+        .await
+        .map_err(|e| query_error(query, e))
+}
+
+/// A query's failure as the warehouse reports it (what ran out, or the query and why).
+pub fn query_failed(sql: &str, e: datafusion::error::DataFusionError) -> WarehouseError {
+    query_error(sql, e)
 }
 
 /// What running `sql` failed with; a pool exhausted (the budget's share for the queries,

@@ -1,6 +1,7 @@
 //! A run's shards anonymized on an Apache DataFusion Ballista cluster (`--features
-//! distributed`, `anonymize --cluster`): the client reads the skeleton, cuts the shards and
-//! builds the hierarchies as on one machine (`sharded`), then submits one physical plan, the
+//! distributed`, `anonymize --cluster`): the client has the cluster run the family's outline
+//! (`forest::outline`, through [`OnCluster`]) and the hierarchies' queries, cuts the shards as
+//! on one machine (`sharded`), then submits one physical plan, the
 //! shards' entity keys under relanon's operator ([`exec::ShardExec`]), and takes the outcomes
 //! back in shard order into the same whole. Everything after (the rest, the staged release,
 //! verify, the commit) is the one-machine path's, so the release is the same byte for byte.
@@ -34,6 +35,7 @@ pub use codec::RelanonCodec;
 use super::piece::Outcome;
 use super::wire::{task_error, Collector};
 use crate::algo::OptionSpec;
+use crate::warehouse::{query_failed, Engine, Streamed, Warehouse, WarehouseError};
 
 /// How long a scheduler has to answer before the run gives up on it.
 const ANSWER: Duration = Duration::from_secs(5);
@@ -89,6 +91,31 @@ pub(super) async fn reach(cluster: &Cluster) -> Result<String> {
             Ok(url.clone())
         }
         Cluster::Standalone => standalone().await,
+    }
+}
+
+/// The cluster at `url` as the place the family's outline is queried: each query planned
+/// here over the warehouse's tables (which every executor reads at the same paths) and run
+/// there, its result streamed back.
+pub(in crate::pipeline) struct OnCluster<'a> {
+    pub wh: &'a Warehouse,
+    pub url: &'a str,
+}
+
+impl Engine for OnCluster<'_> {
+    fn stream<'a>(&'a self, query: &'a str) -> Streamed<'a> {
+        Box::pin(async move {
+            let plan = split::plan_write(self.wh, query)
+                .await
+                .map_err(|e| query_failed(query, e))?;
+            submit(self.url, plan).await.map_err(|e| {
+                WarehouseError::Message(format!(
+                    "the cluster at {} running a query of the family's outline (every executor must read the warehouse at the client's paths): {}",
+                    self.url,
+                    task_error(&e)
+                ))
+            })
+        })
     }
 }
 

@@ -73,7 +73,7 @@ pub(in crate::pipeline) async fn split(
 /// it: without dynamic filters. Its join selection may swap a hash join's inputs, which a
 /// join whose dynamic filter is already built refuses (and Ballista 55 then leaves the job
 /// waiting instead of failing it).
-async fn plan_write(
+pub(super) async fn plan_write(
     wh: &Warehouse,
     sql: &str,
 ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
