@@ -94,6 +94,32 @@ impl ShardFiles {
     }
 }
 
+impl ShardFiles {
+    /// Shard `shard`'s entity keys, read from its file of the cut (which the client wrote
+    /// before any task ran): the keys travel by the shared directory, not in the plan, whose
+    /// size a scheduler bounds.
+    pub fn keys(&self, shard: usize) -> Result<RecordBatch> {
+        let path = cut_file(&self.cut_dir(), shard);
+        let file = std::fs::File::open(&path).with_context(|| {
+            format!(
+                "shard {} cannot read its keys from '{}' that the client wrote: every executor must read '{}' at the client's path",
+                shard + 1,
+                path.display(),
+                self.dir.display()
+            )
+        })?;
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?
+            .build()?;
+        let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
+        let batches = reader.collect::<Result<Vec<_>, _>>()?;
+        let all = arrow::compute::concat_batches(&schema, &batches)?;
+        let keys: Vec<usize> = (0..all.num_columns())
+            .filter(|&c| all.schema().field(c).name() != SHARD)
+            .collect();
+        Ok(all.project(&keys)?)
+    }
+}
+
 /// Each shard's entity keys (`keys[i]`) with its number beside them in [`SHARD`]: the cut.
 pub(super) fn numbered(keys: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
     keys.into_iter()
@@ -173,22 +199,28 @@ pub(super) fn tables(plan: &Plan) -> Vec<(usize, String)> {
         .collect()
 }
 
-/// The cut (`numbered[i]`: shard i's entity keys and its number in [`SHARD`]) as one
-/// Parquet file in `dir`; its schema.
+/// The cut (`numbered[i]`: shard i's entity keys and its number in [`SHARD`]) as a Parquet
+/// file a shard in `dir`; its schema.
 pub(super) fn write_cut(dir: &Path, numbered: &[RecordBatch]) -> Result<SchemaRef> {
     let schema = numbered
         .first()
         .map(RecordBatch::schema)
         .ok_or_else(|| anyhow!("a run on a cluster needs at least one shard"))?;
-    let path = dir.join("cut.parquet");
-    let file = std::fs::File::create(&path)
-        .with_context(|| format!("writing the shards' cut to '{}'", path.display()))?;
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, Arc::clone(&schema), None)?;
-    for batch in numbered {
+    for (shard, batch) in numbered.iter().enumerate() {
+        let path = cut_file(dir, shard);
+        let file = std::fs::File::create(&path)
+            .with_context(|| format!("writing the shards' cut to '{}'", path.display()))?;
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, Arc::clone(&schema), None)?;
         writer.write(batch)?;
+        writer.close()?;
     }
-    writer.close()?;
     Ok(schema)
+}
+
+/// Shard `shard`'s file of the cut in `dir`: one file a shard, so that a task reads its own
+/// entities' keys and nothing else.
+fn cut_file(dir: &Path, shard: usize) -> PathBuf {
+    dir.join(format!("shard-{shard:06}.parquet"))
 }
 
 /// The statement that writes table `ti`'s rows into `out` by shard: the table joined to its
@@ -289,8 +321,10 @@ mod tests {
             }
         }
         for (i, k) in keys.iter().enumerate() {
+            // A task's keys come from its file of the cut, as the client cut them.
+            assert_eq!(&files.keys(i).expect("the shard's keys"), k);
             files.narrow(&wh, i).expect("narrowed");
-            let narrowed = load_shard(&plan, &wh, &global, k.clone())
+            let narrowed = load_shard(&plan, &wh, &global, files.keys(i).expect("keys"))
                 .await
                 .expect("shard");
             same(&narrowed, &from_source[i]);

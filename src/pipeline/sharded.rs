@@ -198,7 +198,7 @@ async fn on_cluster(
         written.files(),
     )?;
     let (mine, table) = (&algorithm.options, algorithm.spec.options);
-    cluster::run_shards(url, job, numbered, mine, table, |i, outcome| {
+    cluster::run_shards(url, job, numbered.len(), mine, table, |i, outcome| {
         whole.take(i, outcome, options, progress)
     })
     .await?;

@@ -33,6 +33,7 @@ use futures::StreamExt;
 pub use codec::RelanonCodec;
 
 use super::piece::Outcome;
+use super::shard_files::SHARD;
 use super::wire::{task_error, Collector};
 use crate::algo::OptionSpec;
 use crate::warehouse::{query_failed, Engine, Streamed, Warehouse, WarehouseError};
@@ -119,23 +120,32 @@ impl Engine for OnCluster<'_> {
     }
 }
 
-/// Anonymizes each shard (`numbered[i]` its entity keys, `shard_files::numbered`) of `job` on the
-/// cluster at `url` and hands the outcomes to `each` in shard order; `options` and `table`
-/// are the algorithm's options and their table.
+/// Anonymizes each of the `n` shards of `job` on the cluster at `url` (each task reads its
+/// shard's keys from the cut `job` names) and hands the outcomes to `each` in shard order;
+/// `options` and `table` are the algorithm's options and their table.
 pub(super) async fn run_shards(
     url: &str,
     job: Vec<u8>,
-    numbered: Vec<RecordBatch>,
+    n: usize,
     options: &crate::algo::Options,
     table: &[OptionSpec],
     mut each: impl FnMut(usize, Outcome) -> Result<()>,
 ) -> Result<()> {
-    let n = numbered.len();
-    let partitions: Vec<Vec<RecordBatch>> = numbered.into_iter().map(|k| vec![k]).collect();
-    let schema = partitions
-        .first()
-        .map(|p| p[0].schema())
-        .ok_or_else(|| anyhow!("a run on a cluster needs at least one shard"))?;
+    if n == 0 {
+        bail!("a run on a cluster needs at least one shard");
+    }
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new(SHARD, arrow::datatypes::DataType::UInt32, false),
+    ]));
+    let partitions: Vec<Vec<RecordBatch>> = (0..n as u32)
+        .map(|s| {
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![Arc::new(arrow::array::UInt32Array::from(vec![s]))],
+            )
+            .map(|b| vec![b])
+        })
+        .collect::<Result<_, _>>()?;
     let scan = MemorySourceConfig::try_new_exec(&partitions, schema, None)?;
     let plan = Arc::new(exec::ShardExec::new(Arc::new(job), scan));
     let mut stream = submit(url, plan).await.map_err(|e| {
