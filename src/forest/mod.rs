@@ -642,12 +642,17 @@ fn sorted(batch: RecordBatch, key: &[String]) -> Result<RecordBatch, ForestError
     RecordBatch::try_new(schema, out).map_err(internal)
 }
 
-/// A column's cells as text and as numbers, rendered on every thread.
-fn rendered(array: &dyn Array) -> (Vec<Option<String>>, Vec<Option<f64>>) {
-    let texts = (0..array.len())
+/// A column's cells as text, rendered on every thread.
+fn texts(array: &dyn Array) -> Vec<Option<String>> {
+    (0..array.len())
         .into_par_iter()
         .map(|r| render_value(array, r))
-        .collect();
+        .collect()
+}
+
+/// A column's cells as text and as numbers, rendered on every thread.
+fn rendered(array: &dyn Array) -> (Vec<Option<String>>, Vec<Option<f64>>) {
+    let texts = texts(array);
     let numbers = (0..array.len())
         .into_par_iter()
         .map(|r| numeric_value(array, r))

@@ -20,7 +20,7 @@ use arrow::datatypes::Int64Type;
 use arrow::record_batch::RecordBatch;
 use futures::StreamExt;
 
-use super::{equal, paths_disagree, rendered, ForestError};
+use super::{equal, paths_disagree, texts, ForestError};
 use crate::hierarchy::Hierarchy;
 use crate::plan::{FamilyTable, OrphanPolicy, Plan, RedundantFk};
 use crate::warehouse::{collect_on, quote_ident as quote, render_value, Engine};
@@ -128,6 +128,14 @@ fn mix(x: &str) -> String {
     format!("((((({x}) * ({x})) % {P}) * {a} % {P} + ({x}) * {b} % {P} + {c}) % {P})")
 }
 
+/// `s.c AS {prefix}{j}` for each column `c` of `columns`, `j` its place.
+fn aliased<'a>(columns: &'a [String], prefix: &'a str) -> impl Iterator<Item = String> + 'a {
+    columns
+        .iter()
+        .enumerate()
+        .map(move |(j, c)| format!("s.{} AS {prefix}{j}", quote(c)))
+}
+
 fn cols(prefix: &str, n: usize) -> impl Iterator<Item = String> + '_ {
     (0..n).map(move |j| format!("{prefix}{j}"))
 }
@@ -203,12 +211,7 @@ fn node_hash(ti: usize, children: &str, hashes: &str) -> String {
 fn node(plan: &Plan, ti: usize) -> Result<String, ForestError> {
     let ft = &plan.tables[ti];
     let b = below(plan, ti)?;
-    let mut select: Vec<String> = ft
-        .parent_fk
-        .iter()
-        .enumerate()
-        .map(|(j, c)| format!("s.{} AS __relanon_p{j}", quote(c)))
-        .collect();
+    let mut select: Vec<String> = aliased(&ft.parent_fk, "__relanon_p").collect();
     select.push(format!(
         "{} AS __relanon_h",
         node_hash(ti, &b.children, &b.hashes)
@@ -334,7 +337,7 @@ async fn entities(
     let mut keys = Vec::new();
     let mut stream = engine.stream(&query).await?;
     while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(|e| crate::warehouse::query_failed(&query, e))?;
+        let batch = batch.map_err(|e| crate::warehouse::query_error(&query, e))?;
         keys.push(
             batch
                 .project(&(0..nk).collect::<Vec<_>>())
@@ -342,7 +345,7 @@ async fn entities(
         );
         let mut per_col = Vec::with_capacity(qis.len());
         for (q, col) in qis.iter().enumerate() {
-            let (texts, _) = rendered(batch.column(nk + q).as_ref());
+            let texts = texts(batch.column(nk + q).as_ref());
             per_col.push(encoders[q].encode(&format!("{}.{col}", ft.name), &texts)?);
         }
         for r in 0..batch.num_rows() {
@@ -382,12 +385,7 @@ fn internal(e: impl std::fmt::Display) -> ForestError {
 /// left-out row is left out for the same reason.
 fn status(plan: &Plan, ti: usize) -> Result<String, ForestError> {
     let ft = &plan.tables[ti];
-    let mut select: Vec<String> = ft
-        .primary_key
-        .iter()
-        .enumerate()
-        .map(|(j, c)| format!("s.{} AS __relanon_k{j}", quote(c)))
-        .collect();
+    let mut select: Vec<String> = aliased(&ft.primary_key, "__relanon_k").collect();
     let Some(p) = ft.parent else {
         select.push("'s' AS __relanon_st".to_string());
         return Ok(format!(
@@ -396,12 +394,7 @@ fn status(plan: &Plan, ti: usize) -> Result<String, ForestError> {
             quote(&ft.name)
         ));
     };
-    select.extend(
-        ft.parent_fk
-            .iter()
-            .enumerate()
-            .map(|(j, c)| format!("s.{} AS __relanon_f{j}", quote(c))),
-    );
+    select.extend(aliased(&ft.parent_fk, "__relanon_f"));
     let parent = &plan.tables[p];
     let mut on = Vec::new();
     for (c, k) in ft.parent_fk.iter().zip(&ft.parent_key) {

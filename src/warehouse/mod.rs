@@ -642,11 +642,9 @@ impl Warehouse {
         mut each: impl FnMut(&RecordBatch),
     ) -> Result<(), WarehouseError> {
         use futures::StreamExt;
-        let err = |e| query_error(query, e);
-        let df = self.ctx.sql(query).await.map_err(err)?;
-        let mut stream = df.execute_stream().await.map_err(err)?;
+        let mut stream = self.stream(query).await?;
         while let Some(batch) = stream.next().await {
-            each(&batch.map_err(err)?);
+            each(&batch.map_err(|e| query_error(query, e))?);
         }
         Ok(())
     }
@@ -837,14 +835,9 @@ pub async fn collect_on(
         .map_err(|e| query_error(query, e))
 }
 
-/// A query's failure as the warehouse reports it (what ran out, or the query and why).
-pub fn query_failed(sql: &str, e: datafusion::error::DataFusionError) -> WarehouseError {
-    query_error(sql, e)
-}
-
 /// What running `sql` failed with; a pool exhausted (the budget's share for the queries,
 /// [`Warehouse::bound_queries`]) says what to give.
-fn query_error(sql: &str, e: datafusion::error::DataFusionError) -> WarehouseError {
+pub fn query_error(sql: &str, e: datafusion::error::DataFusionError) -> WarehouseError {
     let (sql, msg) = (one_line(sql), one_line(&e));
     match e.find_root() {
         datafusion::error::DataFusionError::ResourcesExhausted(_) => {

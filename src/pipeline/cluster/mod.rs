@@ -2,7 +2,7 @@
 //! distributed`, `anonymize --cluster`): the client has the cluster run the family's outline
 //! (`forest::outline`, through [`OnCluster`]) and the hierarchies' queries, cuts the shards as
 //! on one machine (`sharded`), then submits one physical plan, the
-//! shards' entity keys under relanon's operator ([`exec::ShardExec`]), and takes the outcomes
+//! shards' numbers under relanon's operator ([`exec::ShardExec`]), and takes the outcomes
 //! back in shard order into the same whole. Everything after (the rest, the staged release,
 //! verify, the commit) is the one-machine path's, so the release is the same byte for byte.
 //!
@@ -36,7 +36,7 @@ use super::piece::Outcome;
 use super::shard_files::SHARD;
 use super::wire::{task_error, Collector};
 use crate::algo::OptionSpec;
-use crate::warehouse::{query_failed, Engine, Streamed, Warehouse, WarehouseError};
+use crate::warehouse::{query_error, Engine, Streamed, Warehouse, WarehouseError};
 
 /// How long a scheduler has to answer before the run gives up on it.
 const ANSWER: Duration = Duration::from_secs(5);
@@ -108,7 +108,7 @@ impl Engine for OnCluster<'_> {
         Box::pin(async move {
             let plan = split::plan_write(self.wh, query)
                 .await
-                .map_err(|e| query_failed(query, e))?;
+                .map_err(|e| query_error(query, e))?;
             submit(self.url, plan).await.map_err(|e| {
                 WarehouseError::Message(format!(
                     "the cluster at {} running a query of the family's outline (every executor must read the warehouse at the client's paths): {}",
