@@ -110,6 +110,7 @@ impl ReportParams {
                     OptionValue::Levels(l) => serde_json::Value::from(
                         l.iter().map(u16::to_string).collect::<Vec<_>>().join(", "),
                     ),
+                    OptionValue::Text(t) => serde_json::Value::from(t.as_str()),
                     OptionValue::Unset => return None,
                 };
                 Some((name.to_string(), json))
@@ -227,6 +228,11 @@ pub struct Report {
     /// reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relocation: Option<RelocationReport>,
+    /// Under `algorithm = 'fragment'`: the fragments, which columns each publishes, how
+    /// many class cells the repair changed in each, and the strongest link between two
+    /// fragments' columns. (Absent from other reports.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<crate::release::FragmentSummary>,
     /// The fingerprint of the run's key map (`KeyMap::digest`), whether or not it was
     /// written: verify tells a key map from another run by it. (Absent from earlier reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -657,6 +663,7 @@ pub fn build(
         utility,
         anatomy,
         relocation: m.relocation.as_ref().map(|r| RelocationReport::of(plan, r)),
+        fragmentation: m.fragmentation.clone(),
         key_map_digest: (!m.keys.tables.is_empty()).then(|| m.keys.digest()),
         timings_ms,
     }

@@ -30,6 +30,8 @@ use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility}
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod fragments;
+
 use crate::algo::Output;
 use crate::forest::{Forest, TableNodes};
 use crate::hierarchy::Hierarchy;
@@ -75,6 +77,10 @@ pub async fn measure(
     let (query_accuracy, query_accuracy_by_depth) = match output {
         Output::Generalized(_) => query_accuracy(plan, forest, released, &queries).await?,
         Output::Anatomized(a) => expected_accuracy(plan, forest, a, &queries),
+        Output::Fragmented(f) => {
+            let (x, y) = fragments::answers(forest, f, &queries);
+            score(plan, &queries, &x, &y)
+        }
     };
     Ok(Utility {
         query_accuracy,

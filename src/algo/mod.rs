@@ -33,6 +33,7 @@ pub mod anatomy;
 pub mod baseline;
 pub mod clustree;
 pub mod dmiracle;
+pub mod fragment;
 pub mod hybrid;
 pub mod keep;
 pub mod kernel;
@@ -53,7 +54,7 @@ use crate::progress::Progress;
 
 pub use kernel::tree::Clustering;
 pub use options::{OptionSpec, OptionValue, Options, WireValue};
-pub use output::{Anatomization, Generalization, Output, Relocated};
+pub use output::{Anatomization, Fragment, Fragmentation, Generalization, Output, Relocated};
 pub use spec::{any_model, k_anonymity_only, takes_any_plan, Spec, GENERALIZES};
 
 /// Every algorithm, in the order messages list them.
@@ -67,6 +68,7 @@ pub static ALGORITHMS: &[&Spec] = &[
     &lattice::LATTICE,
     &hybrid::HYBRID,
     &anatomy::ANATOMY,
+    &fragment::FRAGMENT,
     &shape_only::SHAPE_ONLY,
     &baseline::UNIVERSAL,
     &baseline::PER_TABLE,
@@ -139,6 +141,8 @@ impl Configured {
             Ok(Sharding::Whole)
         } else if std::ptr::eq(self.spec, &anatomy::ANATOMY) {
             Err("model = 'anatomy' forms its groups over the whole population and is not split into shards yet: drop --shards".to_string())
+        } else if std::ptr::eq(self.spec, &fragment::FRAGMENT) {
+            Err("algorithm = 'fragment' chooses its fragments over the whole table and is not split into shards yet: drop --shards".to_string())
         } else {
             Ok(Sharding::Split)
         }
@@ -293,7 +297,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid', 'anatomy', 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid', 'anatomy', 'fragment' (one table, in two fragments), 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

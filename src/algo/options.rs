@@ -19,6 +19,8 @@ pub enum Kind {
     Choice(&'static [(&'static str, &'static str)]),
     /// A list of whole numbers written as text, `'2, 0, 1'` (a lattice node's levels).
     Levels,
+    /// A name written as text, kept as written (fragmentation's `class` column).
+    Text,
 }
 
 /// An option's value when the declarations do not set it.
@@ -109,6 +111,16 @@ impl OptionSpec {
                     })?;
                 OptionValue::Levels(levels)
             }
+            Kind::Text => match &raw.value {
+                Value::Text(text) if !text.trim().is_empty() => {
+                    OptionValue::Text(text.trim().to_string())
+                }
+                value => {
+                    return Err(format!(
+                    "{name} must be a name written as text, e.g. {name} = 'income', found {value}"
+                ))
+                }
+            },
         };
         if let (Some(check), OptionValue::Number(n)) = (self.check, &value) {
             check(*n)?;
@@ -124,6 +136,7 @@ pub enum OptionValue {
     Count(usize),
     Choice(&'static str),
     Levels(Vec<u16>),
+    Text(String),
     Unset,
 }
 
@@ -249,6 +262,15 @@ impl Options {
         }
     }
 
+    /// A `Kind::Text` option without a default: `None` when not set.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        match self.get(name) {
+            OptionValue::Text(t) => Some(t),
+            OptionValue::Unset => None,
+            other => panic!("option {name} is declared as text, holds {other:?}"),
+        }
+    }
+
     /// A `Kind::Levels` option without a default: `None` when not set.
     pub fn levels(&self, name: &str) -> Option<&[u16]> {
         match self.get(name) {
@@ -267,6 +289,7 @@ pub enum WireValue {
     Count(usize),
     Choice(String),
     Levels(Vec<u16>),
+    Text(String),
     Unset,
 }
 
@@ -281,6 +304,7 @@ impl Options {
                     OptionValue::Count(n) => WireValue::Count(*n),
                     OptionValue::Choice(c) => WireValue::Choice((*c).to_string()),
                     OptionValue::Levels(l) => WireValue::Levels(l.clone()),
+                    OptionValue::Text(t) => WireValue::Text(t.clone()),
                     OptionValue::Unset => WireValue::Unset,
                 };
                 (name.to_string(), w)
@@ -307,6 +331,7 @@ impl Options {
                 WireValue::Count(n) => OptionValue::Count(n),
                 WireValue::Choice(c) => OptionValue::Choice(meant(spec, &c)?),
                 WireValue::Levels(l) => OptionValue::Levels(l),
+                WireValue::Text(t) => OptionValue::Text(t),
                 WireValue::Unset => OptionValue::Unset,
             };
         }

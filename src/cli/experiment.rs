@@ -84,6 +84,12 @@ pub struct ExperimentArgs {
     /// hybrid: the suppression budget of its third setting (a share of the people).
     #[arg(long, default_value_t = 0.05)]
     max_suppression: f64,
+    /// fragmentation: the QI columns of the wide tables, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10,20,30,40")]
+    dims: Vec<usize>,
+    /// fragmentation: the rows of each wide table.
+    #[arg(long, default_value_t = 30_000)]
+    rows: usize,
     /// Also write the table as JSON here.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -111,6 +117,10 @@ pub enum Experiment {
     /// 003 Sec. 5: LM and query error of the lattice (Incognito) and the hybrid variants on
     /// UCI Adult against k at p = 1%, against p at k = 10, and with a suppression budget.
     Hybrid,
+    /// 004 Sec. 6: vertical fragmentation against whole-table TopDown and lattice on UCI
+    /// Adult (with --data) and on seeded wide tables of --dims QI columns: query accuracy, LM,
+    /// the class cells each repair changed, time.
+    Fragmentation,
     /// Rows kept per family table against QI loss (LM) and query accuracy as the suppression
     /// price rises, for MiRaCle, MiRaCleX, ClusTree and CToff in key and shape order, beside
     /// the shape-only grouping.
@@ -157,6 +167,9 @@ pub async fn experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> 
         }
         Experiment::Hybrid => {
             return hybrid_experiment(args, quiet).await;
+        }
+        Experiment::Fragmentation => {
+            return fragmentation_experiment(args, quiet).await;
         }
         Experiment::Frontier => {
             return frontier_experiment(args, quiet).await;
@@ -370,6 +383,43 @@ async fn hybrid_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCod
         )?;
     }
     outln!("{markdown}");
+    Ok(failures(&table.failed))
+}
+
+/// `relanon experiment fragmentation` (004 Sec. 6): Adult when --data is given, and a wide
+/// table per --dims, at the first --k (10 by default).
+async fn fragmentation_experiment(args: &ExperimentArgs, quiet: bool) -> Result<ExitCode> {
+    use relanon::experiment::{self, fragmentation};
+    if args.html.is_some() {
+        anyhow::bail!("experiment fragmentation prints tables only; drop --html");
+    }
+    if args.dims.iter().any(|&d| d < 2) || args.rows == 0 {
+        anyhow::bail!("--dims takes QI column counts of 2 or more and --rows a row count above 0, e.g. --dims 10,20 --rows 30000");
+    }
+    let settings = fragmentation::Settings {
+        k: args.k.first().copied().unwrap_or(10),
+        dims: args.dims.clone(),
+        rows: args.rows,
+        seed: args.seed,
+    };
+    let work = experiment::work_dir(&args.out);
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    let watch = Watch::start(quiet);
+    let say = |line: &str| {
+        if !quiet {
+            errln!("{line}");
+        }
+    };
+    let data = args.data.as_deref();
+    let table =
+        fragmentation::fragmentation(data, &work, &settings, &say, watch.progress()).await?;
+    drop(watch);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&table.rows)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    outln!("{}", fragmentation::markdown(&table.rows));
     Ok(failures(&table.failed))
 }
 

@@ -433,6 +433,9 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     for w in &plan.warnings {
         progress.warn(w.clone());
     }
+    if req.key_map.is_some() && algorithm.spec.name == "fragment" {
+        bail!("--key-map: algorithm = 'fragment' releases no key, and a map from its rows back to the source would re-link its fragments row by row; drop --key-map");
+    }
     if req.key_map.is_some() && plan.params.model.anatomy().is_some() {
         progress.warn("the key map leads each released row back to its source row, and so to its sensitive values, which anatomy publishes apart from it: keep the key map with the source, never with the release");
     }
@@ -653,7 +656,7 @@ fn anatomy_report(
                 .collect();
             report::anatomy_report(plan, forest, a, sa_tables)
         }
-        crate::algo::Output::Generalized(_) => None,
+        crate::algo::Output::Generalized(_) | crate::algo::Output::Fragmented(_) => None,
     }
 }
 
@@ -879,8 +882,11 @@ pub async fn verify_release(
             }
             None => None,
         };
-    // Without any key (a single key-less table) there is nothing to pseudonymize or map.
-    let keyless = plan.tables.iter().all(|t| t.primary_key.is_empty());
+    // Without any key (a single key-less table, or fragments, which release none) there is
+    // nothing to pseudonymize or map.
+    let fragments =
+        matches!(&plan.params.algorithm.name, Some((n, _)) if n.eq_ignore_ascii_case("fragment"));
+    let keyless = fragments || plan.tables.iter().all(|t| t.primary_key.is_empty());
     let keys = match (&map, plan.params.keys) {
         (Some(m), _) => Keys::Map(m),
         (None, KeyPolicy::Preserve) => Keys::Preserved,

@@ -403,6 +403,7 @@ fn empty_materialized() -> Materialized {
         suppressed_entities: 0,
         recoding: Vec::new(),
         relocation: None,
+        fragmentation: None,
     }
 }
 

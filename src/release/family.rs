@@ -125,6 +125,7 @@ pub(super) fn tables(
         suppressed_entities: generalization.suppressed_entities,
         recoding: recoding(plan, generalization),
         relocation: generalization.relocation.clone(),
+        fragmentation: None,
     })
 }
 

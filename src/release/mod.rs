@@ -8,14 +8,17 @@
 //! One module per layout, chosen by the [`Output`] variant in [`materialize`]: generalized
 //! rows are the family tables as [`family`] writes them; an anatomy ([`anatomy`]) adds slot
 //! and group ids to them and an SA side. Both read the released columns from the plan
-//! (`FamilyTable::columns` and their roles); a layout whose algorithm chooses the columns (a
-//! vertical fragmentation's fragments) reads them from its `Output` instead. The shared
+//! (`FamilyTable::columns` and their roles); a vertical fragmentation's fragments
+//! ([`fragments`]) read which fragment a column goes to from the `Output`. The shared
 //! parts: [`keys`] (released keys, permutations, the key map, row order).
 
 mod anatomy;
 mod family;
+mod fragments;
 mod keys;
 pub mod pieces;
+
+pub use fragments::{class_sets_table_name, fragment_table_name, FragmentReport, FragmentSummary};
 
 use crate::algo::Output;
 use crate::forest::Forest;
@@ -61,6 +64,8 @@ pub struct Materialized {
     pub recoding: Vec<(String, u16, u16)>,
     /// A hybrid release's relocation (003): what the report says about its untruthful cells.
     pub relocation: Option<crate::algo::Relocated>,
+    /// A vertical fragmentation's fragments (004): what the report says about them.
+    pub fragmentation: Option<FragmentSummary>,
 }
 
 /// Builds the release tables from what the algorithm produced; `plan.params.seed` (or the OS)
@@ -73,5 +78,6 @@ pub fn materialize(
     match output {
         Output::Generalized(g) => family::tables(plan, forest, g, None),
         Output::Anatomized(a) => anatomy::tables(plan, forest, a),
+        Output::Fragmented(f) => fragments::tables(plan, forest, f),
     }
 }

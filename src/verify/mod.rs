@@ -52,13 +52,17 @@
 //! ("sa side"), l-diversity per slot, (p,m)-privacy per group and rule (v-v's binomial tail
 //! decided exactly), the SA side's truth ("sa truthfulness") and, with a key map, lints for
 //! SA keys that repeat the QI side's ("unlinkability"). The verdict's classes are then the
-//! anatomy's groups. It may use `plan`, `policy`, `keymap`, `warehouse` and `fraction`.
+//! anatomy's groups. A vertical fragmentation (004, `algorithm = 'fragment'`) is checked
+//! whole by `fragments`: its fragments' structure and order, every single-table check on
+//! each fragment, and no join of the fragments on the class re-forming fewer than k rows.
+//! It may use `plan`, `policy`, `keymap`, `warehouse` and `fraction`.
 
 mod anatomy;
 mod atomicity;
 mod counts;
 mod data;
 mod fates;
+mod fragments;
 mod hier;
 mod kanon;
 mod keys;
@@ -70,6 +74,7 @@ mod partitioned;
 mod pearson;
 mod relocation;
 mod schema;
+mod selectivity;
 mod signature;
 mod transport;
 mod truth;
@@ -412,6 +417,10 @@ async fn verify_in(
     split: Split,
 ) -> Result<Verdict, VerifyError> {
     let hiers = hierarchies(plan)?;
+    // A fragmentation's release is its fragments, checked whole.
+    if let Some(declared) = fragments::declared(plan) {
+        return fragments::verify(plan, source, release, &declared, &hiers, budget).await;
+    }
 
     let mut schema = Check::new("schema");
     schema::check(plan, source, release, &mut schema).await?;

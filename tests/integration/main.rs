@@ -30,6 +30,9 @@
 //!   variants, verified standalone, tampering caught, the attack's rule risks, bad inputs.
 //! - `keep_rows`: shape-aware clustering keeping more rows of a skewed warehouse, `KEEP`
 //!   floors met by raising the suppression price or refused with the best share.
+//! - `fragment`: `algorithm = 'fragment'` (004) on a wide generated table: two fragments that
+//!   verify, the class repairs, the same seed the same fragments, re-joinable fragments caught
+//!   by verify, bad fragmentations refused.
 //! - `lattice`: global recoding of a warehouse with child tables, released within its
 //!   budget or refused below its shape floor.
 //! - `html` and `progress`: the report page rendered in headless Chromium, and the progress
@@ -53,6 +56,7 @@ mod common;
 mod dimensions;
 mod experiments;
 mod faults;
+mod fragment;
 mod fuzz_decl;
 mod health;
 mod html;

@@ -80,7 +80,7 @@ fn run(forest: &Forest, spec: &crate::algo::Spec, k: usize, progress: &Progress)
     let options = Options::read(spec.options, &written).expect("1 is valid for both");
     match (spec.run)(forest, &Model::KAnonymity { k }, &options, progress) {
         Ok(Output::Generalized(g)) => g,
-        Ok(Output::Anatomized(_)) => panic!("a generalizing algorithm anatomized"),
+        Ok(_) => panic!("a generalizing algorithm released another kind of output"),
         Err(e) => panic!("{} releases this forest: {e}", spec.name),
     }
 }

@@ -5,21 +5,22 @@
 //! it row by row. Anatomy's is an [`Anatomization`]: groups on slot trees, QI values exact,
 //! which `release` lays out as a QI side and an SA side.
 //!
-//! Column fragments (004) join as a variant with their producer: several fragments, each
-//! naming its QI columns per table (the algorithm chooses them, so the release reads the
-//! released columns from the `Output`, not the plan) and carrying a [`Generalization`] of
-//! the forest projected onto them (`Forest::project`). The readers match on [`Output`], so
-//! the compiler lists each one that must learn the new kind (`release::materialize`, which
-//! picks a layout per variant, [`Output::kept`], `utility::measure` and the pipeline's
-//! anatomy report). `verify` never sees an
-//! `Output`: it checks the declared model on the release.
+//! Column fragments (004) are a [`Fragmentation`]: fragments each naming the entity table's
+//! QI columns it publishes (the algorithm chooses them, so the release reads the released
+//! columns from the `Output`, not the plan) and carrying a [`Generalization`] of the forest
+//! projected onto them (`Forest::project`) and the class it publishes. The readers match
+//! on [`Output`] (`release::materialize`, which picks a layout per variant, [`Output::kept`],
+//! `utility::measure` and the pipeline's anatomy report). `verify` never sees an `Output`:
+//! it checks the declared model on the release.
 
 mod anatomy;
 mod budgets;
+mod fragmentation;
 mod generalization;
 
 pub use anatomy::{Anatomization, Anatomy, Group, Rule, Slot};
 pub use budgets::{tt_budget, vv_budget};
+pub use fragmentation::{Fragment, Fragmentation};
 pub use generalization::{Generalization, Relocated, RelocationTest, INSTEAD_OF_SUPPRESSION};
 
 /// What an algorithm produced.
@@ -29,6 +30,8 @@ pub enum Output {
     Generalized(Generalization),
     /// Groups of entities on slot trees, QI values exact (000 Ch. 3).
     Anatomized(Anatomization),
+    /// The entity table in vertical fragments sharing only a class column (004).
+    Fragmented(Fragmentation),
 }
 
 /// `Generalization::groups` of a row no representative vertex stands for.
@@ -40,6 +43,7 @@ impl Output {
         match self {
             Output::Generalized(g) => &g.kept,
             Output::Anatomized(a) => &a.kept,
+            Output::Fragmented(f) => &f.kept,
         }
     }
 }

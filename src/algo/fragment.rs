@@ -1,0 +1,567 @@
+//! Vertical fragmentation (seed 004, Zakerzadeh, Aggarwal, Barker): a wide entity table
+//! published as two fragments of its QI columns, each k-anonymous on its own, sharing only a
+//! class column whose joint frequencies are repaired so that joining the fragments on it
+//! re-forms no record group of fewer than k (non-reconstructability, 004 Thm 4.1).
+//!
+//! The meta-algorithm of 004 Sec. 3.2 (spec `seed-004-fragmentation.md` Sec. 2), step by step:
+//! 1. [`features`]: every QI column as codes, a numeric one in equal-frequency bins (D5), and
+//!    the class; [`mi::matrix`] the mutual information of every pair; [`fmrmr::split`]
+//!    Alg. 1 (with D1-D4); every other column placed by its MI with each fragment (D25).
+//! 2. [`anonymize`]: each fragment is the forest projected onto its QI columns
+//!    (`Forest::project`), anonymized by the base algorithm the owner names (`base`, through
+//!    the registry: TopDown or the lattice).
+//! 3. [`classes_of`] the fragments' equivalence classes (entities with equal generalized
+//!    codes), then the repair: naive (Sec. 4.2.2), DGBE (Alg. 3 with D9, D16), or
+//!    δ-selectivity (Alg. 4 with D9, D13, D14; η exactly, [`eta`]), which publishes each
+//!    EC's classes as a set instead of a class per row (Sec. 4.2.4).
+//!
+//! First version, single table: the entity table without child tables (layout A on entity
+//! trees, spec Sec. 4.2, is not built yet), two fragments, k-anonymity. The release has no
+//! key and an order of its own per fragment (S2, S3: `release::fragments`).
+
+mod eta;
+mod fmrmr;
+mod mi;
+mod repair;
+
+use std::collections::HashMap;
+
+use arrow::array::{Array, StringArray};
+use arrow::datatypes::DataType;
+
+use super::options::{Default, Kind, OptionSpec};
+use super::output::{Fragment, Fragmentation};
+use super::{k_anonymity_only, Generalization, Options, Output, Spec};
+use crate::forest::{Forest, TableNodes};
+use crate::plan::{ColumnRole, KeyPolicy, Model, Plan};
+use crate::policy::Value;
+use crate::progress::Progress;
+
+pub static FRAGMENT: Spec = Spec {
+    name: "fragment",
+    aliases: &[],
+    note: " (one table, in two fragments)",
+    baseline: false,
+    options: OPTIONS,
+    serves: k_anonymity_only,
+    refuses,
+    run,
+};
+
+/// The largest k a δ-selective release is made for: verify counts η exactly up to it.
+const DELTA_MAX_K: usize = 64;
+
+/// The base algorithms a fragment may be anonymized by: single-table k-anonymity.
+const BASES: &[(&str, &str)] = &[("topdown", "topdown"), ("lattice", "lattice")];
+
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "class",
+        aliases: &[],
+        kind: Kind::Text,
+        default: Default::Unset,
+        check: None,
+        doc: "the entity table's SENSITIVE column the fragments share (the only column in more than one fragment); required",
+    },
+    OptionSpec {
+        name: "fragments",
+        aliases: &[],
+        kind: Kind::Count {
+            min: 2.0,
+            max: 2.0,
+        },
+        default: Default::Count(2),
+        check: None,
+        doc: "how many fragments the QI columns are split into (2 in this version)",
+    },
+    OptionSpec {
+        name: "base",
+        aliases: &[],
+        kind: Kind::Choice(BASES),
+        default: Default::Choice("topdown"),
+        check: None,
+        doc: "what anonymizes each fragment: 'topdown' (local recoding) or 'lattice' (the global optimum)",
+    },
+    OptionSpec {
+        name: "repair",
+        aliases: &[],
+        kind: Kind::Choice(&[("dgbe", "dgbe"), ("naive", "naive"), ("delta", "delta")]),
+        default: Default::Choice("dgbe"),
+        check: None,
+        doc: "how class values are changed so no join of the fragments re-forms fewer than k rows: 'dgbe' (004 Alg. 3, few changes), 'naive' (each class to its majority), or 'delta' (Alg. 4: each class publishes a set of classes, and a share delta of their joins re-forms k rows or more)",
+    },
+    OptionSpec {
+        name: "delta",
+        aliases: &[],
+        kind: Kind::Number { min: 0.0, max: 1.0 },
+        default: Default::Number(0.5),
+        check: Some(positive),
+        doc: "repair = 'delta' only: the least share of the ways two classes' sets can be filled that must join into k rows or more (004 Def. 4.5), in (0, 1]",
+    },
+    OptionSpec {
+        name: "sizes",
+        aliases: &[],
+        kind: Kind::Choice(&[("even", "even"), ("free", "free")]),
+        default: Default::Choice("even"),
+        check: None,
+        doc: "'even': each fragment takes at most half the QI columns (rounded up); 'free': as the greedy choice falls (004 Alg. 1 as written, which can leave one fragment nearly every column)",
+    },
+    OptionSpec {
+        name: "bins",
+        aliases: &[],
+        kind: Kind::Count {
+            min: 2.0,
+            max: 1000.0,
+        },
+        default: Default::Count(10),
+        check: None,
+        doc: "equal-frequency bins a numeric column is counted in when the fragments are chosen by mutual information",
+    },
+];
+
+fn positive(delta: f64) -> Result<(), String> {
+    if delta > 0.0 {
+        Ok(())
+    } else {
+        Err("delta must be above 0 (a share of the joins in (0, 1]); with 0 nothing would be repaired: use repair = 'dgbe' for every join at k rows or more".to_string())
+    }
+}
+
+/// The option written in the declarations (the last setting wins), for the checks that
+/// need the plan.
+fn written<'p>(plan: &'p Plan, name: &str) -> Option<&'p Value> {
+    plan.params
+        .algorithm
+        .options
+        .iter()
+        .rev()
+        .find(|o| o.name.eq_ignore_ascii_case(name))
+        .map(|o| &o.value)
+}
+
+/// What a fragmentation cannot release in this version, and what the owner can do.
+fn refuses(plan: &Plan) -> Option<String> {
+    let entity = &plan.tables[0];
+    if plan.tables.len() > 1 {
+        let children: Vec<&str> = plan.tables[1..].iter().map(|t| t.name.as_str()).collect();
+        return Some(format!(
+            "algorithm = 'fragment' fragments a single table in this version, but the {} family also has {}; fragments of entity trees (an anchor fragment with the child tables) are not built yet: use algorithm = 'miraclex'",
+            entity.name,
+            children.join(", ")
+        ));
+    }
+    let qis = entity.qi_columns().count();
+    if qis < 2 {
+        return Some(format!(
+            "algorithm = 'fragment' splits the QI columns, but {} has {qis}: nothing to fragment; use algorithm = 'topdown'",
+            entity.name
+        ));
+    }
+    if let Some(why) = class_refusal(plan) {
+        return Some(why);
+    }
+    if plan.params.keys == KeyPolicy::Preserve {
+        return Some("keys = 'preserve' would publish one key in every fragment and re-link them row by row; fragments carry no key: drop keys = 'preserve'".to_string());
+    }
+    if !plan.params.keep.is_empty() {
+        return Some(
+            "KEEP floors are not met by algorithm = 'fragment' yet: drop the KEEP clause"
+                .to_string(),
+        );
+    }
+    if !plan.views.is_empty() {
+        return Some("analyst views over a fragmented table are not rewritten onto its fragments yet (a view spanning two fragments would re-link them): drop the CREATE VIEW statements".to_string());
+    }
+    if !plan.dimensions.is_empty() {
+        return Some("dimension tables are not released beside fragments yet: drop the LABEL TABLE ... AS DIMENSION statements".to_string());
+    }
+    let delta =
+        matches!(written(plan, "repair"), Some(Value::Text(r)) if r.eq_ignore_ascii_case("delta"));
+    if let (true, Model::KAnonymity { k }) = (delta, &plan.params.model) {
+        if *k > DELTA_MAX_K {
+            return Some(format!("repair = 'delta' is checked (η counted exactly) for k up to {DELTA_MAX_K}, and k = {k}: use repair = 'dgbe', which holds every join at k rows or more"));
+        }
+    }
+    let base = match written(plan, "base") {
+        Some(Value::Text(b)) => b.to_ascii_lowercase(),
+        _ => "topdown".to_string(),
+    };
+    let spec = super::find(&base)?;
+    (spec.refuses)(plan).map(|why| format!("base = '{base}': {why}"))
+}
+
+/// Why the declared class cannot be the column the fragments share (spec S1, Sec. 7).
+fn class_refusal(plan: &Plan) -> Option<String> {
+    let entity = &plan.tables[0];
+    let Some(Value::Text(class)) = written(plan, "class") else {
+        return Some(format!(
+            "algorithm = 'fragment' needs the column the fragments share: write class = '<a SENSITIVE column of {}>'",
+            entity.name
+        ));
+    };
+    let Some(column) = entity.columns.iter().find(|c| c.name == class.trim()) else {
+        return Some(format!(
+            "class = '{class}' is not a column of the entity table {}; the class must be one of its SENSITIVE columns (a column of a child table is not one value per entity)",
+            entity.name
+        ));
+    };
+    match &column.role {
+        ColumnRole::Sensitive { buckets: None } => None,
+        ColumnRole::Sensitive { buckets: Some(_) } => Some(format!(
+            "class = '{class}' is SENSITIVE BUCKETS: the fragments share its values exactly; declare it SENSITIVE without BUCKETS"
+        )),
+        other => Some(format!(
+            "class = '{class}' is labelled {}, but the class is published in every fragment as it is (its values may be changed by the repair): label it SENSITIVE",
+            role_name(other)
+        )),
+    }
+}
+
+fn role_name(role: &ColumnRole) -> &'static str {
+    match role {
+        ColumnRole::QuasiIdentifier { .. } => "QUASI IDENTIFIER",
+        ColumnRole::Identifier => "IDENTIFIER",
+        ColumnRole::Sensitive { .. } => "SENSITIVE",
+        ColumnRole::Insensitive => "INSENSITIVE",
+        ColumnRole::Key => "a key",
+    }
+}
+
+/// The 004 meta-algorithm (Sec. 3.2 steps 1-3) on a single table.
+fn run(
+    forest: &Forest,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Output, String> {
+    let Model::KAnonymity { k } = model else {
+        return Err("algorithm = 'fragment' serves k-anonymity only in this version".to_string());
+    };
+    let table = forest
+        .tables
+        .first()
+        .ok_or("the forest has no entity table")?;
+    let class = class_index(table, options)?;
+    let bins = options.count("bins");
+    progress.stage("choosing the fragments", 1);
+    let features = features(table, bins);
+    let class_codes = &table.sensitive[class].codes;
+    let matrix = mi::matrix(&features, class_codes);
+    let split = fmrmr::split(&matrix, options.choice("sizes") == "even");
+    let placement = placement(table, &features, &split, class, bins);
+    progress.advance(1);
+    let base = super::find(options.choice("base")).ok_or("the base algorithm is not registered")?;
+    let mut fragments: Vec<(Vec<usize>, Generalization)> = Vec::with_capacity(split.len());
+    for qi in &split {
+        let g = anonymize(forest, qi, base, model, options, progress)?;
+        fragments.push((qi.clone(), g));
+    }
+    let ecs = repair::Ecs {
+        of: [classes_of(&fragments[0].1), classes_of(&fragments[1].1)],
+    };
+    let repair = options.choice("repair");
+    progress.stage("repairing the class", 1);
+    let seed = options.seed.unwrap_or(0);
+    let (repaired, sets): Repaired = match repair {
+        "naive" => (repair::naive(&ecs, class_codes), None),
+        "delta" => {
+            let delta = options.number("delta");
+            let sets = repair::delta(&ecs, class_codes, *k, delta, seed)?;
+            ([class_codes.clone(), class_codes.clone()], Some(sets))
+        }
+        _ => (repair::dgbe(&ecs, class_codes, *k, seed)?, None),
+    };
+    progress.advance(1);
+    let kept = union_kept(&fragments);
+    let mut sets = sets.map(|s| s.into_iter());
+    let fragments = fragments
+        .into_iter()
+        .zip(repaired)
+        .zip(ecs.of)
+        .map(|(((qi, generalization), class), classes)| {
+            let sets = sets.as_mut().and_then(Iterator::next);
+            Fragment {
+                changed: match &sets {
+                    Some(s) => repair::ambiguous(&classes, class_codes, s),
+                    None => repair::distortions(class_codes, &class),
+                },
+                ec_sizes: classes.iter().map(Vec::len).collect(),
+                ecs: classes,
+                sets,
+                qi,
+                generalization,
+                class,
+            }
+        })
+        .collect();
+    Ok(Output::Fragmented(Fragmentation {
+        fragments,
+        class,
+        placement,
+        kept,
+        repair,
+        bins,
+        fmrmr: fmrmr::score(&matrix, &split),
+        cross_mi: cross_mi(&matrix, &split),
+    }))
+}
+
+/// Per fragment the class of every row, and under `delta` per fragment the set of every EC.
+type Repaired = ([Vec<u32>; 2], Option<[Vec<Vec<u32>>; 2]>);
+
+/// The class's index among the entity table's sensitive columns (`table.column` names).
+fn class_index(table: &TableNodes, options: &Options) -> Result<usize, String> {
+    let class = options
+        .text("class")
+        .ok_or("algorithm = 'fragment' needs class = '<column>'")?;
+    let name = format!("{}.{class}", table.name);
+    let at = table
+        .sensitive
+        .iter()
+        .position(|s| s.column == name)
+        .ok_or_else(|| {
+            format!(
+                "class = '{class}' is not a SENSITIVE column of {}",
+                table.name
+            )
+        })?;
+    // A NULL class would join like one more class value, yet is no value: the spec refuses
+    // it (Sec. 7).
+    let nulls = table
+        .batch
+        .column_by_name(class)
+        .map_or(0, |c| c.null_count());
+    if nulls > 0 {
+        return Err(format!(
+            "class = '{class}' is NULL in {nulls} row(s) of {}; the class must hold a value in every row: fill them in, or choose another class",
+            table.name
+        ));
+    }
+    Ok(at)
+}
+
+/// Every QI column as codes MI is counted on (Alg. 1 line 2, D5): its leaf codes, or where
+/// every leaf is a number and there are more leaves than `bins`, equal-frequency bins of
+/// the values (plug-in MI over raw distinct values would make a unique column look as
+/// informative as the class itself).
+fn features(table: &TableNodes, bins: usize) -> Vec<Vec<u32>> {
+    (0..table.nqi())
+        .map(|q| {
+            let h = &table.hierarchies[q];
+            let codes: Vec<u32> = (0..table.rows() as u32)
+                .map(|r| table.codes(r)[q])
+                .collect();
+            let numbers: Option<Vec<f64>> = codes
+                .iter()
+                .map(|&c| h.label(c).and_then(|l| l.trim().parse::<f64>().ok()))
+                .collect();
+            match numbers {
+                Some(values) if distinct(&codes) > bins => mi::equal_frequency(&values, bins),
+                _ => codes,
+            }
+        })
+        .collect()
+}
+
+fn distinct(codes: &[u32]) -> usize {
+    let mut seen: Vec<u32> = codes.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
+}
+
+/// Per column of the source rows, the fragment it goes to (D25: the one whose QI columns it
+/// shares the most mutual information with); the release publishes only the columns its
+/// roles allow. QI columns and the class are placed by the split and go everywhere.
+fn placement(
+    table: &TableNodes,
+    features: &[Vec<u32>],
+    split: &[Vec<usize>; 2],
+    class: usize,
+    bins: usize,
+) -> Vec<usize> {
+    let batch = &table.batch;
+    let class_column = table.sensitive[class]
+        .column
+        .rsplit_once('.')
+        .map_or("", |(_, c)| c)
+        .to_string();
+    let others: Vec<usize> = (0..batch.num_columns())
+        .filter(|&c| batch.schema().field(c).name() != &class_column)
+        .collect();
+    let mi_with: Vec<Vec<f64>> = others
+        .iter()
+        .map(|&c| {
+            let codes = column_codes(batch.column(c), bins);
+            features
+                .iter()
+                .map(|f| mi::mutual_information(&codes, f))
+                .collect()
+        })
+        .collect();
+    let placed = fmrmr::place(&mi_with, split);
+    let mut out = vec![0; batch.num_columns()];
+    for (&c, &f) in others.iter().zip(&placed) {
+        out[c] = f;
+    }
+    out
+}
+
+/// A source column as codes: its distinct rendered values, a numeric one in bins.
+fn column_codes(column: &dyn Array, bins: usize) -> Vec<u32> {
+    let text = arrow::compute::cast(column, &DataType::Utf8)
+        .ok()
+        .and_then(|a| a.as_any().downcast_ref::<StringArray>().cloned());
+    let Some(text) = text else {
+        // A type with no text form: one code, no information.
+        return vec![0; column.len()];
+    };
+    let values: Vec<Option<&str>> = (0..text.len())
+        .map(|i| text.is_valid(i).then(|| text.value(i)))
+        .collect();
+    let numbers: Option<Vec<f64>> = values
+        .iter()
+        .map(|v| v.and_then(|s| s.trim().parse::<f64>().ok()))
+        .collect();
+    let mut ids: HashMap<Option<&str>, u32> = HashMap::new();
+    let codes: Vec<u32> = values
+        .iter()
+        .map(|v| {
+            let next = ids.len() as u32;
+            *ids.entry(*v).or_insert(next)
+        })
+        .collect();
+    match numbers {
+        Some(values) if ids.len() > bins => mi::equal_frequency(&values, bins),
+        _ => codes,
+    }
+}
+
+/// 004 Sec. 3.2 step 2: the forest projected onto the fragment's QI columns, anonymized by
+/// the base algorithm with its own defaults (and the run's seed).
+fn anonymize(
+    forest: &Forest,
+    qi: &[usize],
+    base: &Spec,
+    model: &Model,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Generalization, String> {
+    let projected = forest.project(&[qi.to_vec()]).map_err(|e| e.to_string())?;
+    let mut base_options = Options::defaults(base.options);
+    base_options.seed = options.seed;
+    match (base.run)(&projected, model, &base_options, progress)
+        .map_err(|e| format!("base = '{}' on a fragment: {e}", base.name))?
+    {
+        Output::Generalized(g) => Ok(g),
+        _ => Err(format!(
+            "base = '{}' did not release generalized rows",
+            base.name
+        )),
+    }
+}
+
+/// A fragment's equivalence classes: its published entities grouped by their generalized
+/// codes (one label per code, so equal codes are equal labels; spec Thm 4.1's proviso),
+/// in the order of their first entity.
+fn classes_of(g: &Generalization) -> Vec<Vec<u32>> {
+    let kept = &g.kept[0];
+    let nqi = if kept.is_empty() {
+        0
+    } else {
+        g.codes[0].len() / kept.len()
+    };
+    let mut index: HashMap<&[u32], usize> = HashMap::new();
+    let mut classes: Vec<Vec<u32>> = Vec::new();
+    for (r, _) in kept.iter().enumerate().filter(|(_, &k)| k) {
+        let codes = &g.codes[0][r * nqi..(r + 1) * nqi];
+        let next = classes.len();
+        let at = *index.entry(codes).or_insert(next);
+        if at == classes.len() {
+            classes.push(Vec::new());
+        }
+        classes[at].push(r as u32);
+    }
+    classes
+}
+
+/// Rows published in at least one fragment.
+fn union_kept(fragments: &[(Vec<usize>, Generalization)]) -> Vec<Vec<bool>> {
+    let mut kept = fragments[0].1.kept.clone();
+    for (_, g) in &fragments[1..] {
+        for (a, b) in kept.iter_mut().zip(&g.kept) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x |= *y;
+            }
+        }
+    }
+    kept
+}
+
+/// The largest MI between a QI column of the first fragment and one of the second.
+fn cross_mi(matrix: &[Vec<f64>], split: &[Vec<usize>; 2]) -> Option<(usize, usize, f64)> {
+    let mut best: Option<(usize, usize, f64)> = None;
+    for &a in &split[0] {
+        for &b in &split[1] {
+            let v = matrix[a][b];
+            if best.is_none_or(|(_, _, m)| v > m) {
+                best = Some((a.min(b), a.max(b), v));
+            }
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A generalization of one table: `kept` rows with one code each.
+    fn one_column(kept: &[bool], codes: &[u32]) -> Generalization {
+        Generalization {
+            kept: vec![kept.to_vec()],
+            codes: vec![codes.to_vec()],
+            groups: vec![vec![crate::algo::output::NO_GROUP; kept.len()]],
+            ec_sizes: Vec::new(),
+            suppressed_entities: 0,
+            levels: None,
+            relocation: None,
+        }
+    }
+
+    #[test]
+    fn classes_are_kept_rows_with_equal_codes_in_the_order_of_their_first_row() {
+        let g = one_column(&[true, true, false, true, true], &[7, 3, 7, 7, 3]);
+        assert_eq!(classes_of(&g), vec![vec![0, 3], vec![1, 4]]);
+    }
+
+    #[test]
+    fn a_row_is_kept_when_any_fragment_publishes_it() {
+        let a = one_column(&[true, false, false], &[0, 0, 0]);
+        let b = one_column(&[false, false, true], &[0, 0, 0]);
+        let kept = union_kept(&[(vec![0], a), (vec![1], b)]);
+        assert_eq!(kept, vec![vec![true, false, true]]);
+    }
+
+    #[test]
+    fn the_largest_cross_fragment_information_names_both_columns() {
+        let m = vec![
+            vec![1.0, 0.2, 0.9, 0.1],
+            vec![0.2, 1.0, 0.3, 0.4],
+            vec![0.9, 0.3, 1.0, 0.0],
+            vec![0.1, 0.4, 0.0, 1.0],
+        ];
+        // Fragments {0, 1} and {2}: the pairs across are (0,2) = 0.9 and (1,2) = 0.3.
+        let split = [vec![0, 1], vec![2]];
+        assert_eq!(cross_mi(&m, &split), Some((0, 2, 0.9)));
+    }
+
+    #[test]
+    fn text_columns_are_codes_and_wide_numeric_ones_bins() {
+        let text = StringArray::from(vec![Some("a"), Some("b"), Some("a"), None]);
+        assert_eq!(column_codes(&text, 10), vec![0, 1, 0, 2]);
+        let numbers = arrow::array::Int64Array::from((0..100).collect::<Vec<i64>>());
+        let binned = column_codes(&numbers, 10);
+        assert_eq!(distinct(&binned), 10);
+    }
+}

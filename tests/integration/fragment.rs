@@ -1,0 +1,574 @@
+//! `algorithm = 'fragment'` (seed 004): a generated wide table with a four-valued class
+//! released as two fragments that verify standalone, each with its own columns, no key and
+//! an order of its own; the class repairs; tampering caught (a second shared column, a join
+//! re-forming fewer than k rows, the source order, the whole table beside its fragments);
+//! every bad input refused in one line with nothing written.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// Rows of the generated table.
+const ROWS: usize = 400;
+
+/// The class values: four, so that a join of two classes can re-form fewer than k rows (with
+/// two values and classes of k rows or more it cannot: `a1·b1 + a2·b2 >= a1 + a2`).
+const DIAGNOSES: [&str; 4] = ["flu", "asthma", "diabetes", "migraine"];
+
+/// A deterministic table of `ROWS` people (id, name, sex, age, zip, education, job, visits,
+/// diagnosis), the QIs loosely tied to the diagnosis, with hierarchies, and declarations
+/// ending in `anonymize`, in `dir`.
+fn workspace(dir: &Path, anonymize: &str) -> PathBuf {
+    workspace_with(dir, "IDENTIFIER", anonymize)
+}
+
+/// [`workspace`] with the zip's code column (`Z` and the zip: a twin of the zip) labelled
+/// `zcode`.
+fn workspace_with(dir: &Path, zcode: &str, anonymize: &str) -> PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let educations = ["Bachelors", "HS-grad", "Masters", "11th"];
+    let jobs = ["Sales", "Tech", "Care", "Admin", "Craft", "Farm"];
+    let mut csv = String::from("id;name;sex;age;zip;zcode;education;job;visits;diagnosis\n");
+    let mut x: u64 = 11;
+    for i in 0..ROWS {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let pick = (x >> 33) as usize;
+        let d = pick % 4;
+        let sex = ["Male", "Female"][(pick / 4 + d) % 2];
+        let age = 20 + (pick / 8) % 50 + 5 * d;
+        let zip = 47900 + (pick / 512) % 20;
+        let education = educations[(pick / 16 + d) % 4];
+        let job = jobs[(pick / 64) % 6];
+        let visits = (pick / 4096) % 9 + d;
+        csv.push_str(&format!(
+            "{};person{i};{sex};{age};{zip};Z{zip};{education};{job};{visits};{}\n",
+            i + 1,
+            DIAGNOSES[d]
+        ));
+    }
+    std::fs::write(data.join("people.csv"), csv).expect("csv");
+    std::fs::write(data.join("h_sex.csv"), "Male;*\nFemale;*\n").expect("sex");
+    let ages: String = (0..100)
+        .map(|a| {
+            let ten = a / 10 * 10;
+            format!("{a};{ten}-{};*\n", ten + 9)
+        })
+        .collect();
+    std::fs::write(data.join("h_age.csv"), ages).expect("age");
+    let zips: String = (47900..47920)
+        .map(|z| format!("{z};{}*;*\n", z / 10))
+        .collect();
+    std::fs::write(data.join("h_zip.csv"), zips).expect("zip");
+    std::fs::write(
+        data.join("h_education.csv"),
+        "Bachelors;Higher;*\nMasters;Higher;*\nHS-grad;Secondary;*\n11th;Secondary;*\n",
+    )
+    .expect("education");
+    std::fs::write(
+        data.join("h_job.csv"),
+        "Sales;Office;*\nAdmin;Office;*\nTech;Skilled;*\nCraft;Skilled;*\nCare;Field;*\nFarm;Field;*\n",
+    )
+    .expect("job");
+    let decl = dir.join("people.sql");
+    std::fs::write(
+        &decl,
+        format!(
+            "SET source = 'data/people.csv';
+             SET csv_delimiter = ';';
+             SET target = 'release.sqlite';
+             CREATE HIERARCHY sex_h FROM CSV 'data/h_sex.csv';
+             CREATE HIERARCHY age_h FROM CSV 'data/h_age.csv';
+             CREATE HIERARCHY zip_h FROM CSV 'data/h_zip.csv';
+             CREATE HIERARCHY edu_h FROM CSV 'data/h_education.csv';
+             CREATE HIERARCHY job_h FROM CSV 'data/h_job.csv';
+             CREATE ENTITY person ON people (id);
+             LABEL COLUMN people.name AS IDENTIFIER;
+             LABEL COLUMN people.sex AS QUASI IDENTIFIER USING sex_h;
+             LABEL COLUMN people.age AS QUASI IDENTIFIER USING age_h;
+             LABEL COLUMN people.zip AS QUASI IDENTIFIER USING zip_h;
+             LABEL COLUMN people.zcode AS {zcode};
+             LABEL COLUMN people.education AS QUASI IDENTIFIER USING edu_h;
+             LABEL COLUMN people.job AS QUASI IDENTIFIER USING job_h;
+             LABEL COLUMN people.visits AS INSENSITIVE;
+             LABEL COLUMN people.diagnosis AS SENSITIVE;
+             {anonymize}"
+        ),
+    )
+    .expect("declarations");
+    decl
+}
+
+const FRAGMENT: &str =
+    "ANONYMIZE person WITH (k = 5, algorithm = 'fragment', class = 'diagnosis', seed = 7);";
+
+fn run(dir: &Path, args: &[&str]) -> std::process::Output {
+    let o = relanon(dir, args);
+    assert!(
+        o.status.success(),
+        "relanon {args:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    o
+}
+
+/// The first column of every row `sql` returns, as text.
+fn texts(db: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut s = db.prepare(sql).expect("prepare");
+    s.query_map([], |r| r.get::<_, String>(0))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+fn columns(db: &rusqlite::Connection, table: &str) -> Vec<String> {
+    texts(
+        db,
+        &format!("SELECT name FROM pragma_table_info('{table}')"),
+    )
+}
+
+fn tables(db: &rusqlite::Connection) -> Vec<String> {
+    texts(
+        db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    )
+}
+
+/// Every row of a table as text, in its stored order.
+fn rows(db: &rusqlite::Connection, table: &str) -> Vec<String> {
+    let select = columns(db, table)
+        .iter()
+        .map(|c| format!("COALESCE(CAST(\"{c}\" AS TEXT), 'NULL')"))
+        .collect::<Vec<_>>()
+        .join(" || '|' || ");
+    texts(
+        db,
+        &format!("SELECT {select} FROM \"{table}\" ORDER BY rowid"),
+    )
+}
+
+#[test]
+fn a_wide_table_is_released_as_two_fragments_that_verify() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for repair in ["dgbe", "naive"] {
+        for base in ["topdown", "lattice"] {
+            let line = FRAGMENT.replace(
+                "seed = 7",
+                &format!("seed = 7, repair = '{repair}', base = '{base}'"),
+            );
+            workspace(dir.path(), &line);
+            let o = run(
+                dir.path(),
+                &["anonymize", "people.sql", "--overwrite", "--json"],
+            );
+            let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+            assert_eq!(r["verified"], true, "{r}");
+            let f = &r["fragmentation"];
+            assert_eq!(f["class"], "diagnosis", "{r}");
+            assert_eq!(f["repair"], repair);
+            let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+            assert_eq!(tables(&db), ["people__f1", "people__f2"]);
+            let (a, b) = (columns(&db, "people__f1"), columns(&db, "people__f2"));
+            // The class is the only column in both; no key, no identifier; every QI once.
+            let shared: Vec<&String> = a.iter().filter(|c| b.contains(c)).collect();
+            assert_eq!(shared, ["diagnosis"], "{a:?} {b:?}");
+            for gone in ["id", "name", "zcode"] {
+                assert!(!a.iter().chain(&b).any(|c| c == gone), "{a:?} {b:?}");
+            }
+            for column in ["sex", "age", "zip", "education", "job", "visits"] {
+                assert_eq!(
+                    a.iter().chain(&b).filter(|c| *c == column).count(),
+                    1,
+                    "{column}"
+                );
+            }
+            drop(db);
+            let v = run(dir.path(), &["verify", "people.sql"]);
+            let text = stdout(&v);
+            for check in [
+                "PASS fragments",
+                "PASS fragment order",
+                "PASS non-reconstructability",
+                "PASS k-anonymity",
+                "PASS truthfulness",
+            ] {
+                assert!(text.contains(check), "{check}:\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_delta_release_publishes_class_sets_that_verify_and_a_thinned_set_is_caught() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let line = FRAGMENT.replace("seed = 7", "seed = 7, repair = 'delta', delta = 0.5");
+    workspace(dir.path(), &line);
+    let o = run(
+        dir.path(),
+        &["anonymize", "people.sql", "--overwrite", "--json"],
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!(
+        r["fragmentation"]["fragments"][0]["class_sets"],
+        "people__f1_classes"
+    );
+    let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+    assert_eq!(
+        tables(&db),
+        [
+            "people__f1",
+            "people__f1_classes",
+            "people__f2",
+            "people__f2_classes"
+        ]
+    );
+    // No class per row in a fragment: the sets stand in for it.
+    assert!(!columns(&db, "people__f1").contains(&"diagnosis".to_string()));
+    let sets = columns(&db, "people__f1_classes");
+    assert_eq!(sets.last().map(String::as_str), Some("diagnosis"));
+    drop(db);
+    let v = run(dir.path(), &["verify", "people.sql"]);
+    assert!(
+        stdout(&v).contains("PASS delta-selectivity"),
+        "{}",
+        stdout(&v)
+    );
+    // The second fragment's sets thinned to 'flu': its classes without it publish none.
+    let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+    db.execute_batch("DELETE FROM people__f2_classes WHERE diagnosis <> 'flu';")
+        .expect("tamper");
+    drop(db);
+    let v = relanon(dir.path(), &["verify", "people.sql"]);
+    let text = stdout(&v);
+    assert_eq!(v.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL delta-selectivity"), "{text}");
+    assert!(text.contains("publishes no class"), "{text}");
+}
+
+#[test]
+fn the_same_seed_releases_the_same_fragments() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), FRAGMENT);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        run(
+            dir.path(),
+            &["anonymize", "people.sql", "--overwrite", "--quiet"],
+        );
+        let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+        seen.push((rows(&db, "people__f1"), rows(&db, "people__f2")));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// Runs `sql` on the release, then verify, which must fail `check` with a violation
+/// containing `says`.
+fn tampered_fails(dir: &Path, sql: &str, check: &str, says: &str) {
+    workspace(dir, FRAGMENT);
+    run(dir, &["anonymize", "people.sql", "--overwrite", "--quiet"]);
+    let db = rusqlite::Connection::open(dir.join("release.sqlite")).expect("open");
+    db.execute_batch(sql).expect("tamper");
+    drop(db);
+    let v = relanon(dir, &["verify", "people.sql"]);
+    let text = stdout(&v);
+    assert_eq!(v.status.code(), Some(1), "{text}{}", stderr(&v));
+    assert!(text.contains(&format!("FAIL {check}")), "{check}:\n{text}");
+    assert!(text.contains(says), "{says}:\n{text}");
+}
+
+#[test]
+fn verify_catches_fragments_that_can_be_re_joined() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Every class in one fragment 'flu' but one 'asthma', in the other 'diabetes' but one
+    // 'asthma': the two classes holding the 'asthma' rows join into one row.
+    tampered_fails(
+        dir.path(),
+        "UPDATE people__f1 SET diagnosis = 'flu';
+         UPDATE people__f1 SET diagnosis = 'asthma' WHERE rowid = (SELECT MIN(rowid) FROM people__f1);
+         UPDATE people__f2 SET diagnosis = 'diabetes';
+         UPDATE people__f2 SET diagnosis = 'asthma' WHERE rowid = (SELECT MIN(rowid) FROM people__f2);",
+        "non-reconstructability",
+        "into 1 row(s), fewer than k = 5",
+    );
+    // A QI column copied into the other fragment: a second join key.
+    let both = {
+        workspace(dir.path(), FRAGMENT);
+        run(
+            dir.path(),
+            &["anonymize", "people.sql", "--overwrite", "--quiet"],
+        );
+        let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+        let a = columns(&db, "people__f1");
+        a.into_iter()
+            .find(|c| c != "diagnosis")
+            .expect("a column besides the class")
+    };
+    tampered_fails(
+        dir.path(),
+        &format!(
+            "ALTER TABLE people__f2 ADD COLUMN \"{both}\" TEXT; UPDATE people__f2 SET \"{both}\" = '*';"
+        ),
+        "fragments",
+        &format!("{both} is released in people__f1 and in people__f2"),
+    );
+    // Rows in reverse order: an order that is not the fragment's own.
+    tampered_fails(
+        dir.path(),
+        "CREATE TABLE t AS SELECT * FROM people__f1 ORDER BY rowid DESC;
+         DELETE FROM people__f1; INSERT INTO people__f1 SELECT * FROM t; DROP TABLE t;",
+        "fragment order",
+        "sorts before it",
+    );
+    // The table whole beside its fragments.
+    tampered_fails(
+        dir.path(),
+        "CREATE TABLE people AS SELECT * FROM people__f1;",
+        "fragments",
+        "released whole beside its fragments",
+    );
+}
+
+#[test]
+fn a_column_that_reveals_a_qi_is_caught_in_whichever_fragment_it_lands() {
+    // The zip's code, published unchanged: in the zip's fragment it undoes the zip's
+    // generalization; in the other it brings the zip into a fragment that does not count it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace_with(dir.path(), "INSENSITIVE", FRAGMENT);
+    let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(&o));
+    assert!(err.contains("FAIL twins"), "{err}");
+    assert!(err.contains("zcode"), "{err}");
+    assert!(!dir.path().join("release.sqlite").exists());
+}
+
+/// `anonymize` with `line` (and `extra` arguments) must exit 2 with one line containing
+/// `says`, writing nothing.
+fn refused(line: &str, extra: &[&str], says: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), line);
+    let mut args = vec!["anonymize", "people.sql"];
+    args.extend_from_slice(extra);
+    let o = relanon(dir.path(), &args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{line}: {err}{}", stdout(&o));
+    assert!(err.contains(says), "{line}: expected '{says}' in {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{line}: {err}");
+    assert!(!dir.path().join("release.sqlite").exists(), "{line}");
+}
+
+#[test]
+fn a_class_with_a_missing_value_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), FRAGMENT);
+    let csv = dir.path().join("data/people.csv");
+    let text = std::fs::read_to_string(&csv).expect("read");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let cut = lines[1].rfind(';').expect("a last column");
+    lines[1].truncate(cut + 1);
+    std::fs::write(&csv, lines.join("\n") + "\n").expect("write");
+    let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is NULL in 1 row(s)"), "{err}");
+    assert!(!dir.path().join("release.sqlite").exists());
+}
+
+#[test]
+fn bad_fragmentations_are_refused_in_one_line() {
+    let base = "ANONYMIZE person WITH (k = 5, algorithm = 'fragment'";
+    refused(
+        &format!("{base});"),
+        &[],
+        "class = '<a SENSITIVE column of people>'",
+    );
+    refused(
+        &format!("{base}, class = 'age');"),
+        &[],
+        "is labelled QUASI IDENTIFIER",
+    );
+    refused(
+        &format!("{base}, class = 'name');"),
+        &[],
+        "is labelled IDENTIFIER",
+    );
+    refused(
+        &format!("{base}, class = 'visits');"),
+        &[],
+        "is labelled INSENSITIVE",
+    );
+    refused(
+        &format!("{base}, class = 'nope');"),
+        &[],
+        "is not a column of the entity table",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis', fragments = 3);"),
+        &[],
+        "fragments must be a number between 2 and 2",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis', repair = 'delta', delta = 0);"),
+        &[],
+        "delta must be above 0",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis', repair = 'delta', delta = 1.5);"),
+        &[],
+        "delta must be a number between 0 and 1",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis', base = 'miraclex');"),
+        &[],
+        "base must be 'topdown' or 'lattice'",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis', keys = 'preserve');"),
+        &[],
+        "keys = 'preserve' would publish one key in every fragment",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis'); CREATE VIEW v AS SELECT sex, zip FROM people;"),
+        &[],
+        "analyst views over a fragmented table",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis');"),
+        &["--key-map", "map.json"],
+        "--key-map",
+    );
+    refused(
+        &format!("{base}, class = 'diagnosis');"),
+        &["--shards", "2"],
+        "not split into shards",
+    );
+    refused(
+        "ANONYMIZE person WITH (model = 'l-diversity', l = 2, algorithm = 'fragment', class = 'diagnosis');",
+        &[],
+        "fragment is a k-anonymity algorithm",
+    );
+}
+
+/// A random single table: `rows` rows of `qis` QI columns (values `v0`.. of a domain of
+/// `domain` values under a two-level hierarchy) and a class of `classes` values.
+#[derive(Debug, Clone)]
+struct Random {
+    rows: usize,
+    qis: usize,
+    domain: usize,
+    classes: usize,
+    k: usize,
+    base: &'static str,
+    repair: &'static str,
+    seed: u64,
+}
+
+fn random() -> impl proptest::strategy::Strategy<Value = Random> {
+    use proptest::prelude::*;
+    (
+        2usize..=5,
+        2usize..=6,
+        2usize..=8,
+        1usize..=4,
+        prop::sample::select(&["topdown", "lattice"][..]),
+        prop::sample::select(&["dgbe", "naive", "delta"][..]),
+        any::<u64>(),
+    )
+        .prop_flat_map(|(qis, k, domain, classes, base, repair, seed)| {
+            (2 * k..=150usize).prop_map(move |rows| Random {
+                rows,
+                qis,
+                domain,
+                classes,
+                k,
+                base,
+                repair,
+                seed,
+            })
+        })
+}
+
+/// Writes the table and its declarations into `dir`.
+fn random_table(r: &Random, dir: &Path) -> String {
+    let mut state = r.seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let names: Vec<String> = (0..r.qis).map(|q| format!("Q {q}")).collect();
+    let mut csv = names.join(",") + ",class\n";
+    for _ in 0..r.rows {
+        let first = (next() % r.domain as u64) as usize;
+        for _ in 0..r.qis {
+            // Columns lean on the first one, so mutual information has something to see.
+            let v = if next() % 3 == 0 {
+                first
+            } else {
+                (next() % r.domain as u64) as usize
+            };
+            csv += &format!("v{v},");
+        }
+        let c = (first + (next() % 2) as usize) % r.classes;
+        csv += &format!("c{c}\n");
+    }
+    std::fs::write(dir.join("t.csv"), csv).expect("csv");
+    let values: Vec<String> = (0..r.domain)
+        .map(|v| format!("('v{v}', 'g{}')", v / 2))
+        .collect();
+    let mut text = format!(
+        "SET source = 't.csv';\nSET target = 'out.sqlite';\nCREATE HIERARCHY h AS VALUES {};\nCREATE ENTITY e ON t;\n",
+        values.join(", ")
+    );
+    for n in &names {
+        text += &format!("LABEL COLUMN t.\"{n}\" AS QUASI IDENTIFIER USING h;\n");
+    }
+    text += &format!(
+        "LABEL COLUMN t.class AS SENSITIVE;\nANONYMIZE e WITH (k = {}, algorithm = 'fragment', class = 'class', base = '{}', repair = '{}', seed = {});\n",
+        r.k,
+        r.base,
+        r.repair,
+        r.seed % 1_000_000
+    );
+    text
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: crate::properties::cases("RELANON_FRAGMENT_CASES", 24),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(20261129),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Any random single table fragments, releases and verifies (inside anonymize and
+    /// standalone).
+    #[test]
+    fn random_tables_fragment_and_verify(r in random()) {
+        use relanon::pipeline::{anonymize, verify_release, Request};
+        use relanon::progress::Progress;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = random_table(&r, dir.path());
+        let req = Request {
+            text,
+            base: dir.path().to_path_buf(),
+            origin: "random.sql".into(),
+            ..Request::default()
+        };
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let outcome = rt
+            .block_on(anonymize(&req, &Progress::new()))
+            .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:#}\n{}", req.text)))?;
+        proptest::prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
+        let verdict = rt
+            .block_on(verify_release(&req, None, None, &Progress::new()))
+            .expect("verify runs");
+        proptest::prop_assert!(verdict.passed(), "{}\n{}", verdict.summary(), req.text);
+    }
+}
