@@ -61,6 +61,20 @@ pub struct Utility {
     pub kl_by_column: BTreeMap<String, Option<f64>>,
     /// 000 Sec. 3.5: mean over source entities of released / source vertices, in percent.
     pub suppression_accuracy: f64,
+    /// A vertical fragmentation's query accuracy split: queries whose predicates read one
+    /// fragment (and the class), and those reading both, answered under independence within
+    /// the class. (Absent from other reports.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragment_queries: Option<FragmentQueries>,
+}
+
+/// [`Utility::fragment_queries`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FragmentQueries {
+    pub within_one: Option<f64>,
+    pub within_one_count: usize,
+    pub across: Option<f64>,
+    pub across_count: usize,
 }
 
 /// Every utility measure of one release.
@@ -74,11 +88,14 @@ pub async fn measure(
     let (kl_divergence, kl_by_column) = kl(forest, kept);
     let suppression_accuracy = suppression_accuracy(forest, kept);
     let queries = random_queries(plan, forest, plan.params.queries, plan.params.query_seed);
+    let mut fragment_queries = None;
     let (query_accuracy, query_accuracy_by_depth) = match output {
         Output::Generalized(_) => query_accuracy(plan, forest, released, &queries).await?,
         Output::Anatomized(a) => expected_accuracy(plan, forest, a, &queries),
         Output::Fragmented(f) => {
-            let (x, y) = fragments::answers(forest, f, &queries);
+            let answered = fragments::answers(forest, f, &queries);
+            fragment_queries = Some(fragments::split(&answered));
+            let (x, y): (Vec<f64>, Vec<f64>) = answered.iter().map(|a| (a.0, a.1)).unzip();
             score(plan, &queries, &x, &y)
         }
     };
@@ -89,6 +106,7 @@ pub async fn measure(
         kl_divergence,
         kl_by_column,
         suppression_accuracy,
+        fragment_queries,
     })
 }
 
@@ -228,6 +246,7 @@ impl Tally {
             } else {
                 100.0 * self.shares / entities as f64
             },
+            fragment_queries: None,
         }
     }
 }

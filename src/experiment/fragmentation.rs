@@ -75,6 +75,10 @@ pub struct FragmentRow {
     pub method: String,
     pub k: usize,
     pub query_accuracy: Option<f64>,
+    /// Fragmentation only: the accuracy of the queries answered in one fragment and of those
+    /// reading both, with their counts.
+    pub within_one: Option<(f64, usize)>,
+    pub across: Option<(f64, usize)>,
     /// LM over the released QI cells, a suppressed cell counted as fully lost.
     pub lm: f64,
     /// QI columns per fragment ("4 + 4"), empty for a whole-table release.
@@ -144,6 +148,16 @@ pub async fn fragmentation(
                 method: method.to_string(),
                 k: s.k,
                 query_accuracy: r.utility.query_accuracy,
+                within_one: r
+                    .utility
+                    .fragment_queries
+                    .as_ref()
+                    .and_then(|q| q.within_one.map(|a| (a, q.within_one_count))),
+                across: r
+                    .utility
+                    .fragment_queries
+                    .as_ref()
+                    .and_then(|q| q.across.map(|a| (a, q.across_count))),
                 lm: r.lm_with_suppression,
                 fragments: f.map_or(String::new(), |f| {
                     f.fragments
@@ -211,7 +225,7 @@ pub fn write_wide(dir: &Path, dims: usize, rows: usize, seed: u64) -> Result<Str
 /// whole-table releases of the same table.
 pub fn markdown(rows: &[FragmentRow]) -> String {
     let mut s = String::from(
-        "| table | QI columns | rows | k | method | fragments | query accuracy | vs best whole | LM | class cells changed | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| table | QI columns | rows | k | method | fragments | query accuracy | in one fragment | across both | vs best whole | LM | class cells changed | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let best_whole = rows
@@ -223,8 +237,11 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
             (Some(a), Some(b), false) if b > 0.0 => format!("{:.2}x", a / b),
             _ => "-".to_string(),
         };
+        let part = |p: Option<(f64, usize)>| {
+            p.map_or("-".to_string(), |(a, n)| format!("{:.1}% ({n})", 100.0 * a))
+        };
         s += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.4} | {} | {:.2} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.4} | {} | {:.2} |\n",
             r.table,
             r.qi_columns,
             r.rows,
@@ -237,6 +254,8 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
             },
             r.query_accuracy
                 .map_or("-".to_string(), |a| format!("{:.1}%", 100.0 * a)),
+            part(r.within_one),
+            part(r.across),
             r.lm,
             r.class_changed,
             r.total_s

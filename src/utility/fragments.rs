@@ -11,12 +11,13 @@ use super::{overlap, Predicate, Query};
 use crate::algo::Fragmentation;
 use crate::forest::Forest;
 
-/// The answers, source then release, of every query (single table: the entity table).
+/// The answer of every query (single table: the entity table): the source's, the
+/// release's, and whether its predicates read both fragments.
 pub(super) fn answers(
     forest: &Forest,
     f: &Fragmentation,
     queries: &[Query],
-) -> (Vec<f64>, Vec<f64>) {
+) -> Vec<(f64, f64, bool)> {
     use rayon::prelude::*;
     let nodes = &forest.tables[0];
     let home = homes(forest, f);
@@ -26,9 +27,37 @@ pub(super) fn answers(
             let x = (0..nodes.rows() as u32)
                 .filter(|&r| q.predicates.iter().all(|p| holds_in_source(forest, p, r)))
                 .count() as f64;
-            (x, estimate(forest, f, &home, q))
+            let mut read: Vec<usize> = q
+                .predicates
+                .iter()
+                .filter_map(|p| fragment_of(f, &home, p))
+                .collect();
+            read.sort_unstable();
+            read.dedup();
+            (x, estimate(forest, f, &home, q), read.len() > 1)
         })
-        .unzip()
+        .collect()
+}
+
+/// The mean accuracy `1 - |Y - X| / X` of the queries answered in one fragment and of those
+/// spanning both (queries with `X = 0` left out, as in the overall score).
+pub(super) fn split(answered: &[(f64, f64, bool)]) -> super::FragmentQueries {
+    let mean = |across: bool| {
+        let scores: Vec<f64> = answered
+            .iter()
+            .filter(|a| a.2 == across && a.0 > 0.0)
+            .map(|&(x, y, _)| 1.0 - (y - x).abs() / x)
+            .collect();
+        let n = scores.len();
+        ((n > 0).then(|| scores.iter().sum::<f64>() / n as f64), n)
+    };
+    let ((within_one, within_one_count), (across, across_count)) = (mean(false), mean(true));
+    super::FragmentQueries {
+        within_one,
+        within_one_count,
+        across,
+        across_count,
+    }
 }
 
 /// Per sensitive column, the fragment it is published in (`None`: the class, in all).

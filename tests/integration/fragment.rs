@@ -169,6 +169,15 @@ fn a_wide_table_is_released_as_two_fragments_that_verify() {
             assert_eq!(r["verified"], true, "{r}");
             let f = &r["fragmentation"];
             assert_eq!(f["class"], "diagnosis", "{r}");
+            // Query accuracy split by where the queries' predicates lie: both kinds occur.
+            let q = &r["utility"]["fragment_queries"];
+            let (one, both) = (&q["within_one_count"], &q["across_count"]);
+            let counted = one.as_u64().expect("one") + both.as_u64().expect("both");
+            assert!(
+                counted > 0 && counted <= r["utility"]["queries"].as_u64().expect("n"),
+                "{q}"
+            );
+            assert!(both.as_u64() > Some(0), "{q}");
             assert_eq!(f["repair"], repair);
             let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
             assert_eq!(tables(&db), ["people__f1", "people__f2"]);
