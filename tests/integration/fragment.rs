@@ -389,6 +389,47 @@ fn a_class_with_a_missing_value_is_refused() {
 }
 
 #[test]
+fn what_this_version_cannot_fragment_is_refused() {
+    // A family with child tables (fragments of trees are not built yet).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = table2_text().replace(
+        "ANONYMIZE student WITH (k = 2, algorithm = 'miracle', threshold = 1, climit = 150);",
+        "ANONYMIZE student WITH (k = 2, algorithm = 'fragment', class = 'gpa');",
+    );
+    let decl = table2_workspace(dir.path(), &text);
+    let o = relanon(dir.path(), &["anonymize", decl.to_str().expect("utf-8")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("fragments a single table in this version"),
+        "{err}"
+    );
+    // One QI column: nothing to fragment.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(dir.path(), FRAGMENT);
+    let one = std::fs::read_to_string(&decl)
+        .expect("read")
+        .lines()
+        .map(|l| match l.split_once(" AS QUASI IDENTIFIER") {
+            Some((column, _)) if !l.contains("people.sex") => format!("{column} AS INSENSITIVE;"),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&decl, one).expect("write");
+    let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("nothing to fragment"), "{err}");
+    // delta past the k its check counts exactly.
+    refused(
+        "ANONYMIZE person WITH (k = 65, algorithm = 'fragment', class = 'diagnosis', repair = 'delta');",
+        &[],
+        "for k up to 64",
+    );
+}
+
+#[test]
 fn bad_fragmentations_are_refused_in_one_line() {
     let base = "ANONYMIZE person WITH (k = 5, algorithm = 'fragment'";
     refused(
