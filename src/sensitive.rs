@@ -36,6 +36,15 @@ pub struct SensitiveColumn {
 }
 
 impl SensitiveColumn {
+    /// The column's own name, `column` without its table (`table` is the one it belongs to;
+    /// a name holding dots stays whole).
+    pub fn name_in<'a>(&'a self, table: &str) -> &'a str {
+        self.column
+            .strip_prefix(table)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .unwrap_or(&self.column)
+    }
+
     /// Number of distinct codes that occur (the most an l can ask of this column).
     pub fn distinct(&self) -> usize {
         let mut seen = vec![false; self.labels.len()];

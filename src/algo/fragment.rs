@@ -127,18 +127,6 @@ fn positive(delta: f64) -> Result<(), String> {
     }
 }
 
-/// The option written in the declarations (the last setting wins), for the checks that
-/// need the plan.
-fn written<'p>(plan: &'p Plan, name: &str) -> Option<&'p Value> {
-    plan.params
-        .algorithm
-        .options
-        .iter()
-        .rev()
-        .find(|o| o.name.eq_ignore_ascii_case(name))
-        .map(|o| &o.value)
-}
-
 /// What a fragmentation cannot release in this version, and what the owner can do.
 fn refuses(plan: &Plan) -> Option<String> {
     let entity = &plan.tables[0];
@@ -175,14 +163,13 @@ fn refuses(plan: &Plan) -> Option<String> {
     if !plan.dimensions.is_empty() {
         return Some("dimension tables are not released beside fragments yet: drop the LABEL TABLE ... AS DIMENSION statements".to_string());
     }
-    let delta =
-        matches!(written(plan, "repair"), Some(Value::Text(r)) if r.eq_ignore_ascii_case("delta"));
+    let delta = matches!(plan.params.algorithm.written("repair"), Some(Value::Text(r)) if r.eq_ignore_ascii_case("delta"));
     if let (true, Model::KAnonymity { k }) = (delta, &plan.params.model) {
         if *k > DELTA_MAX_K {
             return Some(format!("repair = 'delta' is checked (η counted exactly) for k up to {DELTA_MAX_K}, and k = {k}: use repair = 'dgbe', which holds every join at k rows or more"));
         }
     }
-    let base = match written(plan, "base") {
+    let base = match plan.params.algorithm.written("base") {
         Some(Value::Text(b)) => b.to_ascii_lowercase(),
         _ => "topdown".to_string(),
     };
@@ -193,7 +180,7 @@ fn refuses(plan: &Plan) -> Option<String> {
 /// Why the declared class cannot be the column the fragments share (spec S1, Sec. 7).
 fn class_refusal(plan: &Plan) -> Option<String> {
     let entity = &plan.tables[0];
-    let Some(Value::Text(class)) = written(plan, "class") else {
+    let Some(Value::Text(class)) = plan.params.algorithm.written("class") else {
         return Some(format!(
             "algorithm = 'fragment' needs the column the fragments share: write class = '<a SENSITIVE column of {}>'",
             entity.name
@@ -314,11 +301,10 @@ fn class_index(table: &TableNodes, options: &Options) -> Result<usize, String> {
     let class = options
         .text("class")
         .ok_or("algorithm = 'fragment' needs class = '<column>'")?;
-    let name = format!("{}.{class}", table.name);
     let at = table
         .sensitive
         .iter()
-        .position(|s| s.column == name)
+        .position(|s| s.name_in(&table.name) == class)
         .ok_or_else(|| {
             format!(
                 "class = '{class}' is not a SENSITIVE column of {}",
@@ -381,13 +367,9 @@ fn placement(
     bins: usize,
 ) -> Vec<usize> {
     let batch = &table.batch;
-    let class_column = table.sensitive[class]
-        .column
-        .rsplit_once('.')
-        .map_or("", |(_, c)| c)
-        .to_string();
+    let class_column = table.sensitive[class].name_in(&table.name);
     let others: Vec<usize> = (0..batch.num_columns())
-        .filter(|&c| batch.schema().field(c).name() != &class_column)
+        .filter(|&c| batch.schema().field(c).name() != class_column)
         .collect();
     let mi_with: Vec<Vec<f64>> = others
         .iter()

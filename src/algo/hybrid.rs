@@ -144,16 +144,9 @@ fn open_unit(a: f64) -> Result<(), String> {
 /// entity trees (its test is of one table's group sizes; verify recomputes it there, and an
 /// embedded leftover would join a group after the test counted the sizes).
 fn refuses(plan: &Plan) -> Option<String> {
-    let written = |name: &str| {
-        plan.params
-            .algorithm
-            .options
-            .iter()
-            .rev()
-            .find(|o| o.name == name)
-    };
+    let written = |name: &str| plan.params.algorithm.written(name);
     let text = |name: &str| {
-        written(name).map(|o| match &o.value {
+        written(name).map(|v| match v {
             crate::policy::Value::Text(t) => t.to_ascii_lowercase(),
             crate::policy::Value::Number(n) => n.to_string(),
         })

@@ -458,6 +458,15 @@ pub struct AlgorithmRequest {
 }
 
 impl AlgorithmRequest {
+    /// The value option `name` (lower-case) was given, the last setting winning.
+    pub fn written(&self, name: &str) -> Option<&crate::policy::Value> {
+        self.options
+            .iter()
+            .rev()
+            .find(|o| o.name == name)
+            .map(|o| &o.value)
+    }
+
     /// Where a message about the algorithm points: its option, or `ANONYMIZE`.
     pub fn at(&self) -> Pos {
         self.name.as_ref().map_or(self.pos, |(_, p)| *p)

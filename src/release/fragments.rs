@@ -148,17 +148,13 @@ pub(super) fn tables(
     })
 }
 
-/// The class's column name (the sensitive column's `table.column`).
+/// The class's column name.
 fn class_column(nodes: &TableNodes, f: &Fragmentation) -> Result<String, ReleaseError> {
-    let column = &nodes
+    let column = nodes
         .sensitive
         .get(f.class)
-        .ok_or_else(|| internal("the fragmentation's class is not a sensitive column"))?
-        .column;
-    Ok(column
-        .rsplit_once('.')
-        .map_or(column.as_str(), |(_, c)| c)
-        .to_string())
+        .ok_or_else(|| internal("the fragmentation's class is not a sensitive column"))?;
+    Ok(column.name_in(&nodes.name).to_string())
 }
 
 /// One fragment's columns, in source order, with the loss of its QI cells.

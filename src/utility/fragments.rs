@@ -71,8 +71,11 @@ fn homes(forest: &Forest, f: &Fragmentation) -> Vec<Option<usize>> {
             if s == f.class {
                 return None;
             }
-            let name = col.column.rsplit_once('.').map_or("", |(_, c)| c);
-            let at = nodes.batch.schema().index_of(name).ok()?;
+            let at = nodes
+                .batch
+                .schema()
+                .index_of(col.name_in(&nodes.name))
+                .ok()?;
             f.placement.get(at).copied()
         })
         .collect()

@@ -49,14 +49,9 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
     if !name.eq_ignore_ascii_case("fragment") {
         return None;
     }
-    let class = plan
-        .params
-        .algorithm
-        .options
-        .iter()
-        .rev()
-        .find(|o| o.name.eq_ignore_ascii_case("class"))
-        .map(|o| match &o.value {
+    let written = |name: &str| plan.params.algorithm.written(name);
+    let class = written("class")
+        .map(|v| match v {
             Value::Text(t) => t.trim().to_string(),
             Value::Number(n) => n.to_string(),
         })
@@ -65,15 +60,6 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
         Model::KAnonymity { k } => k,
         // Refused by anonymize; no fragment passes a check of an undeclared k.
         _ => usize::MAX,
-    };
-    let written = |name: &str| {
-        plan.params
-            .algorithm
-            .options
-            .iter()
-            .rev()
-            .find(|o| o.name.eq_ignore_ascii_case(name))
-            .map(|o| &o.value)
     };
     let sets = matches!(written("repair"), Some(Value::Text(t)) if t.eq_ignore_ascii_case("delta"));
     let delta = sets.then(|| match written("delta") {
@@ -476,24 +462,12 @@ type Class = (Vec<Option<String>>, HashMap<Option<String>, usize>);
 /// One fragment's equivalence classes: its rows grouped by their QI labels (the columns
 /// the declarations label QUASI IDENTIFIER), each with its rows per class value.
 fn classes(plan: &Plan, declared: &Declared, batch: &RecordBatch) -> Vec<Class> {
-    let table = &plan.tables[0];
-    let qi: Vec<usize> = (0..batch.num_columns())
-        .filter(|&i| {
-            let name = batch.schema().field(i).name().clone();
-            table
-                .columns
-                .iter()
-                .any(|c| c.name == name && matches!(c.role, ColumnRole::QuasiIdentifier { .. }))
-        })
-        .collect();
+    let qi = columns_at(batch, &qi_columns(plan, batch));
     let class = batch.schema().index_of(&declared.class).ok();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
     let mut out: Vec<Class> = Vec::new();
     for r in 0..batch.num_rows() {
-        let labels: Vec<Option<String>> = qi
-            .iter()
-            .map(|&i| render_value(batch.column(i).as_ref(), r))
-            .collect();
+        let labels = labels_at(batch, &qi, r);
         let value = class.and_then(|c| render_value(batch.column(c).as_ref(), r));
         let next = out.len();
         let at = *index.entry(labels.clone()).or_insert(next);
@@ -573,6 +547,22 @@ fn qi_columns(plan: &Plan, batch: &RecordBatch) -> Vec<String> {
         .collect()
 }
 
+/// Where each of `names` stands in `batch` (None: it does not).
+fn columns_at(batch: &RecordBatch, names: &[String]) -> Vec<Option<usize>> {
+    names
+        .iter()
+        .map(|n| batch.schema().index_of(n).ok())
+        .collect()
+}
+
+/// Row `r`'s cells in `columns` (a missing column reads as NULL).
+fn labels_at(batch: &RecordBatch, columns: &[Option<usize>], r: usize) -> Vec<Option<String>> {
+    columns
+        .iter()
+        .map(|c| c.and_then(|i| render_value(batch.column(i).as_ref(), r)))
+        .collect()
+}
+
 /// Under `repair = 'delta'`: each class-set table holds its fragment's QI columns and the
 /// class, nothing else.
 fn set_columns(
@@ -617,35 +607,18 @@ fn classes_with_sets(
     sets: &RecordBatch,
     out: &mut Check,
 ) -> Vec<SetClass> {
-    let qi = qi_columns(plan, batch);
-    let labels_of = |b: &RecordBatch, r: usize| -> Vec<Option<String>> {
-        qi.iter()
-            .map(|c| {
-                b.schema()
-                    .index_of(c)
-                    .ok()
-                    .and_then(|i| render_value(b.column(i).as_ref(), r))
-            })
-            .collect()
-    };
+    let on_sets = columns_at(sets, &qi_columns(plan, batch));
     let mut published: HashMap<Vec<Option<String>>, Vec<Option<String>>> = HashMap::new();
     let class_at = sets.schema().index_of(&declared.class).ok();
     for r in 0..sets.num_rows() {
         let value = class_at.and_then(|c| render_value(sets.column(c).as_ref(), r));
-        published.entry(labels_of(sets, r)).or_default().push(value);
-    }
-    let mut sizes: HashMap<Vec<Option<String>>, usize> = HashMap::new();
-    let mut order: Vec<Vec<Option<String>>> = Vec::new();
-    for r in 0..batch.num_rows() {
-        let labels = labels_of(batch, r);
-        let n = sizes.entry(labels.clone()).or_insert(0);
-        if *n == 0 {
-            order.push(labels);
-        }
-        *n += 1;
+        published
+            .entry(labels_at(sets, &on_sets, r))
+            .or_default()
+            .push(value);
     }
     let mut out_classes = Vec::new();
-    for labels in order {
+    for (labels, counts) in classes(plan, declared, batch) {
         let mut set = published.remove(&labels).unwrap_or_default();
         set.sort();
         set.dedup();
@@ -655,7 +628,7 @@ fn classes_with_sets(
                 shown(&labels)
             ));
         }
-        out_classes.push((labels.clone(), sizes[&labels], set));
+        out_classes.push((labels, counts.values().sum(), set));
     }
     let mut left: Vec<_> = published.into_keys().collect();
     left.sort();

@@ -54,15 +54,7 @@ pub(super) struct Declared {
 pub(super) fn declared(plan: &Plan) -> Option<Declared> {
     // An unnamed algorithm is the model's default, which takes `relocate` too.
     let hybrid = matches!(&plan.params.algorithm.name, Some((name, _)) if name == "hybrid");
-    let written = |name: &str| {
-        plan.params
-            .algorithm
-            .options
-            .iter()
-            .rev()
-            .find(|o| o.name == name)
-            .map(|o| &o.value)
-    };
+    let written = |name: &str| plan.params.algorithm.written(name);
     let percent = |v: &Value| match v {
         Value::Number(n) if (0.0..=100.0).contains(n) => *n,
         _ => 0.0,
