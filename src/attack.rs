@@ -56,8 +56,10 @@ mod anatomy;
 mod domain;
 mod fact;
 mod matching;
+pub mod rejoin;
 
 pub use anatomy::RuleRisk;
+pub use rejoin::{Linkage, Rejoin};
 
 pub use domain::DOMAIN_CAP;
 pub use fact::FactError;

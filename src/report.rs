@@ -232,7 +232,7 @@ pub struct Report {
     /// many class cells the repair changed in each, and the strongest link between two
     /// fragments' columns. (Absent from other reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fragmentation: Option<crate::release::FragmentSummary>,
+    pub fragmentation: Option<FragmentationReport>,
     /// The fingerprint of the run's key map (`KeyMap::digest`), whether or not it was
     /// written: verify tells a key map from another run by it. (Absent from earlier reports.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -595,6 +595,17 @@ fn table_reports(plan: &Plan, m: &Materialized) -> Vec<TableReport> {
         .collect()
 }
 
+/// The report's fragmentation section: what the release says of its fragments, and what
+/// the re-join attack recovered from them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FragmentationReport {
+    #[serde(flatten)]
+    pub summary: crate::release::FragmentSummary,
+    /// What the re-join attack recovers (`attack::rejoin`), when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejoin: Option<crate::attack::Rejoin>,
+}
+
 pub fn build(
     plan: &Plan,
     algorithm: &Configured,
@@ -602,6 +613,7 @@ pub fn build(
     utility: Utility,
     timings_ms: BTreeMap<String, f64>,
     anatomy: Option<AnatomyReport>,
+    rejoin: Option<crate::attack::Rejoin>,
 ) -> Report {
     let tables = table_reports(plan, m);
     let dimensions = plan
@@ -663,7 +675,10 @@ pub fn build(
         utility,
         anatomy,
         relocation: m.relocation.as_ref().map(|r| RelocationReport::of(plan, r)),
-        fragmentation: m.fragmentation.clone(),
+        fragmentation: m
+            .fragmentation
+            .clone()
+            .map(|summary| FragmentationReport { summary, rejoin }),
         key_map_digest: (!m.keys.tables.is_empty()).then(|| m.keys.digest()),
         timings_ms,
     }

@@ -85,6 +85,9 @@ pub struct FragmentRow {
     pub fragments: String,
     /// Class cells the repair changed, over all fragments.
     pub class_changed: usize,
+    /// Fragmentation only: what the re-join attack recovers beyond chance (summed over its
+    /// attacks), and the order attack's expected correct links against random ones.
+    pub rejoin: Option<(usize, f64, f64)>,
     /// The whole run, load to verified release, in seconds.
     pub total_s: f64,
 }
@@ -160,13 +163,23 @@ pub async fn fragmentation(
                     .and_then(|q| q.across.map(|a| (a, q.across_count))),
                 lm: r.lm_with_suppression,
                 fragments: f.map_or(String::new(), |f| {
-                    f.fragments
+                    f.summary
+                        .fragments
                         .iter()
                         .map(|x| x.qi_columns.len().to_string())
                         .collect::<Vec<_>>()
                         .join(" + ")
                 }),
-                class_changed: f.map_or(0, |f| f.fragments.iter().map(|x| x.class_changed).sum()),
+                class_changed: f.map_or(0, |f| {
+                    f.summary.fragments.iter().map(|x| x.class_changed).sum()
+                }),
+                rejoin: f.and_then(|f| f.rejoin.as_ref()).map(|j| {
+                    (
+                        j.beyond_chance,
+                        j.by_order.expected_correct,
+                        j.by_order.chance,
+                    )
+                }),
                 total_s: r.timings_ms.get("total").copied().unwrap_or(0.0) / 1000.0,
             };
             say(&format!(
@@ -225,7 +238,7 @@ pub fn write_wide(dir: &Path, dims: usize, rows: usize, seed: u64) -> Result<Str
 /// whole-table releases of the same table.
 pub fn markdown(rows: &[FragmentRow]) -> String {
     let mut s = String::from(
-        "| table | QI columns | rows | k | method | fragments | query accuracy | in one fragment | across both | vs best whole | LM | class cells changed | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| table | QI columns | rows | k | method | fragments | query accuracy | in one fragment | across both | vs best whole | LM | class cells changed | re-join: beyond chance (by order vs random) | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let best_whole = rows
@@ -241,7 +254,7 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
             p.map_or("-".to_string(), |(a, n)| format!("{:.1}% ({n})", 100.0 * a))
         };
         s += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.4} | {} | {:.2} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.4} | {} | {} | {:.2} |\n",
             r.table,
             r.qi_columns,
             r.rows,
@@ -258,6 +271,10 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
             part(r.across),
             r.lm,
             r.class_changed,
+            r.rejoin
+                .map_or("-".to_string(), |(n, order, random)| format!(
+                    "{n} ({order:.2} vs {random:.2})"
+                )),
             r.total_s
         );
     }

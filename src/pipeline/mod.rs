@@ -466,7 +466,7 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         #[cfg(feature = "distributed")]
         cluster: req.cluster.as_ref().map(|c| (c, req)),
     };
-    let (staged, materialized, utility, anatomy) =
+    let (staged, materialized, utility, sections) =
         staged_release(&plan, &mut algorithm, &wh, &to, progress, &mut clock).await?;
     return_free_heap();
     progress.phase("verify", "checking the staged release independently");
@@ -476,7 +476,8 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         &materialized,
         utility,
         clock.laps.clone(),
-        anatomy,
+        sections.anatomy,
+        sections.rejoin,
     );
     let verdict = self_verify(
         &plan,
@@ -530,15 +531,14 @@ async fn staged_release(
     to: &Staging<'_>,
     progress: &Progress,
     clock: &mut Clock,
-) -> Result<(
-    Staged,
-    release::Materialized,
-    utility::Utility,
-    Option<report::AnatomyReport>,
-)> {
+) -> Result<(Staged, release::Materialized, utility::Utility, Sections)> {
     if sharded::applies(plan, algorithm) {
         let p = sharded::release(plan, algorithm, wh, to, progress, clock).await?;
-        return Ok((p.staged, p.materialized, p.utility, None));
+        let none = Sections {
+            anatomy: None,
+            rejoin: None,
+        };
+        return Ok((p.staged, p.materialized, p.utility, none));
     }
     let forest = load(plan, wh, algorithm.shards, progress).await?;
     clock.lap("load");
@@ -550,6 +550,7 @@ async fn staged_release(
     clock.lap("cluster");
     progress.phase("materialize", "building the released tables");
     let mut materialized = release::materialize(plan, &forest, &output)?;
+    let rejoin = rejoin_attack(plan, &materialized, progress);
     clock.lap("materialize");
     progress.phase(
         "utility",
@@ -570,7 +571,43 @@ async fn staged_release(
     let staged = write_staged(to.target, &set, to.overwrite)?;
     drop(set);
     clock.lap("write");
-    Ok((staged, materialized, utility, anatomy))
+    Ok((staged, materialized, utility, Sections { anatomy, rejoin }))
+}
+
+/// The report's sections that only a run on one machine computes.
+struct Sections {
+    anatomy: Option<report::AnatomyReport>,
+    rejoin: Option<crate::attack::Rejoin>,
+}
+
+/// The re-join attack on a fragmentation's fragments, scored by the release's provenance;
+/// a warning when it recovers records beyond chance.
+fn rejoin_attack(
+    plan: &Plan,
+    m: &release::Materialized,
+    progress: &Progress,
+) -> Option<crate::attack::Rejoin> {
+    use crate::attack::rejoin::{assess, Fragment};
+    let summary = m.fragmentation.as_ref()?;
+    progress.phase(
+        "re-join",
+        "pairing the fragments' rows as an adversary would",
+    );
+    let fragments: Vec<Fragment> = summary
+        .fragments
+        .iter()
+        .map(|f| Fragment {
+            table: &f.table,
+            qi_columns: &f.qi_columns,
+            class_sets: f.class_sets.as_deref(),
+        })
+        .collect();
+    let k = plan.params.model.min_group();
+    let found = assess(&m.tables, &fragments, &summary.class, &m.fragment_rows, k)?;
+    if let Some(warning) = found.warning() {
+        progress.warn(warning);
+    }
+    Some(found)
 }
 
 /// Where a run's release is staged, and what its final sort may hold.

@@ -404,6 +404,7 @@ fn empty_materialized() -> Materialized {
         recoding: Vec::new(),
         relocation: None,
         fragmentation: None,
+        fragment_rows: Vec::new(),
     }
 }
 

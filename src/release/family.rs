@@ -126,6 +126,7 @@ pub(super) fn tables(
         recoding: recoding(plan, generalization),
         relocation: generalization.relocation.clone(),
         fragmentation: None,
+        fragment_rows: Vec::new(),
     })
 }
 

@@ -20,6 +20,9 @@ use crate::keymap::KeyMap;
 use crate::plan::{ColumnRole, Plan};
 use crate::warehouse::ReleaseTable;
 
+/// The sort's own column: each row's source row, never released.
+const PROVENANCE: &str = "__relanon_source_row";
+
 /// The name fragment `i` (from 0) of `table` is released under.
 pub fn fragment_table_name(table: &str, i: usize) -> String {
     format!("{table}__f{}", i + 1)
@@ -79,15 +82,15 @@ pub(super) fn tables(
     let mut tables = Vec::new();
     let mut stats = Vec::new();
     let mut reports = Vec::new();
+    let mut provenance = Vec::new();
     for (i, fragment) in f.fragments.iter().enumerate() {
         let name = fragment_table_name(&ft.name, i);
         let rows: Vec<u32> = (0..nodes.rows() as u32)
             .filter(|&r| fragment.generalization.kept[0][r as usize])
             .collect();
         let built = columns(plan, nodes, f, i, &rows, &class_name)?;
-        let schema = Arc::new(Schema::new(built.fields));
-        let batch = RecordBatch::try_new(schema, built.columns).map_err(internal)?;
-        let batch = sort_by_key(batch, std::iter::empty(), true)?;
+        let (batch, source) = sorted_with_provenance(built.fields, built.columns, &rows)?;
+        provenance.push(source);
         reports.push(FragmentReport {
             table: name.clone(),
             qi_columns: fragment
@@ -135,6 +138,7 @@ pub(super) fn tables(
         suppressed_entities: first.suppressed_entities,
         recoding: recoding(&qi_names, &ft.name, &f.fragments),
         relocation: None,
+        fragment_rows: provenance,
         fragmentation: Some(FragmentSummary {
             class: class_name,
             repair: f.repair.to_string(),
@@ -146,6 +150,30 @@ pub(super) fn tables(
                 .map(|(a, b, v)| (qi_names[a].to_string(), qi_names[b].to_string(), v)),
         }),
     })
+}
+
+/// A fragment's table sorted by its content (S3), and the source row of each sorted row.
+/// The source row rides along as the last sort column: it breaks ties only between rows of
+/// equal content, which no reader can tell apart, and is then taken off.
+fn sorted_with_provenance(
+    mut fields: Vec<Field>,
+    mut columns: Vec<ArrayRef>,
+    rows: &[u32],
+) -> Result<(RecordBatch, Vec<u32>), ReleaseError> {
+    fields.push(Field::new(PROVENANCE, DataType::UInt32, false));
+    columns.push(Arc::new(UInt32Array::from(rows.to_vec())));
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(internal)?;
+    let mut batch = sort_by_key(batch, std::iter::empty(), true)?;
+    let last = batch.num_columns() - 1;
+    let source = batch
+        .column(last)
+        .as_any()
+        .downcast_ref::<UInt32Array>()
+        .ok_or_else(|| internal("the provenance column changed type in the sort"))?
+        .values()
+        .to_vec();
+    batch.remove_column(last);
+    Ok((batch, source))
 }
 
 /// The class's column name.

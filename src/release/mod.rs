@@ -66,6 +66,10 @@ pub struct Materialized {
     pub relocation: Option<crate::algo::Relocated>,
     /// A vertical fragmentation's fragments (004): what the report says about them.
     pub fragmentation: Option<FragmentSummary>,
+    /// A fragmentation's provenance: per fragment (in `fragmentation`'s order), the source
+    /// row of each released row. The owner's secret, like the key map: read by the re-join
+    /// attack's score, never written.
+    pub fragment_rows: Vec<Vec<u32>>,
 }
 
 /// Builds the release tables from what the algorithm produced; `plan.params.seed` (or the OS)

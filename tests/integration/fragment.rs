@@ -179,6 +179,12 @@ fn a_wide_table_is_released_as_two_fragments_that_verify() {
             );
             assert!(both.as_u64() > Some(0), "{q}");
             assert_eq!(f["repair"], repair);
+            // The re-join attack ran and recovered nothing beyond chance by order or by QIs.
+            let rejoin = &f["rejoin"];
+            assert!(rejoin["records"].as_u64() > Some(0), "{rejoin}");
+            for attack in ["by_order", "by_qi"] {
+                assert_eq!(rejoin[attack]["beyond_chance"], 0, "{attack}: {rejoin}");
+            }
             let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
             assert_eq!(tables(&db), ["people__f1", "people__f2"]);
             let (a, b) = (columns(&db, "people__f1"), columns(&db, "people__f2"));
@@ -616,9 +622,60 @@ proptest::proptest! {
             .block_on(anonymize(&req, &Progress::new()))
             .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e:#}\n{}", req.text)))?;
         proptest::prop_assert!(outcome.verdict.passed(), "{}", outcome.verdict.summary());
+        // Thm 4.1 holds, so the paper's adversary links no record past one in k (under
+        // delta its guarantee is a share of versions, not every pair).
+        let f = outcome.report.fragmentation.as_ref().expect("a fragmentation's report");
+        let rejoin = f.rejoin.as_ref().expect("the re-join attack ran");
+        if f.summary.repair != "delta" {
+            proptest::prop_assert_eq!(rejoin.by_qi.beyond_chance, 0, "{:?}", rejoin);
+        }
         let verdict = rt
             .block_on(verify_release(&req, None, None, &Progress::new()))
             .expect("verify runs");
         proptest::prop_assert!(verdict.passed(), "{}\n{}", verdict.summary(), req.text);
     }
+}
+
+/// Two people given a diagnosis no one else has: fewer than k rows of that class in each
+/// fragment, so the class alone pairs their rows.
+fn with_a_rare_class(dir: &Path, anonymize: &str) {
+    workspace(dir, anonymize);
+    let path = dir.join("data/people.csv");
+    let csv = std::fs::read_to_string(&path).expect("csv");
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    for line in lines.iter_mut().skip(1).take(2) {
+        let (head, _) = line.rsplit_once(';').expect("a diagnosis");
+        *line = format!("{head};leprosy");
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").expect("csv");
+}
+
+#[test]
+fn the_re_join_attack_links_a_rare_class_and_anonymize_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    with_a_rare_class(dir.path(), FRAGMENT);
+    let o = run(
+        dir.path(),
+        &["anonymize", "people.sql", "--overwrite", "--json"],
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let rejoin = &r["fragmentation"]["rejoin"];
+    assert!(
+        rejoin["by_class"]["beyond_chance"].as_u64() > Some(0),
+        "{rejoin}"
+    );
+    assert_eq!(rejoin["by_order"]["beyond_chance"], 0, "{rejoin}");
+    let warned = String::from_utf8_lossy(&o.stderr);
+    assert!(warned.contains("re-join attack"), "{warned}");
+    assert!(warned.contains("repair = 'delta'"), "{warned}");
+    // Under delta no row carries a class: the class alone links nothing.
+    let line = FRAGMENT.replace("seed = 7", "seed = 7, repair = 'delta'");
+    with_a_rare_class(dir.path(), &line);
+    let o = run(
+        dir.path(),
+        &["anonymize", "people.sql", "--overwrite", "--json"],
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let rejoin = &r["fragmentation"]["rejoin"];
+    assert_eq!(rejoin["by_class"]["beyond_chance"], 0, "{rejoin}");
 }
