@@ -15,10 +15,15 @@
 //!    δ-selectivity (Alg. 4 with D9, D13, D14; η exactly, [`eta`]), which publishes each
 //!    EC's classes as a set instead of a class per row (Sec. 4.2.4).
 //!
+//! Under distinct l-diversity the class is not repaired: the Sec. 5 pipeline ([`diverse`])
+//! anonymizes each segment's chunk of each fragment so every group holds all its segment's
+//! classes (Thm 5.1), merging segments whose groups join too thinly (D11).
+//!
 //! First version, single table: the entity table without child tables (layout A on entity
-//! trees, spec Sec. 4.2, is not built yet), two fragments, k-anonymity. The release has no
-//! key and an order of its own per fragment (S2, S3: `release::fragments`).
+//! trees, spec Sec. 4.2, is not built yet), two fragments. The release has no key and an
+//! order of its own per fragment (S2, S3: `release::fragments`).
 
+mod diverse;
 mod eta;
 mod fmrmr;
 mod mi;
@@ -31,9 +36,9 @@ use arrow::datatypes::DataType;
 
 use super::options::{Default, Kind, OptionSpec};
 use super::output::{Fragment, Fragmentation};
-use super::{k_anonymity_only, Generalization, Options, Output, Spec};
+use super::{Generalization, Options, Output, Spec};
 use crate::forest::{Forest, TableNodes};
-use crate::plan::{ColumnRole, KeyPolicy, Model, Plan};
+use crate::plan::{ColumnRole, Diversity, KeyPolicy, Model, Plan};
 use crate::policy::Value;
 use crate::progress::Progress;
 
@@ -43,16 +48,49 @@ pub static FRAGMENT: Spec = Spec {
     note: " (one table, in two fragments)",
     baseline: false,
     options: OPTIONS,
-    serves: k_anonymity_only,
+    serves,
     refuses,
     run,
 };
 
+/// The fewest rows a segment of the l-diversity pipeline is cut down to, by default
+/// (measured: docs/experiments.md, 2026-11-29).
+const SEGMENT_ROWS: usize = 1000;
+
 /// The largest k a δ-selective release is made for: verify counts η exactly up to it.
 const DELTA_MAX_K: usize = 64;
 
-/// The base algorithms a fragment may be anonymized by: single-table k-anonymity.
-const BASES: &[(&str, &str)] = &[("topdown", "topdown"), ("lattice", "lattice")];
+/// The base algorithms a fragment (or, under l-diversity, a chunk) may be anonymized by.
+const BASES: &[(&str, &str)] = &[
+    ("auto", "auto"),
+    ("topdown", "topdown"),
+    ("lattice", "lattice"),
+    ("clustree", "clustree"),
+];
+
+/// k-anonymity (004 Sec. 3-4), or distinct l-diversity through the Sec. 5 pipeline: the
+/// frequency form of a join of two groups is not bounded by Thm 5.1 (D12).
+fn serves(model: &Model) -> Result<(), String> {
+    match model {
+        Model::KAnonymity { .. } => Ok(()),
+        Model::LDiversity {
+            diversity: Diversity::Distinct,
+            ..
+        } => Ok(()),
+        Model::LDiversity { .. } => Err("serves l-diversity in its distinct form only (004 Thm 5.1 bounds the classes a join of two fragments re-forms, not their frequencies): add diversity = 'distinct'".to_string()),
+        Model::Anatomy { .. } => Err(super::spec::GENERALIZES.to_string()),
+    }
+}
+
+/// The base `base` names: `auto` is TopDown under k-anonymity and ClusTree under
+/// l-diversity (TopDown serves k only).
+fn base_name<'a>(base: &'a str, model: &Model) -> &'a str {
+    match (base, model) {
+        ("auto", Model::LDiversity { .. }) => "clustree",
+        ("auto", _) => "topdown",
+        (other, _) => other,
+    }
+}
 
 const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
@@ -78,9 +116,9 @@ const OPTIONS: &[OptionSpec] = &[
         name: "base",
         aliases: &[],
         kind: Kind::Choice(BASES),
-        default: Default::Choice("topdown"),
+        default: Default::Choice("auto"),
         check: None,
-        doc: "what anonymizes each fragment: 'topdown' (local recoding) or 'lattice' (the global optimum)",
+        doc: "what anonymizes each fragment (under l-diversity, each segment's chunk): 'topdown' (local recoding, k-anonymity only), 'lattice' (the global optimum), 'clustree'; 'auto' is topdown under k-anonymity and clustree under l-diversity",
     },
     OptionSpec {
         name: "repair",
@@ -105,6 +143,17 @@ const OPTIONS: &[OptionSpec] = &[
         default: Default::Choice("even"),
         check: None,
         doc: "'even': each fragment takes at most half the QI columns (rounded up); 'free': as the greedy choice falls (004 Alg. 1 as written, which can leave one fragment nearly every column)",
+    },
+    OptionSpec {
+        name: "segment_rows",
+        aliases: &[],
+        kind: Kind::Count {
+            min: 1.0,
+            max: 1_000_000_000.0,
+        },
+        default: Default::Count(SEGMENT_ROWS),
+        check: None,
+        doc: "l-diversity only: the fewest rows a segment is cut down to (004 Sec. 5 Step 2 cuts down to l); larger segments give each chunk's base more rows to form groups from",
     },
     OptionSpec {
         name: "bins",
@@ -169,12 +218,53 @@ fn refuses(plan: &Plan) -> Option<String> {
             return Some(format!("repair = 'delta' is checked (η counted exactly) for k up to {DELTA_MAX_K}, and k = {k}: use repair = 'dgbe', which holds every join at k rows or more"));
         }
     }
+    let model = &plan.params.model;
+    if model.diversity().is_some() {
+        if let Some(why) = diversity_refusal(plan) {
+            return Some(why);
+        }
+    } else if plan.params.algorithm.written("segment_rows").is_some() {
+        return Some("segment_rows is for l-diversity (004 Sec. 5's segments): under k-anonymity each fragment is anonymized whole; drop segment_rows".to_string());
+    }
     let base = match plan.params.algorithm.written("base") {
         Some(Value::Text(b)) => b.to_ascii_lowercase(),
-        _ => "topdown".to_string(),
+        _ => "auto".to_string(),
     };
-    let spec = super::find(&base)?;
+    let base = base_name(&base, model);
+    let spec = super::find(base)?;
+    if let Err(why) = (spec.serves)(model) {
+        return Some(format!(
+            "base = '{base}' {why}: use base = 'clustree' or 'lattice' under l-diversity"
+        ));
+    }
     (spec.refuses)(plan).map(|why| format!("base = '{base}': {why}"))
+}
+
+/// What the l-diversity pipeline (004 Sec. 5) does not take: a repair (it changes no class)
+/// and SENSITIVE columns beside the class (it diversifies the class alone).
+fn diversity_refusal(plan: &Plan) -> Option<String> {
+    for option in ["repair", "delta"] {
+        if plan.params.algorithm.written(option).is_some() {
+            return Some(format!("{option} is for k-anonymity: under l-diversity the fragments keep every class value and each group holds every class of its segment (004 Sec. 5); drop {option}"));
+        }
+    }
+    let Some(Value::Text(class)) = plan.params.algorithm.written("class") else {
+        return None;
+    };
+    let entity = &plan.tables[0];
+    let others: Vec<&str> = entity
+        .columns
+        .iter()
+        .filter(|c| matches!(c.role, ColumnRole::Sensitive { .. }) && c.name != class.trim())
+        .map(|c| c.name.as_str())
+        .collect();
+    (!others.is_empty()).then(|| format!(
+        "under l-diversity algorithm = 'fragment' makes the class '{}' diverse, but {} also has SENSITIVE {}, which a fragment would publish undiversified: label {} INSENSITIVE, or leave it out",
+        class.trim(),
+        entity.name,
+        others.join(", "),
+        if others.len() == 1 { "it" } else { "them" }
+    ))
 }
 
 /// Why the declared class cannot be the column the fragments share (spec S1, Sec. 7).
@@ -221,9 +311,6 @@ fn run(
     options: &Options,
     progress: &Progress,
 ) -> Result<Output, String> {
-    let Model::KAnonymity { k } = model else {
-        return Err("algorithm = 'fragment' serves k-anonymity only in this version".to_string());
-    };
     let table = forest
         .tables
         .first()
@@ -237,31 +324,79 @@ fn run(
     let split = fmrmr::split(&matrix, options.choice("sizes") == "even");
     let placement = placement(table, &features, &split, class, bins);
     progress.advance(1);
-    let base = super::find(options.choice("base")).ok_or("the base algorithm is not registered")?;
+    let base = base_name(options.choice("base"), model);
+    let base = super::find(base).ok_or("the base algorithm is not registered")?;
+    let (fragments, repair, segments) = match model {
+        Model::KAnonymity { k } => {
+            let fragments = repaired(forest, &split, class_codes, *k, base, options, progress)?;
+            (fragments, options.choice("repair"), None)
+        }
+        Model::LDiversity {
+            l,
+            diversity: Diversity::Distinct,
+        } => {
+            let chunked = diverse::run(
+                forest,
+                &split,
+                &features,
+                class_codes,
+                *l,
+                (base, options),
+                progress,
+            )?;
+            let segments = Some((chunked.segments, chunked.merged));
+            let fragments = diversified(chunked, split.clone(), class_codes);
+            (fragments, "none", segments)
+        }
+        other => return Err(serves(other).err().unwrap_or_default()),
+    };
+    Ok(Output::Fragmented(Fragmentation {
+        kept: union_kept(&fragments),
+        fragments,
+        class,
+        placement,
+        repair,
+        bins,
+        fmrmr: fmrmr::score(&matrix, &split),
+        cross_mi: cross_mi(&matrix, &split),
+        segments,
+    }))
+}
+
+/// Steps 2-3 under k-anonymity: each fragment anonymized whole by the base, then the class
+/// repaired (naive, DGBE or delta).
+fn repaired(
+    forest: &Forest,
+    split: &[Vec<usize>; 2],
+    class_codes: &[u32],
+    k: usize,
+    base: &Spec,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Vec<Fragment>, String> {
+    let model = Model::KAnonymity { k };
     let mut fragments: Vec<(Vec<usize>, Generalization)> = Vec::with_capacity(split.len());
-    for qi in &split {
-        let g = anonymize(forest, qi, base, model, options, progress)?;
+    for qi in split {
+        let g = anonymize(forest, qi, base, &model, options, progress)?;
         fragments.push((qi.clone(), g));
     }
     let ecs = repair::Ecs {
         of: [classes_of(&fragments[0].1), classes_of(&fragments[1].1)],
     };
-    let repair = options.choice("repair");
     progress.stage("repairing the class", 1);
     let seed = options.seed.unwrap_or(0);
-    let (repaired, sets): Repaired = match repair {
+    let (repaired, sets): Repaired = match options.choice("repair") {
         "naive" => (repair::naive(&ecs, class_codes), None),
         "delta" => {
             let delta = options.number("delta");
-            let sets = repair::delta(&ecs, class_codes, *k, delta, seed)?;
-            ([class_codes.clone(), class_codes.clone()], Some(sets))
+            let sets = repair::delta(&ecs, class_codes, k, delta, seed)?;
+            ([class_codes.to_vec(), class_codes.to_vec()], Some(sets))
         }
-        _ => (repair::dgbe(&ecs, class_codes, *k, seed)?, None),
+        _ => (repair::dgbe(&ecs, class_codes, k, seed)?, None),
     };
     progress.advance(1);
-    let kept = union_kept(&fragments);
     let mut sets = sets.map(|s| s.into_iter());
-    let fragments = fragments
+    Ok(fragments
         .into_iter()
         .zip(repaired)
         .zip(ecs.of)
@@ -280,17 +415,28 @@ fn run(
                 class,
             }
         })
-        .collect();
-    Ok(Output::Fragmented(Fragmentation {
-        fragments,
-        class,
-        placement,
-        kept,
-        repair,
-        bins,
-        fmrmr: fmrmr::score(&matrix, &split),
-        cross_mi: cross_mi(&matrix, &split),
-    }))
+        .collect())
+}
+
+/// The l-diversity pipeline's fragments: every class as the source has it.
+fn diversified(chunked: diverse::Chunked, split: [Vec<usize>; 2], class: &[u32]) -> Vec<Fragment> {
+    chunked
+        .fragments
+        .into_iter()
+        .zip(split)
+        .map(|(generalization, qi)| {
+            let classes = classes_of(&generalization);
+            Fragment {
+                changed: 0,
+                ec_sizes: classes.iter().map(Vec::len).collect(),
+                ecs: classes,
+                sets: None,
+                qi,
+                generalization,
+                class: class.to_vec(),
+            }
+        })
+        .collect()
 }
 
 /// Per fragment the class of every row, and under `delta` per fragment the set of every EC.
@@ -468,9 +614,12 @@ fn classes_of(g: &Generalization) -> Vec<Vec<u32>> {
 }
 
 /// Rows published in at least one fragment.
-fn union_kept(fragments: &[(Vec<usize>, Generalization)]) -> Vec<Vec<bool>> {
-    let mut kept = fragments[0].1.kept.clone();
-    for (_, g) in &fragments[1..] {
+fn union_kept(fragments: &[Fragment]) -> Vec<Vec<bool>> {
+    let Some(first) = fragments.first() else {
+        return Vec::new();
+    };
+    let mut kept = first.generalization.kept.clone();
+    for g in fragments[1..].iter().map(|f| &f.generalization) {
         for (a, b) in kept.iter_mut().zip(&g.kept) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x |= *y;
@@ -521,7 +670,16 @@ mod tests {
     fn a_row_is_kept_when_any_fragment_publishes_it() {
         let a = one_column(&[true, false, false], &[0, 0, 0]);
         let b = one_column(&[false, false, true], &[0, 0, 0]);
-        let kept = union_kept(&[(vec![0], a), (vec![1], b)]);
+        let fragment = |qi: usize, g: Generalization| Fragment {
+            qi: vec![qi],
+            class: Vec::new(),
+            ecs: Vec::new(),
+            sets: None,
+            changed: 0,
+            ec_sizes: Vec::new(),
+            generalization: g,
+        };
+        let kept = union_kept(&[fragment(0, a), fragment(1, b)]);
         assert_eq!(kept, vec![vec![true, false, true]]);
     }
 

@@ -3,7 +3,9 @@
 //! wide table of 10 to 40 numeric QI columns (the paper's UCI Musk is not available here: spec
 //! Sec. 5). Per table: TopDown and the lattice on the whole table, and `algorithm =
 //! 'fragment'` over each base with each repair (the lattice on Adult only: the wide tables'
-//! lattices are past its search), every release through the whole pipeline and verified. The measures: query accuracy (relanon's count queries, answered across
+//! lattices are past its search); then distinct l-diversity at l = 2, ClusTree on the whole
+//! table against the Sec. 5 pipeline. Every release goes through the whole pipeline and is
+//! verified. The measures: query accuracy (relanon's count queries, answered across
 //! fragments under the class; docs/fragmentation.md), LM, the class cells each repair
 //! changed, and the whole run's time.
 //!
@@ -41,7 +43,7 @@ pub struct Settings {
 const LATTICE_COLUMNS: usize = 8;
 
 /// How one release was made.
-const METHODS: [(&str, &str); 7] = [
+const METHODS: [(&str, &str); 9] = [
     ("topdown (whole table)", "algorithm = 'topdown'"),
     ("lattice (whole table)", "algorithm = 'lattice'"),
     (
@@ -64,6 +66,14 @@ const METHODS: [(&str, &str); 7] = [
         "fragment: lattice, dgbe",
         "algorithm = 'fragment', base = 'lattice', repair = 'dgbe'",
     ),
+    (
+        "clustree (whole table), l = 2",
+        "model = 'l-diversity', l = 2, diversity = 'distinct', algorithm = 'clustree'",
+    ),
+    (
+        "fragment: l = 2 (Sec. 5 pipeline)",
+        "model = 'l-diversity', l = 2, diversity = 'distinct', algorithm = 'fragment'",
+    ),
 ];
 
 /// One release of the experiment.
@@ -73,7 +83,8 @@ pub struct FragmentRow {
     pub qi_columns: usize,
     pub rows: usize,
     pub method: String,
-    pub k: usize,
+    /// The privacy model: `k = 10` or `l = 2` (distinct l-diversity).
+    pub model: String,
     pub query_accuracy: Option<f64>,
     /// Fragmentation only: the accuracy of the queries answered in one fragment and of those
     /// reading both, with their counts.
@@ -123,11 +134,21 @@ pub async fn fragmentation(
             if options.contains("'lattice'") && *qis > LATTICE_COLUMNS {
                 continue;
             }
-            let mut options = format!("k = {}, {options}", s.k);
+            // An l-diversity method names its own model (l takes k's place).
+            let mut options = if options.contains("l-diversity") {
+                options.to_string()
+            } else {
+                format!("k = {}, {options}", s.k)
+            };
             if options.contains("'fragment'") {
                 options += &format!(", class = '{class}', seed = {}", s.seed);
             }
-            let setting = format!("{table} {method} k = {}", s.k);
+            let model = if options.contains("l-diversity") {
+                "l = 2".to_string()
+            } else {
+                format!("k = {}", s.k)
+            };
+            let setting = format!("{table} {method} {model}");
             let req = Request {
                 text: super::with_policy(text, "person", &options)?,
                 base: base.clone(),
@@ -143,45 +164,7 @@ pub async fn fragmentation(
                     continue;
                 }
             };
-            let f = r.fragmentation.as_ref();
-            let row = FragmentRow {
-                table: table.clone(),
-                qi_columns: *qis,
-                rows: *n,
-                method: method.to_string(),
-                k: s.k,
-                query_accuracy: r.utility.query_accuracy,
-                within_one: r
-                    .utility
-                    .fragment_queries
-                    .as_ref()
-                    .and_then(|q| q.within_one.map(|a| (a, q.within_one_count))),
-                across: r
-                    .utility
-                    .fragment_queries
-                    .as_ref()
-                    .and_then(|q| q.across.map(|a| (a, q.across_count))),
-                lm: r.lm_with_suppression,
-                fragments: f.map_or(String::new(), |f| {
-                    f.summary
-                        .fragments
-                        .iter()
-                        .map(|x| x.qi_columns.len().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" + ")
-                }),
-                class_changed: f.map_or(0, |f| {
-                    f.summary.fragments.iter().map(|x| x.class_changed).sum()
-                }),
-                rejoin: f.and_then(|f| f.rejoin.as_ref()).map(|j| {
-                    (
-                        j.beyond_chance,
-                        j.by_order.expected_correct,
-                        j.by_order.chance,
-                    )
-                }),
-                total_s: r.timings_ms.get("total").copied().unwrap_or(0.0) / 1000.0,
-            };
+            let row = row_of(&r, (table, *qis, *n), method, &model);
             say(&format!(
                 "{setting}: query accuracy {}, LM {:.4}, {:.1} s",
                 row.query_accuracy
@@ -193,6 +176,47 @@ pub async fn fragmentation(
         }
     }
     Ok(Table { rows, failed })
+}
+
+/// One release's row: `at` is its table's name, QI columns and rows.
+fn row_of(
+    r: &crate::report::Report,
+    (table, qis, n): (&str, usize, usize),
+    method: &str,
+    model: &str,
+) -> FragmentRow {
+    let f = r.fragmentation.as_ref();
+    let queries = r.utility.fragment_queries.as_ref();
+    FragmentRow {
+        table: table.to_string(),
+        qi_columns: qis,
+        rows: n,
+        method: method.to_string(),
+        model: model.to_string(),
+        query_accuracy: r.utility.query_accuracy,
+        within_one: queries.and_then(|q| q.within_one.map(|a| (a, q.within_one_count))),
+        across: queries.and_then(|q| q.across.map(|a| (a, q.across_count))),
+        lm: r.lm_with_suppression,
+        fragments: f.map_or(String::new(), |f| {
+            f.summary
+                .fragments
+                .iter()
+                .map(|x| x.qi_columns.len().to_string())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        }),
+        class_changed: f.map_or(0, |f| {
+            f.summary.fragments.iter().map(|x| x.class_changed).sum()
+        }),
+        rejoin: f.and_then(|f| f.rejoin.as_ref()).map(|j| {
+            (
+                j.beyond_chance,
+                j.by_order.expected_correct,
+                j.by_order.chance,
+            )
+        }),
+        total_s: r.timings_ms.get("total").copied().unwrap_or(0.0) / 1000.0,
+    }
 }
 
 /// A wide table in `dir` (`wide.csv` and nothing else), and its declarations: `dims` numeric
@@ -235,15 +259,15 @@ pub fn write_wide(dir: &Path, dims: usize, rows: usize, seed: u64) -> Result<Str
 }
 
 /// The tables as Markdown, with fragmentation's query accuracy over the better of the
-/// whole-table releases of the same table.
+/// whole-table releases of the same table under the same model.
 pub fn markdown(rows: &[FragmentRow]) -> String {
     let mut s = String::from(
-        "| table | QI columns | rows | k | method | fragments | query accuracy | in one fragment | across both | vs best whole | LM | class cells changed | re-join: beyond chance (by order vs random) | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| table | QI columns | rows | model | method | fragments | query accuracy | in one fragment | across both | vs best whole | LM | class cells changed | re-join: beyond chance (by order vs random) | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let best_whole = rows
             .iter()
-            .filter(|w| w.table == r.table && w.fragments.is_empty())
+            .filter(|w| w.table == r.table && w.model == r.model && w.fragments.is_empty())
             .filter_map(|w| w.query_accuracy)
             .fold(None::<f64>, |m, a| Some(m.map_or(a, |m| m.max(a))));
         let ratio = match (r.query_accuracy, best_whole, r.fragments.is_empty()) {
@@ -258,7 +282,7 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
             r.table,
             r.qi_columns,
             r.rows,
-            r.k,
+            r.model,
             r.method,
             if r.fragments.is_empty() {
                 "-"

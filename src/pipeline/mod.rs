@@ -969,14 +969,20 @@ pub async fn verify_release(
 /// [`sensitive::release_ceiling`]): a warning per sensitive column that cannot keep all its
 /// rows, and an error when not one entity can be released.
 fn diversity_warnings(plan: &Plan, forest: &forest::Forest) -> Result<Vec<String>> {
-    let Some((l, _)) = plan.params.model.diversity() else {
+    let Some((l, diversity)) = plan.params.model.diversity() else {
         return Ok(Vec::new());
     };
     let mut warnings = Vec::new();
     for (ti, t) in forest.tables.iter().enumerate() {
         for col in &t.sensitive {
             let rows = col.codes.len();
-            let keep = sensitive::release_ceiling(col, l);
+            // Distinct l-diversity bounds no value's share: a group holding l values takes
+            // any number of rows of the commonest, so every row can be kept or none.
+            let keep = match diversity {
+                plan::Diversity::Distinct if col.distinct() >= l => rows,
+                plan::Diversity::Distinct => 0,
+                plan::Diversity::Probabilistic => sensitive::release_ceiling(col, l),
+            };
             if keep == rows {
                 continue;
             }

@@ -49,6 +49,12 @@ pub struct FragmentSummary {
     /// The two QI columns of different fragments that share the most mutual information
     /// (nats): what a probabilistic re-linkage of the fragments would lean on.
     pub largest_cross_mi: Option<(String, String, f64)>,
+    /// Under l-diversity (004 Sec. 5): the horizontal segments each fragment's groups were
+    /// formed in, and how many segments the cross-segment repair merged away (D11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_merged: Option<usize>,
 }
 
 /// One released fragment.
@@ -148,6 +154,8 @@ pub(super) fn tables(
             largest_cross_mi: f
                 .cross_mi
                 .map(|(a, b, v)| (qi_names[a].to_string(), qi_names[b].to_string(), v)),
+            segments: f.segments.map(|(n, _)| n),
+            segments_merged: f.segments.map(|(_, m)| m),
         }),
     })
 }

@@ -17,7 +17,9 @@
 //! - **non-reconstructability** (004 Thm 4.1, D7): for every pair of equivalence classes
 //!   (rows with equal QI labels) of the two fragments, the rows their join on the class
 //!   re-forms, `J = Σ_c f_x(c) · f_y(c)`, is 0 or at least k. Rows are entities here (a
-//!   single table, S5).
+//!   single table, S5). Under distinct l-diversity (the Sec. 5 pipeline) k is l, the class
+//!   is checked like any SENSITIVE column in each fragment (truthful, l-diverse), and every
+//!   joined pair must also hold at least l distinct classes, across segments too (D11).
 //!
 //! Nothing here knows how the fragments were chosen or repaired.
 
@@ -41,6 +43,10 @@ pub(super) struct Declared {
     /// `repair = 'delta'`: each fragment publishes class sets (`<t>__fN_classes`), not a
     /// class per row, and every sharing pair must reach η >= δ.
     delta: Option<f64>,
+    /// Under distinct l-diversity (004 Sec. 5): l. The class is then published as the source
+    /// has it, each fragment is l-diverse on it, and every joined pair of groups holds at
+    /// least l classes.
+    diverse: Option<usize>,
 }
 
 /// `algorithm = 'fragment'` with its class, under k-anonymity; None for any other release.
@@ -56,17 +62,23 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
             Value::Number(n) => n.to_string(),
         })
         .unwrap_or_default();
-    let k = match plan.params.model {
-        Model::KAnonymity { k } => k,
+    let (k, diverse) = match plan.params.model {
+        Model::KAnonymity { k } => (k, None),
+        Model::LDiversity { l, .. } => (l, Some(l)),
         // Refused by anonymize; no fragment passes a check of an undeclared k.
-        _ => usize::MAX,
+        Model::Anatomy { .. } => (usize::MAX, None),
     };
     let sets = matches!(written("repair"), Some(Value::Text(t)) if t.eq_ignore_ascii_case("delta"));
     let delta = sets.then(|| match written("delta") {
         Some(Value::Number(d)) => *d,
         _ => 0.5,
     });
-    Some(Declared { class, k, delta })
+    Some(Declared {
+        class,
+        k,
+        delta,
+        diverse,
+    })
 }
 
 /// The class-set tables of a δ-selective release of `table`.
@@ -339,12 +351,14 @@ async fn one_fragment(
     let table = &plan.tables[0].name;
     let mut fragment_plan = plan.clone();
     let entity = &mut fragment_plan.tables[0];
+    // A repaired class is set aside (its cells may be changed); under l-diversity it is the
+    // source's and the fragment must be diverse on it.
     let published: Vec<String> = batch
         .schema()
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .filter(|c| *c != declared.class)
+        .filter(|c| *c != declared.class || declared.diverse.is_some())
         .collect();
     for c in &mut entity.columns {
         if !published.contains(&c.name) {
@@ -479,7 +493,7 @@ fn classes(plan: &Plan, declared: &Declared, batch: &RecordBatch) -> Vec<Class> 
     out
 }
 
-/// 004 Thm 4.1 on every pair of classes of the two fragments.
+/// Thm 4.1 on every pair of classes (and under l-diversity, at least l classes joined).
 fn non_reconstructible(
     plan: &Plan,
     declared: &Declared,
@@ -489,6 +503,33 @@ fn non_reconstructible(
 ) {
     let left = classes(plan, declared, &batches[0]);
     let right = classes(plan, declared, &batches[1]);
+    joins(&left, &right, |x, y, rows, shared| {
+        let short = declared.diverse.filter(|&l| shared < l);
+        if short.is_none() && rows >= declared.k {
+            return;
+        }
+        let (a, b) = (shown(&left[x].0), shown(&right[y].0));
+        if let Some(l) = short {
+            out.at([x, y, 0, 0]);
+            out.record(format!(
+                "the class of {} ({a}) and the class of {} ({b}) join on {} into {shared} distinct value(s), fewer than l = {l}",
+                names[0], names[1], declared.class
+            ));
+        }
+        if rows < declared.k {
+            out.at([x, y, 0, 0]);
+            out.record(format!(
+                "the class of {} ({a}) and the class of {} ({b}) join on {} into {rows} row(s), fewer than k = {}",
+                names[0], names[1], declared.class, declared.k
+            ));
+        }
+    });
+}
+
+/// Every pair of classes (one per fragment) that shares a class value, handed to `each`:
+/// its indexes, the rows their join re-forms (`J = Σ_c f_x(c) · f_y(c)`) and the values it
+/// holds. Pairs are not collected: with few class values nearly every pair shares one.
+fn joins(left: &[Class], right: &[Class], mut each: impl FnMut(usize, usize, usize, usize)) {
     // Per class value, the right classes holding it and how many rows.
     let mut holders: HashMap<&Option<String>, Vec<(usize, usize)>> = HashMap::new();
     for (y, (_, counts)) in right.iter().enumerate() {
@@ -496,26 +537,18 @@ fn non_reconstructible(
             holders.entry(value).or_default().push((y, n));
         }
     }
-    let mut joined = vec![0usize; right.len()];
-    for (x, (labels, counts)) in left.iter().enumerate() {
-        joined.iter_mut().for_each(|j| *j = 0);
+    let mut joined = vec![(0usize, 0usize); right.len()];
+    for (x, (_, counts)) in left.iter().enumerate() {
+        joined.iter_mut().for_each(|j| *j = (0, 0));
         for (value, &n) in counts {
             for &(y, m) in holders.get(value).map_or(&[][..], Vec::as_slice) {
-                joined[y] += n * m;
+                joined[y].0 += n * m;
+                joined[y].1 += 1;
             }
         }
-        for (y, &j) in joined.iter().enumerate() {
-            if j > 0 && j < declared.k {
-                out.at([x, y, 0, 0]);
-                out.record(format!(
-                    "the class of {} ({}) and the class of {} ({}) join on {} into {j} row(s), fewer than k = {}",
-                    names[0],
-                    shown(labels),
-                    names[1],
-                    shown(&right[y].0),
-                    declared.class,
-                    declared.k
-                ));
+        for (y, &(rows, shared)) in joined.iter().enumerate() {
+            if rows > 0 {
+                each(x, y, rows, shared);
             }
         }
     }
@@ -679,5 +712,34 @@ fn selective_pairs(
                 declared.k
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(counts: &[(&str, usize)]) -> Class {
+        let counts = counts
+            .iter()
+            .map(|&(c, n)| (Some(c.to_string()), n))
+            .collect();
+        (Vec::new(), counts)
+    }
+
+    #[test]
+    fn joins_count_rows_and_shared_values_of_pairs_that_share_a_value() {
+        // Segments {a, b, c} and {c, d, e}: one shared value, one row.
+        let left = [class(&[("a", 1), ("b", 1), ("c", 1)]), class(&[("a", 2)])];
+        let right = [
+            class(&[("c", 1), ("d", 1), ("e", 1)]),
+            class(&[("a", 3), ("b", 1)]),
+        ];
+        let mut found = Vec::new();
+        joins(&left, &right, |x, y, rows, shared| {
+            found.push((x, y, rows, shared))
+        });
+        found.sort_unstable();
+        assert_eq!(found, vec![(0, 0, 1, 1), (0, 1, 4, 2), (1, 1, 6, 1)]);
     }
 }

@@ -161,11 +161,7 @@ fn a_wide_table_is_released_as_two_fragments_that_verify() {
                 &format!("seed = 7, repair = '{repair}', base = '{base}'"),
             );
             workspace(dir.path(), &line);
-            let o = run(
-                dir.path(),
-                &["anonymize", "people.sql", "--overwrite", "--json"],
-            );
-            let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+            let r = released(dir.path());
             assert_eq!(r["verified"], true, "{r}");
             let f = &r["fragmentation"];
             assert_eq!(f["class"], "diagnosis", "{r}");
@@ -222,11 +218,7 @@ fn a_delta_release_publishes_class_sets_that_verify_and_a_thinned_set_is_caught(
     let dir = tempfile::tempdir().expect("tempdir");
     let line = FRAGMENT.replace("seed = 7", "seed = 7, repair = 'delta', delta = 0.5");
     workspace(dir.path(), &line);
-    let o = run(
-        dir.path(),
-        &["anonymize", "people.sql", "--overwrite", "--json"],
-    );
-    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let r = released(dir.path());
     assert_eq!(r["verified"], true, "{r}");
     assert_eq!(
         r["fragmentation"]["fragments"][0]["class_sets"],
@@ -387,11 +379,22 @@ fn a_class_with_a_missing_value_is_refused() {
     let cut = lines[1].rfind(';').expect("a last column");
     lines[1].truncate(cut + 1);
     std::fs::write(&csv, lines.join("\n") + "\n").expect("write");
-    let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+    refused_in(dir.path(), "is NULL in 1 row(s)");
+}
+
+/// The report of `anonymize --json` in `dir`, which must succeed.
+fn released(dir: &Path) -> serde_json::Value {
+    let o = run(dir, &["anonymize", "people.sql", "--overwrite", "--json"]);
+    serde_json::from_str(&stdout(&o)).expect("json")
+}
+
+/// `anonymize` in `dir` fails with exit 2, says `says`, and writes nothing.
+fn refused_in(dir: &Path, says: &str) {
+    let o = relanon(dir, &["anonymize", "people.sql"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("is NULL in 1 row(s)"), "{err}");
-    assert!(!dir.path().join("release.sqlite").exists());
+    assert!(err.contains(says), "{err}");
+    assert!(!dir.join("release.sqlite").exists());
 }
 
 #[test]
@@ -481,7 +484,7 @@ fn bad_fragmentations_are_refused_in_one_line() {
     refused(
         &format!("{base}, class = 'diagnosis', base = 'miraclex');"),
         &[],
-        "base must be 'topdown' or 'lattice'",
+        "base must be 'auto' or 'topdown' or 'lattice' or 'clustree'",
     );
     refused(
         &format!("{base}, class = 'diagnosis', keys = 'preserve');"),
@@ -504,10 +507,94 @@ fn bad_fragmentations_are_refused_in_one_line() {
         "not split into shards",
     );
     refused(
-        "ANONYMIZE person WITH (model = 'l-diversity', l = 2, algorithm = 'fragment', class = 'diagnosis');",
+        &format!("{base}, class = 'diagnosis', segment_rows = 50);"),
         &[],
-        "fragment is a k-anonymity algorithm",
+        "segment_rows is for l-diversity",
     );
+    let ldiv = "ANONYMIZE person WITH (model = 'l-diversity', l = 2, algorithm = 'fragment', class = 'diagnosis'";
+    refused(&format!("{ldiv});"), &[], "add diversity = 'distinct'");
+    let ldiv = format!("{ldiv}, diversity = 'distinct'");
+    refused(
+        &format!("{ldiv}, repair = 'naive');"),
+        &[],
+        "repair is for k-anonymity",
+    );
+    refused(
+        &format!("{ldiv}, base = 'topdown');"),
+        &[],
+        "base = 'topdown' is a k-anonymity algorithm",
+    );
+    refused(
+        &format!("{});", ldiv.replace("l = 2", "l = 5")),
+        &[],
+        "has 4 distinct value(s) and every l-diverse group needs at least 5",
+    );
+}
+
+#[test]
+fn a_sensitive_column_beside_the_class_is_refused_under_l_diversity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace(
+        dir.path(),
+        "ANONYMIZE person WITH (model = 'l-diversity', l = 2, diversity = 'distinct', algorithm = 'fragment', class = 'diagnosis');",
+    );
+    let text = std::fs::read_to_string(&decl)
+        .expect("read")
+        .replace("people.visits AS INSENSITIVE", "people.visits AS SENSITIVE");
+    std::fs::write(&decl, text).expect("write");
+    refused_in(dir.path(), "also has SENSITIVE visits");
+}
+
+#[test]
+fn an_l_diverse_fragmentation_keeps_every_class_and_verifies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for base in ["auto", "lattice"] {
+        workspace(
+            dir.path(),
+            &format!("ANONYMIZE person WITH (model = 'l-diversity', l = 3, diversity = 'distinct', algorithm = 'fragment', class = 'diagnosis', base = '{base}', segment_rows = 20, seed = 7);"),
+        );
+        let r = released(dir.path());
+        assert_eq!(r["verified"], true, "{r}");
+        let f = &r["fragmentation"];
+        assert_eq!(f["repair"], "none", "{f}");
+        assert!(f["segments"].as_u64() > Some(1), "{f}");
+        assert_eq!(r["suppressed_entities"], 0, "{r}");
+        for fragment in f["fragments"].as_array().expect("fragments") {
+            assert_eq!(fragment["class_changed"], 0, "{fragment}");
+        }
+        assert_eq!(f["rejoin"]["beyond_chance"], 0, "{f}");
+        // Every class value as the source has it, in both fragments.
+        let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+        let counts = |table: &str| {
+            texts(
+                &db,
+                &format!("SELECT diagnosis || ':' || COUNT(*) FROM {table} GROUP BY diagnosis ORDER BY diagnosis"),
+            )
+        };
+        let source = {
+            let csv = std::fs::read_to_string(dir.path().join("data/people.csv")).expect("csv");
+            let mut n: std::collections::BTreeMap<String, usize> = Default::default();
+            for line in csv.lines().skip(1) {
+                let d = line.rsplit(';').next().expect("diagnosis");
+                *n.entry(d.to_string()).or_default() += 1;
+            }
+            n.iter()
+                .map(|(d, c)| format!("{d}:{c}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(counts("people__f1"), source);
+        assert_eq!(counts("people__f2"), source);
+        drop(db);
+        let v = run(dir.path(), &["verify", "people.sql"]);
+        let text = stdout(&v);
+        for check in [
+            "PASS l-diversity",
+            "PASS non-reconstructability",
+            "PASS truthfulness",
+        ] {
+            assert!(text.contains(check), "{base} {check}:\n{text}");
+        }
+    }
 }
 
 /// A random single table: `rows` rows of `qis` QI columns (values `v0`.. of a domain of
@@ -532,7 +619,7 @@ fn random() -> impl proptest::strategy::Strategy<Value = Random> {
         2usize..=8,
         1usize..=4,
         prop::sample::select(&["topdown", "lattice"][..]),
-        prop::sample::select(&["dgbe", "naive", "delta"][..]),
+        prop::sample::select(&["dgbe", "naive", "delta", "l-diversity"][..]),
         any::<u64>(),
     )
         .prop_flat_map(|(qis, k, domain, classes, base, repair, seed)| {
@@ -574,6 +661,13 @@ fn random_table(r: &Random, dir: &Path) -> String {
         let c = (first + (next() % 2) as usize) % r.classes;
         csv += &format!("c{c}\n");
     }
+    if r.repair == "l-diversity" {
+        // At least two classes, so that l = 2 can be met.
+        csv += "v0,".repeat(r.qis).as_str();
+        csv += "c0\n";
+        csv += "v1,".repeat(r.qis).as_str();
+        csv += "c1\n";
+    }
     std::fs::write(dir.join("t.csv"), csv).expect("csv");
     let values: Vec<String> = (0..r.domain)
         .map(|v| format!("('v{v}', 'g{}')", v / 2))
@@ -585,13 +679,20 @@ fn random_table(r: &Random, dir: &Path) -> String {
     for n in &names {
         text += &format!("LABEL COLUMN t.\"{n}\" AS QUASI IDENTIFIER USING h;\n");
     }
-    text += &format!(
-        "LABEL COLUMN t.class AS SENSITIVE;\nANONYMIZE e WITH (k = {}, algorithm = 'fragment', class = 'class', base = '{}', repair = '{}', seed = {});\n",
-        r.k,
-        r.base,
-        r.repair,
-        r.seed % 1_000_000
-    );
+    let seed = r.seed % 1_000_000;
+    text += "LABEL COLUMN t.class AS SENSITIVE;\n";
+    text += &if r.repair == "l-diversity" {
+        // TopDown serves k only: its place is taken by the default (ClusTree).
+        let base = if r.base == "topdown" { "auto" } else { r.base };
+        // Small segments, so that the cut and the pairs' check are exercised.
+        let rows = seed % 12 + 1;
+        format!("ANONYMIZE e WITH (model = 'l-diversity', l = 2, diversity = 'distinct', algorithm = 'fragment', class = 'class', base = '{base}', segment_rows = {rows}, seed = {seed});\n")
+    } else {
+        format!(
+            "ANONYMIZE e WITH (k = {}, algorithm = 'fragment', class = 'class', base = '{}', repair = '{}', seed = {seed});\n",
+            r.k, r.base, r.repair
+        )
+    };
     text
 }
 
@@ -626,7 +727,7 @@ proptest::proptest! {
         // delta its guarantee is a share of versions, not every pair).
         let f = outcome.report.fragmentation.as_ref().expect("a fragmentation's report");
         let rejoin = f.rejoin.as_ref().expect("the re-join attack ran");
-        if f.summary.repair != "delta" {
+        if !matches!(f.summary.repair.as_str(), "delta") {
             proptest::prop_assert_eq!(rejoin.by_qi.beyond_chance, 0, "{:?}", rejoin);
         }
         let verdict = rt
@@ -671,11 +772,7 @@ fn the_re_join_attack_links_a_rare_class_and_anonymize_says_so() {
     // Under delta no row carries a class: the class alone links nothing.
     let line = FRAGMENT.replace("seed = 7", "seed = 7, repair = 'delta'");
     with_a_rare_class(dir.path(), &line);
-    let o = run(
-        dir.path(),
-        &["anonymize", "people.sql", "--overwrite", "--json"],
-    );
-    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let r = released(dir.path());
     let rejoin = &r["fragmentation"]["rejoin"];
     assert_eq!(rejoin["by_class"]["beyond_chance"], 0, "{rejoin}");
 }

@@ -27,6 +27,9 @@ pub struct Fragmentation {
     /// (QI index, QI index, nats). The channel a probabilistic re-linkage would use, which
     /// the class repair does not close (spec Sec. 3, "NOT guaranteed").
     pub cross_mi: Option<(usize, usize, f64)>,
+    /// Under l-diversity (004 Sec. 5): the segments the rows were cut into, after the
+    /// cross-segment repair, and how many that repair merged away.
+    pub segments: Option<(usize, usize)>,
 }
 
 /// One fragment.
