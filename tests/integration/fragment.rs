@@ -776,3 +776,43 @@ fn the_re_join_attack_links_a_rare_class_and_anonymize_says_so() {
     let rejoin = &r["fragmentation"]["rejoin"];
     assert_eq!(rejoin["by_class"]["beyond_chance"], 0, "{rejoin}");
 }
+
+/// Distinct l-diversity bounds no value's share, so a class that is mostly one value warns
+/// of suppression only under the frequency form.
+#[test]
+fn a_skewed_class_warns_of_suppression_only_under_frequency_l_diversity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let line = "ANONYMIZE person WITH (model = 'l-diversity', l = 2, diversity = 'distinct', algorithm = 'fragment', class = 'diagnosis', segment_rows = 40, seed = 7);";
+    workspace(dir.path(), line);
+    let path = dir.path().join("data/people.csv");
+    let csv = std::fs::read_to_string(&path).expect("csv");
+    // Three rows in four 'flu': above 1/l of the rows.
+    let skewed: Vec<String> = csv
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match l.rsplit_once(';') {
+            Some((head, _)) if i > 0 && i % 4 != 0 => format!("{head};flu"),
+            _ => l.to_string(),
+        })
+        .collect();
+    std::fs::write(&path, skewed.join("\n") + "\n").expect("csv");
+    let said = |o: &std::process::Output| format!("{}{}", stdout(o), stderr(o));
+    let o = run(dir.path(), &["anonymize", "people.sql", "--overwrite"]);
+    assert!(!said(&o).contains("will be suppressed"), "{}", said(&o));
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("release.report.json")).expect("report"),
+    )
+    .expect("json");
+    assert_eq!(r["suppressed_entities"], 0, "{r}");
+    let o = run(
+        dir.path(),
+        &[
+            "anonymize",
+            "people.sql",
+            "--overwrite",
+            "--with",
+            "model = 'l-diversity', l = 2, diversity = 'probabilistic', algorithm = 'clustree'",
+        ],
+    );
+    assert!(said(&o).contains("will be suppressed"), "{}", said(&o));
+}
