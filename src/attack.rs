@@ -94,6 +94,8 @@ pub enum AttackError {
     UndefinedHierarchy { column: String, hierarchy: String },
     #[error("the release has no table '{table}': pass the release these declarations made (--release PATH)")]
     MissingTable { table: String },
+    #[error("the release publishes '{table}' as vertical fragments ({table}__f1, {table}__f2), and a fact is matched against one released table: `attack` does not read fragments; what an adversary re-joins from them is in the run's report (fragmentation.rejoin)")]
+    Fragmented { table: String },
     #[error("release table '{table}' has no column '{column}': pass the release these declarations made (--release PATH)")]
     MissingColumn { table: String, column: String },
     #[error("release column {column} holds {label}, which is no label of hierarchy '{hierarchy}': pass the release these declarations made, and check it with `relanon verify`")]
@@ -491,9 +493,11 @@ async fn read_release(plan: &Plan, release: &Warehouse) -> Result<Vec<RecordBatc
     let mut out = Vec::with_capacity(plan.tables.len());
     for t in &plan.tables {
         let Some(meta) = release.table(&t.name) else {
-            return Err(AttackError::MissingTable {
-                table: t.name.clone(),
-            });
+            let table = t.name.clone();
+            if release.table(&format!("{table}__f1")).is_some() {
+                return Err(AttackError::Fragmented { table });
+            }
+            return Err(AttackError::MissingTable { table });
         };
         let batch = release.read_table(&meta.name, None, &[]).await?;
         let batch = match &t.part {

@@ -585,6 +585,18 @@ fn an_l_diverse_fragmentation_keeps_every_class_and_verifies() {
         assert_eq!(counts("people__f1"), source);
         assert_eq!(counts("people__f2"), source);
         drop(db);
+        // Facts about one person are matched against one table: attack says it reads no
+        // fragments, and where their re-join attack is.
+        let a = relanon(
+            dir.path(),
+            &["attack", "people.sql", "--fact", "people.age = 30"],
+        );
+        assert_eq!(a.status.code(), Some(2), "{}", stderr(&a));
+        assert!(
+            stderr(&a).contains("fragmentation.rejoin"),
+            "{}",
+            stderr(&a)
+        );
         let v = run(dir.path(), &["verify", "people.sql"]);
         let text = stdout(&v);
         for check in [
