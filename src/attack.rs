@@ -42,6 +42,10 @@
 //!   about, a uniformly chosen row of the victim's in that table (candidates without such
 //!   rows do not contribute).
 //!
+//! A vertical fragmentation's re-join attack (`rejoin`: its fragments paired by order, by
+//! class and by QIs, scored by the run's provenance) runs inside `anonymize`; `attack` itself
+//! refuses a fragmented release.
+//!
 //! Released keys may be pseudonyms: released FKs still link released rows to released
 //! parents, which is all the trees need. The source supplies only each QI's leaves and
 //! hierarchy; everything matched against is the release. Reads through [`crate::warehouse`];

@@ -423,12 +423,14 @@ fn diversified(chunked: diverse::Chunked, split: [Vec<usize>; 2], class: &[u32])
     chunked
         .fragments
         .into_iter()
+        .zip(chunked.groups)
         .zip(split)
-        .map(|(generalization, qi)| {
-            let classes = classes_of(&generalization);
+        .map(|((mut generalization, classes), qi)| {
+            let sizes: Vec<usize> = classes.iter().map(Vec::len).collect();
+            generalization.ec_sizes = sizes.clone();
             Fragment {
                 changed: 0,
-                ec_sizes: classes.iter().map(Vec::len).collect(),
+                ec_sizes: sizes,
                 ecs: classes,
                 sets: None,
                 qi,

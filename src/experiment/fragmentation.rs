@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::Table;
-use crate::pipeline::{self, Request};
+use crate::pipeline::Request;
 use crate::progress::Progress;
 
 /// Adult's declarations, its file paths made relative to the data directory.
@@ -157,12 +157,8 @@ pub async fn fragmentation(
                 overwrite: true,
                 ..Request::default()
             };
-            let r = match pipeline::anonymize(&req, progress).await {
-                Ok(outcome) => outcome.report,
-                Err(e) => {
-                    failed.push(format!("{setting}: {e:#}"));
-                    continue;
-                }
+            let Some(r) = super::attempt(&req, &setting, &mut failed, progress).await else {
+                continue;
             };
             let row = row_of(&r, (table, *qis, *n), method, &model);
             say(&format!(

@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use super::Table;
-use crate::pipeline::{self, Request};
+use crate::pipeline::Request;
 use crate::progress::Progress;
 
 /// Adult's declarations, its file paths made relative to the data directory.
@@ -135,12 +135,8 @@ pub async fn hybrid(
                 overwrite: true,
                 ..Request::default()
             };
-            let r = match pipeline::anonymize(&req, progress).await {
-                Ok(outcome) => outcome.report,
-                Err(e) => {
-                    failed.push(format!("{setting}: {e:#}"));
-                    continue;
-                }
+            let Some(r) = super::attempt(&req, &setting, &mut failed, progress).await else {
+                continue;
             };
             let total_s = r.timings_ms.get("total").copied().unwrap_or(0.0) / 1000.0;
             let relocation = r.relocation.as_ref();

@@ -326,6 +326,23 @@ pub fn k_markdown(rows: &[KRow]) -> String {
 }
 
 /// Where `thesis` writes its releases for a dataset directory.
+/// One release of an experiment's sweep: its report, or None with the failure noted under
+/// `setting` (a sweep goes on past a setting the algorithm refuses).
+async fn attempt(
+    req: &crate::pipeline::Request,
+    setting: &str,
+    failed: &mut Vec<String>,
+    progress: &Progress,
+) -> Option<crate::report::Report> {
+    match crate::pipeline::anonymize(req, progress).await {
+        Ok(outcome) => Some(outcome.report),
+        Err(e) => {
+            failed.push(format!("{setting}: {e:#}"));
+            None
+        }
+    }
+}
+
 pub fn work_dir(out: &Path) -> PathBuf {
     out.join("releases")
 }

@@ -38,6 +38,8 @@ struct Chunk {
 /// segments it ended with and merged.
 pub(super) struct Chunked {
     pub fragments: Vec<Generalization>,
+    /// Per fragment its groups (rows of equal codes), as `fragment::classes_of` forms them.
+    pub groups: Vec<Vec<Vec<u32>>>,
     pub segments: usize,
     pub merged: usize,
 }
@@ -79,10 +81,15 @@ pub(super) fn run(
             }
         }
         let fragments = assemble(&segments, &made, split, class.len());
-        let merges = violations(&fragments, &segments, class, l);
+        let groups = [
+            super::classes_of(&fragments[0]),
+            super::classes_of(&fragments[1]),
+        ];
+        let merges = violations(&groups, &segments, class, l);
         if merges.is_empty() {
             return Ok(Chunked {
                 fragments: fragments.into(),
+                groups: groups.into(),
                 segments: segments.len(),
                 merged: first - segments.len(),
             });
@@ -381,7 +388,7 @@ fn assemble(
             }
         }
         let suppressed = kept.iter().filter(|&&k| !k).count();
-        let mut g = Generalization {
+        Generalization {
             kept: vec![kept],
             codes: vec![codes],
             groups: vec![vec![NO_GROUP; rows]],
@@ -389,16 +396,14 @@ fn assemble(
             suppressed_entities: suppressed,
             levels: None,
             relocation: None,
-        };
-        g.ec_sizes = super::classes_of(&g).iter().map(Vec::len).collect();
-        g
+        }
     })
 }
 
 /// D11: pairs of segments to merge, from every pair of released groups (one per fragment)
 /// that shares a class yet joins into fewer than `l` rows or `l` classes.
 fn violations(
-    fragments: &[Generalization; 2],
+    groups: &[Vec<Vec<u32>>; 2],
     segments: &[Vec<u32>],
     class: &[u32],
     l: usize,
@@ -409,10 +414,6 @@ fn violations(
             segment_of[r as usize] = s;
         }
     }
-    let groups = [
-        super::classes_of(&fragments[0]),
-        super::classes_of(&fragments[1]),
-    ];
     let freq = |group: &[u32]| -> HashMap<u32, usize> {
         let mut f = HashMap::new();
         for &r in group {
