@@ -333,6 +333,15 @@ enum Predicate {
     },
 }
 
+impl Predicate {
+    /// The family table whose column the predicate reads.
+    fn table(&self) -> usize {
+        match *self {
+            Predicate::Under { table, .. } | Predicate::Sensitive { table, .. } => table,
+        }
+    }
+}
+
 /// "How many rows of `table` (with their ancestors) satisfy every predicate?"
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Query {

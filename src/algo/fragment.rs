@@ -10,8 +10,8 @@
 //! 2. [`anonymize`]: each fragment is the forest projected onto its QI columns
 //!    (`Forest::project`), anonymized by the base algorithm the owner names (`base`, through
 //!    the registry: TopDown or the lattice).
-//! 3. [`classes_of`] the fragments' equivalence classes (entities with equal generalized
-//!    codes), then the repair: naive (Sec. 4.2.2), DGBE (Alg. 3 with D9, D16), or
+//! 3. [`trees::classes`] the fragments' equivalence classes (entities with equal released
+//!    trees; on a single table, equal generalized codes), then the repair: naive (Sec. 4.2.2), DGBE (Alg. 3 with D9, D16), or
 //!    δ-selectivity (Alg. 4 with D9, D13, D14; η exactly, [`eta`]), which publishes each
 //!    EC's classes as a set instead of a class per row (Sec. 4.2.4).
 //!
@@ -19,15 +19,17 @@
 //! anonymizes each segment's chunk of each fragment so every group holds all its segment's
 //! classes (Thm 5.1), merging segments whose groups join too thinly (D11).
 //!
-//! First version, single table: the entity table without child tables (layout A on entity
-//! trees, spec Sec. 4.2, is not built yet), two fragments. The release has no key and an
-//! order of its own per fragment (S2, S3: `release::fragments`).
+//! Two fragments. On a family with child tables, layout A ([`trees`], spec Sec. 4.2): the
+//! anchor fragment keeps the entity key and the child tables and is anonymized as entity
+//! trees; the other is key-less. A key-less fragment has an order of its own (S2, S3:
+//! `release::fragments`).
 
 mod diverse;
 mod eta;
 mod fmrmr;
 mod mi;
 mod repair;
+mod trees;
 
 use std::collections::HashMap;
 
@@ -45,7 +47,7 @@ use crate::progress::Progress;
 pub static FRAGMENT: Spec = Spec {
     name: "fragment",
     aliases: &[],
-    note: " (one table, in two fragments)",
+    note: " (two fragments; child tables stay with the first)",
     baseline: false,
     options: OPTIONS,
     serves,
@@ -121,6 +123,14 @@ const OPTIONS: &[OptionSpec] = &[
         doc: "what anonymizes each fragment (under l-diversity, each segment's chunk): 'topdown' (local recoding, k-anonymity only), 'lattice' (the global optimum), 'clustree'; 'auto' is topdown under k-anonymity and clustree under l-diversity",
     },
     OptionSpec {
+        name: "trees",
+        aliases: &[],
+        kind: Kind::Choice(trees::TREE_BASES),
+        default: Default::Choice("auto"),
+        check: None,
+        doc: "an entity with child tables only: what anonymizes the anchor fragment's entity trees (the entity rows through its QI columns, with every child row): 'miraclex', 'miracle', 'clustree'; 'auto' is miraclex",
+    },
+    OptionSpec {
         name: "repair",
         aliases: &[],
         kind: Kind::Choice(&[("dgbe", "dgbe"), ("naive", "naive"), ("delta", "delta")]),
@@ -179,19 +189,12 @@ fn positive(delta: f64) -> Result<(), String> {
 /// What a fragmentation cannot release in this version, and what the owner can do.
 fn refuses(plan: &Plan) -> Option<String> {
     let entity = &plan.tables[0];
-    if plan.tables.len() > 1 {
-        let children: Vec<&str> = plan.tables[1..].iter().map(|t| t.name.as_str()).collect();
-        return Some(format!(
-            "algorithm = 'fragment' fragments a single table in this version, but the {} family also has {}; fragments of entity trees (an anchor fragment with the child tables) are not built yet: use algorithm = 'miraclex'",
-            entity.name,
-            children.join(", ")
-        ));
-    }
     let qis = entity.qi_columns().count();
     if qis < 2 {
         return Some(format!(
-            "algorithm = 'fragment' splits the QI columns, but {} has {qis}: nothing to fragment; use algorithm = 'topdown'",
-            entity.name
+            "algorithm = 'fragment' splits the entity table's QI columns, but {} has {qis}: nothing to fragment; use algorithm = '{}'",
+            entity.name,
+            if plan.tables.len() > 1 { "miraclex" } else { "topdown" }
         ));
     }
     if let Some(why) = class_refusal(plan) {
@@ -209,9 +212,6 @@ fn refuses(plan: &Plan) -> Option<String> {
     if !plan.views.is_empty() {
         return Some("analyst views over a fragmented table are not rewritten onto its fragments yet (a view spanning two fragments would re-link them): drop the CREATE VIEW statements".to_string());
     }
-    if !plan.dimensions.is_empty() {
-        return Some("dimension tables are not released beside fragments yet: drop the LABEL TABLE ... AS DIMENSION statements".to_string());
-    }
     let delta = matches!(plan.params.algorithm.written("repair"), Some(Value::Text(r)) if r.eq_ignore_ascii_case("delta"));
     if let (true, Model::KAnonymity { k }) = (delta, &plan.params.model) {
         if *k > DELTA_MAX_K {
@@ -226,10 +226,14 @@ fn refuses(plan: &Plan) -> Option<String> {
     } else if plan.params.algorithm.written("segment_rows").is_some() {
         return Some("segment_rows is for l-diversity (004 Sec. 5's segments): under k-anonymity each fragment is anonymized whole; drop segment_rows".to_string());
     }
-    let base = match plan.params.algorithm.written("base") {
-        Some(Value::Text(b)) => b.to_ascii_lowercase(),
-        _ => "auto".to_string(),
-    };
+    if plan.tables.len() > 1 {
+        if let Some(why) = trees_refusal(plan) {
+            return Some(why);
+        }
+    } else if plan.params.algorithm.written("trees").is_some() {
+        return Some(format!("trees names what anonymizes an anchor fragment's entity trees, but {} has no child tables: drop trees", entity.name));
+    }
+    let base = written_choice(plan, "base");
     let base = base_name(&base, model);
     let spec = super::find(base)?;
     if let Err(why) = (spec.serves)(model) {
@@ -237,7 +241,37 @@ fn refuses(plan: &Plan) -> Option<String> {
             "base = '{base}' {why}: use base = 'clustree' or 'lattice' under l-diversity"
         ));
     }
-    (spec.refuses)(plan).map(|why| format!("base = '{base}': {why}"))
+    // The base anonymizes the entity rows alone (layout A's second fragment is key-less).
+    let mut alone = plan.clone();
+    alone.tables.truncate(1);
+    (spec.refuses)(&alone).map(|why| format!("base = '{base}': {why}"))
+}
+
+/// An option's choice as written, lower case; `auto` when not written.
+fn written_choice(plan: &Plan, option: &str) -> String {
+    match plan.params.algorithm.written(option) {
+        Some(Value::Text(b)) => b.trim().to_ascii_lowercase(),
+        _ => "auto".to_string(),
+    }
+}
+
+/// What layout A (spec Sec. 4.2) does not take on entity trees in this version, and the
+/// anchor's tree algorithm's own refusals.
+fn trees_refusal(plan: &Plan) -> Option<String> {
+    let entity = &plan.tables[0].name;
+    if plan.params.model.diversity().is_some() {
+        return Some(format!("the l-diversity pipeline (004 Sec. 5) cuts a single table into segments of rows, and {entity} has child tables (segments of entity trees are not built: spec Sec. 4.5); use model = 'k-anonymity', or algorithm = 'clustree' for l-diverse trees"));
+    }
+    if written_choice(plan, "repair") == "delta" {
+        return Some(format!("repair = 'delta' publishes each equivalence class's classes as a set beside its labels, and on {entity}'s entity trees a class is a whole tree, which labels do not name; use repair = 'dgbe' or 'naive'"));
+    }
+    let trees = written_choice(plan, "trees");
+    let name = trees::tree_base_name(&trees);
+    let spec = super::find(name)?;
+    if let Err(why) = (spec.serves)(&plan.params.model) {
+        return Some(format!("trees = '{name}' {why}"));
+    }
+    (spec.refuses)(plan).map(|why| format!("trees = '{name}': {why}"))
 }
 
 /// What the l-diversity pipeline (004 Sec. 5) does not take: a repair (it changes no class)
@@ -321,14 +355,21 @@ fn run(
     let features = features(table, bins);
     let class_codes = &table.sensitive[class].codes;
     let matrix = mi::matrix(&features, class_codes);
-    let split = fmrmr::split(&matrix, options.choice("sizes") == "even");
+    let mut split = fmrmr::split(&matrix, options.choice("sizes") == "even");
+    let trees = forest.tables.len() > 1;
+    if trees {
+        split = trees::anchor_first(&matrix, split);
+    }
     let placement = placement(table, &features, &split, class, bins);
     progress.advance(1);
     let base = base_name(options.choice("base"), model);
     let base = super::find(base).ok_or("the base algorithm is not registered")?;
     let (fragments, repair, segments) = match model {
         Model::KAnonymity { k } => {
-            let fragments = repaired(forest, &split, class_codes, *k, base, options, progress)?;
+            let tree_base = trees::tree_base_name(options.choice("trees"));
+            let tree_base = super::find(tree_base).ok_or("the tree algorithm is not registered")?;
+            let bases = [if trees { tree_base } else { base }, base];
+            let fragments = repaired(forest, &split, class_codes, *k, bases, options, progress)?;
             (fragments, options.choice("repair"), None)
         }
         Model::LDiversity {
@@ -359,29 +400,37 @@ fn run(
         bins,
         fmrmr: fmrmr::score(&matrix, &split),
         cross_mi: cross_mi(&matrix, &split),
+        cross_determined: cross_determined(&matrix, &split),
         segments,
+        trees,
     }))
 }
 
-/// Steps 2-3 under k-anonymity: each fragment anonymized whole by the base, then the class
+/// Steps 2-3 under k-anonymity: each fragment anonymized whole by its base (`bases`, in
+/// fragment order: on entity trees the anchor's is a tree algorithm), then the class
 /// repaired (naive, DGBE or delta).
 fn repaired(
     forest: &Forest,
     split: &[Vec<usize>; 2],
     class_codes: &[u32],
     k: usize,
-    base: &Spec,
+    bases: [&Spec; 2],
     options: &Options,
     progress: &Progress,
 ) -> Result<Vec<Fragment>, String> {
     let model = Model::KAnonymity { k };
     let mut fragments: Vec<(Vec<usize>, Generalization)> = Vec::with_capacity(split.len());
-    for qi in split {
-        let g = anonymize(forest, qi, base, &model, options, progress)?;
+    let mut ecs = Vec::with_capacity(split.len());
+    for (i, (qi, base)) in split.iter().zip(bases).enumerate() {
+        let projected = trees::forest_of(forest, qi, i)?;
+        let g = anonymize(&projected, base, &model, options, progress)?;
+        ecs.push(trees::classes(&projected, &g));
         fragments.push((qi.clone(), g));
     }
     let ecs = repair::Ecs {
-        of: [classes_of(&fragments[0].1), classes_of(&fragments[1].1)],
+        of: ecs
+            .try_into()
+            .map_err(|_| "a fragmentation has two fragments")?,
     };
     progress.stage("repairing the class", 1);
     let seed = options.seed.unwrap_or(0);
@@ -567,20 +616,18 @@ fn column_codes(column: &dyn Array, bins: usize) -> Vec<u32> {
     }
 }
 
-/// 004 Sec. 3.2 step 2: the forest projected onto the fragment's QI columns, anonymized by
-/// the base algorithm with its own defaults (and the run's seed).
+/// 004 Sec. 3.2 step 2: the fragment's forest ([`trees::forest_of`]) anonymized by the base
+/// algorithm with its own defaults (and the run's seed).
 fn anonymize(
-    forest: &Forest,
-    qi: &[usize],
+    projected: &Forest,
     base: &Spec,
     model: &Model,
     options: &Options,
     progress: &Progress,
 ) -> Result<Generalization, String> {
-    let projected = forest.project(&[qi.to_vec()]).map_err(|e| e.to_string())?;
     let mut base_options = Options::defaults(base.options);
     base_options.seed = options.seed;
-    match (base.run)(&projected, model, &base_options, progress)
+    match (base.run)(projected, model, &base_options, progress)
         .map_err(|e| format!("base = '{}' on a fragment: {e}", base.name))?
     {
         Output::Generalized(g) => Ok(g),
@@ -629,6 +676,27 @@ fn union_kept(fragments: &[Fragment]) -> Vec<Vec<bool>> {
         }
     }
     kept
+}
+
+/// Pairs of QI columns of different fragments where the first determines the second over
+/// the source's rows, as counted for mutual information (`I(a; b) = H(b) > 0`): a released
+/// label of `a` precise enough reveals `b`, a second join column the class repair does not
+/// count (spec Sec. 3, "NOT guaranteed", taken to its exact case).
+fn cross_determined(matrix: &[Vec<f64>], split: &[Vec<usize>; 2]) -> Vec<(usize, usize)> {
+    const EXACT: f64 = 1e-9;
+    let mut out = Vec::new();
+    for (from, to) in [(&split[0], &split[1]), (&split[1], &split[0])] {
+        for &a in from {
+            for &b in to {
+                let h = matrix[b][b];
+                if h > EXACT && matrix[a][b] >= h - EXACT {
+                    out.push((a, b));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// The largest MI between a QI column of the first fragment and one of the second.
@@ -696,6 +764,18 @@ mod tests {
         // Fragments {0, 1} and {2}: the pairs across are (0,2) = 0.9 and (1,2) = 0.3.
         let split = [vec![0, 1], vec![2]];
         assert_eq!(cross_mi(&m, &split), Some((0, 2, 0.9)));
+    }
+
+    #[test]
+    fn a_column_whose_mutual_information_is_another_s_entropy_determines_it() {
+        // Entropies on the diagonal: 0 determines 1 (I = H(1)); 1 does not determine 0.
+        let m = vec![
+            vec![2.0, 1.0, 0.0],
+            vec![1.0, 1.0, 0.0],
+            vec![0.0, 0.0, 1.0],
+        ];
+        assert_eq!(cross_determined(&m, &[vec![0], vec![1]]), vec![(0, 1)]);
+        assert_eq!(cross_determined(&m, &[vec![0, 1], vec![]]), vec![]);
     }
 
     #[test]

@@ -297,7 +297,7 @@ mod tests {
     fn listings_name_every_algorithm_and_what_serves_a_model() {
         assert_eq!(
             listing(),
-            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid', 'anatomy', 'fragment' (one table, in two fragments), 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
+            "'miracle', 'miraclex', 'clustree', 'ctoff', 'dmiracle', 'topdown' (one table), 'lattice', 'hybrid', 'anatomy', 'fragment' (two fragments; child tables stay with the first), 'shape-only' (reference), or a baseline: 'universal', 'per-table', 'bitmap-complete', 'bitmap-incomplete'"
         );
         let l = Model::LDiversity {
             l: 3,

@@ -14,7 +14,12 @@
 //!   every QI value finds the victim's group in each fragment and guesses among the joined
 //!   pairs of those two groups that agree on the class: fewer than k such pairs single
 //!   the record out past 1/k.
-//! - **by shape**: a single table releases no tree shape, so there is none to align.
+//! - **by shape**: a tree shape published in two fragments would join them; layout A
+//!   publishes it in the anchor alone, and a single table has none.
+//!
+//! On entity trees (layout A) the anchor's groups are whole trees (QI labels and child
+//! rows, read through the released FKs), as the adversary who knows a victim's child rows
+//! finds them.
 //!
 //! Rows with the same content are interchangeable to anyone who sees the release, so a link
 //! between row `i` and row `j` is correct with probability `T(a, b) / (m1(a) · m2(b))`,
@@ -40,6 +45,17 @@ pub struct Fragment<'a> {
     pub qi_columns: &'a [String],
     /// Under `repair = 'delta'`: the table of its groups' class sets.
     pub class_sets: Option<&'a str>,
+    /// An anchor fragment's child tables (layout A), parents before children: its groups
+    /// are then whole trees, as an adversary who knows a victim's child rows sees them.
+    pub children: &'a [Child<'a>],
+}
+
+/// A child table released with an anchor fragment.
+pub struct Child<'a> {
+    pub table: &'a str,
+    /// The released table its FK to the parent names.
+    pub parent: &'a str,
+    pub qi_columns: &'a [String],
 }
 
 /// What one attack recovers.
@@ -140,17 +156,100 @@ pub fn assess(
             Some(name) => Some(batch(name)?),
             None => None,
         };
-        sides.push(side(
+        let mut side = side(
             batch(f.table)?,
             f.qi_columns,
             class,
             sets,
             source,
             &mut classes,
-        )?);
+        )?;
+        if !f.children.is_empty() {
+            side.group = tree_groups(tables, f)?;
+        }
+        sides.push(side);
     }
     let [one, two] = <[Side; 2]>::try_from(sides).ok()?;
-    Some(attack(&one, &two, k))
+    let mut found = attack(&one, &two, k);
+    found.by_shape = shape(f1, f2);
+    Some(found)
+}
+
+/// The shape attack: a tree shape published in two fragments would be a join key (S4).
+/// Layout A publishes it in the anchor alone, so there is nothing to align it with.
+fn shape(f1: &Fragment<'_>, f2: &Fragment<'_>) -> String {
+    match (f1.children.is_empty(), f2.children.is_empty()) {
+        (true, true) => "none: a single table releases no tree shape".to_string(),
+        (false, true) => format!("none: only {} publishes tree shape (child rows), {} has none to align it with", f1.table, f2.table),
+        (true, false) => format!("none: only {} publishes tree shape (child rows), {} has none to align it with", f2.table, f1.table),
+        (false, false) => format!("both {} and {} publish tree shape: an adversary can join them on it; fragments of entity trees must keep the child tables in one fragment", f1.table, f2.table),
+    }
+}
+
+/// Each row of an anchor fragment's group: the form of its whole released tree (its QI
+/// labels and the multiset of its child rows' forms, children read through their FKs),
+/// interned. None when a table or column is missing.
+fn tree_groups(tables: &[ReleaseTable], f: &Fragment<'_>) -> Option<Vec<u32>> {
+    let find = |name: &str| tables.iter().find(|t| t.name == name);
+    let mut forms = Dict::default();
+    // Per released child table: its parent, the parent's columns its FK names, and the
+    // forms of its rows under each parent key.
+    let mut below: Vec<(&str, Vec<String>, Below)> = Vec::new();
+    for child in f.children.iter().rev() {
+        let table = find(child.table)?;
+        let fk = table
+            .foreign_keys
+            .iter()
+            .find(|fk| fk.ref_table == child.parent)?;
+        let fk_at = indexes(&table.batch, &fk.columns)?;
+        let own = rows_forms(table, child.table, child.qi_columns, &below, &mut forms)?;
+        let mut under: Below = HashMap::new();
+        for (row, form) in own.into_iter().enumerate() {
+            under
+                .entry(tuple(&table.batch, &fk_at, row))
+                .or_default()
+                .push(form);
+        }
+        below.push((child.parent, fk.ref_columns.clone(), under));
+    }
+    let anchor = find(f.table)?;
+    rows_forms(anchor, f.table, f.qi_columns, &below, &mut forms)
+}
+
+/// A table's child forms by parent key.
+type Below = HashMap<Vec<Option<String>>, Vec<u32>>;
+
+/// The form of every row of `table`: its QI labels and the sorted forms of its children in
+/// `below` (those whose parent it is).
+fn rows_forms(
+    table: &ReleaseTable,
+    name: &str,
+    qi_columns: &[String],
+    below: &[(&str, Vec<String>, Below)],
+    forms: &mut Dict,
+) -> Option<Vec<u32>> {
+    let batch = &table.batch;
+    let qi = indexes(batch, qi_columns)?;
+    let mine: Vec<(Vec<usize>, &Below)> = below
+        .iter()
+        .filter(|(parent, _, _)| *parent == name)
+        .map(|(_, key, under)| Some((indexes(batch, key)?, under)))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for row in 0..batch.num_rows() {
+        let mut children: Vec<u32> = Vec::new();
+        for (key, under) in &mine {
+            if let Some(found) = under.get(&tuple(batch, key, row)) {
+                children.extend(found);
+            }
+        }
+        children.sort_unstable();
+        let mut form = vec![Some(name.to_string())];
+        form.extend(tuple(batch, &qi, row));
+        form.extend(children.iter().map(|c| Some(c.to_string())));
+        out.push(forms.code(form));
+    }
+    Some(out)
 }
 
 /// Interns rendered tuples as codes.

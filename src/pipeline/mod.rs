@@ -433,8 +433,8 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     for w in &plan.warnings {
         progress.warn(w.clone());
     }
-    if req.key_map.is_some() && algorithm.spec.name == "fragment" {
-        bail!("--key-map: algorithm = 'fragment' releases no key, and a map from its rows back to the source would re-link its fragments row by row; drop --key-map");
+    if req.key_map.is_some() && algorithm.spec.name == "fragment" && plan.tables.len() == 1 {
+        bail!("--key-map: algorithm = 'fragment' on a single table releases no key, and a map from its rows back to the source would re-link its fragments row by row; drop --key-map");
     }
     if req.key_map.is_some() && plan.params.model.anatomy().is_some() {
         progress.warn("the key map leads each released row back to its source row, and so to its sensitive values, which anatomy publishes apart from it: keep the key map with the source, never with the release");
@@ -587,12 +587,43 @@ fn rejoin_attack(
     m: &release::Materialized,
     progress: &Progress,
 ) -> Option<crate::attack::Rejoin> {
-    use crate::attack::rejoin::{assess, Fragment};
+    use crate::attack::rejoin::{assess, Child, Fragment};
     let summary = m.fragmentation.as_ref()?;
+    if !summary.cross_determined.is_empty() {
+        let pairs: Vec<String> = summary
+            .cross_determined
+            .iter()
+            .map(|(a, b)| format!("{a} determines {b}"))
+            .collect();
+        progress.warn(format!("in the source {}, and the fragments hold them apart: a label of the first precise enough names the second, a join column beside the class that the k bound does not count (report: fragmentation.cross_determined); leave the determined column out (its values are a level of the other's hierarchy), or fragment other columns", pairs.join(", ")));
+    }
     progress.phase(
         "re-join",
         "pairing the fragments' rows as an adversary would",
     );
+    // Layout A's anchor holds the child tables: their QI columns, and the released name of
+    // each one's parent.
+    let qi: Vec<Vec<String>> = plan
+        .tables
+        .iter()
+        .map(|t| t.qi_columns().map(|(c, _)| c.to_string()).collect())
+        .collect();
+    let parents: Vec<String> = plan
+        .tables
+        .iter()
+        .map(|t| match t.parent {
+            Some(0) => release::fragment_table_name(&plan.tables[0].name, 0),
+            Some(p) => plan.tables[p].name.clone(),
+            None => String::new(),
+        })
+        .collect();
+    let children: Vec<Child> = (1..plan.tables.len())
+        .map(|t| Child {
+            table: &plan.tables[t].name,
+            parent: &parents[t],
+            qi_columns: &qi[t],
+        })
+        .collect();
     let fragments: Vec<Fragment> = summary
         .fragments
         .iter()
@@ -600,6 +631,11 @@ fn rejoin_attack(
             table: &f.table,
             qi_columns: &f.qi_columns,
             class_sets: f.class_sets.as_deref(),
+            children: if f.child_tables.is_empty() {
+                &[]
+            } else {
+                &children
+            },
         })
         .collect();
     let k = plan.params.model.min_group();
@@ -919,11 +955,13 @@ pub async fn verify_release(
             }
             None => None,
         };
-    // Without any key (a single key-less table, or fragments, which release none) there is
-    // nothing to pseudonymize or map.
+    // Without any key (a single key-less table, or a single table's fragments, which
+    // release none) there is nothing to pseudonymize or map. Fragments of entity trees keep
+    // the entity key in the anchor.
     let fragments =
         matches!(&plan.params.algorithm.name, Some((n, _)) if n.eq_ignore_ascii_case("fragment"));
-    let keyless = fragments || plan.tables.iter().all(|t| t.primary_key.is_empty());
+    let keyless = (fragments && plan.tables.len() == 1)
+        || plan.tables.iter().all(|t| t.primary_key.is_empty());
     let keys = match (&map, plan.params.keys) {
         (Some(m), _) => Keys::Map(m),
         (None, KeyPolicy::Preserve) => Keys::Preserved,

@@ -1,9 +1,14 @@
 //! The fragments layout (004 Sec. 3, spec Sec. 3 "What is published"): the entity table as
 //! one released table per fragment, `<table>__f1`, `<table>__f2`, each with its own QI
 //! columns as labels, the class as its repair left it, and the other published columns the
-//! algorithm placed in it (each in one fragment). No key, no FK, no row id in any fragment
-//! (S2), and each sorted by its own content, never in source order (S3): nothing but the
-//! class lines a row of one fragment up with a row of another.
+//! algorithm placed in it (each in one fragment). No key, no FK, no row id in a key-less
+//! fragment (S2), and each sorted by its own content, never in source order (S3): nothing
+//! but the class lines a row of one fragment up with a row of another.
+//!
+//! On entity trees (layout A, spec Sec. 4.2) the first fragment is the anchor: the entity
+//! rows through its columns, with their pseudonymized key, released with the child tables
+//! as any generalized family is ([`super::family`]), the children's FKs naming `<t>__f1`.
+//! Its order is its random keys' (S3); the tree shape is in it alone (S4).
 
 use std::sync::Arc;
 
@@ -17,7 +22,7 @@ use super::{internal, Materialized, ReleaseError, TableStats};
 use crate::algo::{Fragment, Fragmentation};
 use crate::forest::{Forest, TableNodes};
 use crate::keymap::KeyMap;
-use crate::plan::{ColumnRole, Plan};
+use crate::plan::{ColumnRole, Plan, PlannedColumn};
 use crate::warehouse::ReleaseTable;
 
 /// The sort's own column: each row's source row, never released.
@@ -49,6 +54,11 @@ pub struct FragmentSummary {
     /// The two QI columns of different fragments that share the most mutual information
     /// (nats): what a probabilistic re-linkage of the fragments would lean on.
     pub largest_cross_mi: Option<(String, String, f64)>,
+    /// QI columns of one fragment that determine (in the source) a QI column of another:
+    /// (determining, determined). A label of the first precise enough names the second, so
+    /// the fragments join on it as well as on the class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cross_determined: Vec<(String, String)>,
     /// Under l-diversity (004 Sec. 5): the horizontal segments each fragment's groups were
     /// formed in, and how many segments the cross-segment repair merged away (D11).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +75,10 @@ pub struct FragmentReport {
     /// Its other columns: the class first (unless published as sets), then those placed in
     /// it.
     pub other_columns: Vec<String>,
+    /// Layout A's anchor (spec Sec. 4.2): the child tables released with it, whose entity
+    /// key is its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub child_tables: Vec<String>,
     /// Under `repair = 'delta'`: the table of its classes' class sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_sets: Option<String>,
@@ -75,70 +89,56 @@ pub struct FragmentReport {
     pub class_changed: usize,
 }
 
-/// The fragments of the entity table (the plan's only table in this version).
+/// The fragments of the entity table; on entity trees (layout A) the first is the anchor,
+/// released with the child tables.
 pub(super) fn tables(
     plan: &Plan,
     forest: &Forest,
     f: &Fragmentation,
 ) -> Result<Materialized, ReleaseError> {
     let ft = &plan.tables[0];
-    let nodes = &forest.tables[0];
     let qi_names: Vec<&str> = ft.qi_columns().map(|(c, _)| c).collect();
-    let class_name = class_column(nodes, f)?;
+    let class_name = class_column(&forest.tables[0], f)?;
     let mut tables = Vec::new();
     let mut stats = Vec::new();
     let mut reports = Vec::new();
     let mut provenance = Vec::new();
+    let mut keys = KeyMap::default();
     for (i, fragment) in f.fragments.iter().enumerate() {
-        let name = fragment_table_name(&ft.name, i);
-        let rows: Vec<u32> = (0..nodes.rows() as u32)
-            .filter(|&r| fragment.generalization.kept[0][r as usize])
-            .collect();
-        let built = columns(plan, nodes, f, i, &rows, &class_name)?;
-        let (batch, source) = sorted_with_provenance(built.fields, built.columns, &rows)?;
-        provenance.push(source);
+        let one = if i == 0 && f.trees {
+            anchor(plan, forest, f, &class_name)?
+        } else {
+            keyless(plan, forest, f, i, &class_name)?
+        };
         reports.push(FragmentReport {
-            table: name.clone(),
+            table: fragment_table_name(&ft.name, i),
             qi_columns: fragment
                 .qi
                 .iter()
                 .map(|&q| qi_names[q].to_string())
                 .collect(),
-            other_columns: built.others,
+            other_columns: one.others,
+            child_tables: one.children,
             class_sets: fragment
                 .sets
                 .as_ref()
                 .map(|_| class_sets_table_name(&ft.name, i)),
-            rows_released: rows.len(),
+            rows_released: one.source.len(),
             equivalence_classes: fragment.ec_sizes.len(),
             smallest_ec: fragment.ec_sizes.iter().copied().min(),
             class_changed: fragment.changed,
         });
-        stats.push(TableStats {
-            name: name.clone(),
-            rows_in: nodes.rows_in,
-            released: rows.len(),
-            suppressed: nodes.rows() - rows.len(),
-            orphans_dropped: nodes.orphans_dropped,
-            no_parent: nodes.no_parent,
-            lm_sum: built.lm_by_column.iter().map(|(_, s)| s).sum(),
-            lm_sum_by_column: built.lm_by_column,
-            qi_columns: fragment.qi.len(),
-        });
-        tables.push(ReleaseTable {
-            name,
-            batch,
-            primary_key: Vec::new(),
-            foreign_keys: Vec::new(),
-        });
-        if let Some(sets) = &fragment.sets {
-            tables.push(class_sets(plan, nodes, f, i, sets, &class_name)?);
+        provenance.push(one.source);
+        if let Some(map) = one.keys {
+            keys = map;
         }
+        tables.extend(one.tables);
+        stats.extend(one.stats);
     }
     let first = &f.fragments[0].generalization;
     Ok(Materialized {
         tables,
-        keys: KeyMap::default(),
+        keys,
         stats,
         ec_sizes: f.fragments[0].ec_sizes.clone(),
         suppressed_entities: first.suppressed_entities,
@@ -154,9 +154,75 @@ pub(super) fn tables(
             largest_cross_mi: f
                 .cross_mi
                 .map(|(a, b, v)| (qi_names[a].to_string(), qi_names[b].to_string(), v)),
+            cross_determined: f
+                .cross_determined
+                .iter()
+                .map(|&(a, b)| (qi_names[a].to_string(), qi_names[b].to_string()))
+                .collect(),
             segments: f.segments.map(|(n, _)| n),
             segments_merged: f.segments.map(|(_, m)| m),
         }),
+    })
+}
+
+/// One fragment as released: its tables (with, for layout A's anchor, the child tables and
+/// the key map), what the report says of its columns, and its rows' source rows.
+struct OneFragment {
+    tables: Vec<ReleaseTable>,
+    stats: Vec<TableStats>,
+    keys: Option<KeyMap>,
+    /// The entity columns besides its QI columns: the class first (unless published as
+    /// sets), then those placed in it.
+    others: Vec<String>,
+    children: Vec<String>,
+    /// The source entity row of each released row.
+    source: Vec<u32>,
+}
+
+/// Key-less fragment `i`: its kept entity rows sorted by their content, and under `delta`
+/// its class sets.
+fn keyless(
+    plan: &Plan,
+    forest: &Forest,
+    f: &Fragmentation,
+    i: usize,
+    class_name: &str,
+) -> Result<OneFragment, ReleaseError> {
+    let nodes = &forest.tables[0];
+    let fragment = &f.fragments[i];
+    let name = fragment_table_name(&plan.tables[0].name, i);
+    let rows: Vec<u32> = (0..nodes.rows() as u32)
+        .filter(|&r| fragment.generalization.kept[0][r as usize])
+        .collect();
+    let built = columns(plan, nodes, f, i, &rows, class_name)?;
+    let (batch, source) = sorted_with_provenance(built.fields, built.columns, &rows)?;
+    let stats = TableStats {
+        name: name.clone(),
+        rows_in: nodes.rows_in,
+        released: rows.len(),
+        suppressed: nodes.rows() - rows.len(),
+        orphans_dropped: nodes.orphans_dropped,
+        no_parent: nodes.no_parent,
+        lm_sum: built.lm_by_column.iter().map(|(_, s)| s).sum(),
+        lm_sum_by_column: built.lm_by_column,
+        qi_columns: fragment.qi.len(),
+    };
+    let mut tables = vec![ReleaseTable {
+        name,
+        batch,
+        primary_key: Vec::new(),
+        foreign_keys: Vec::new(),
+    }];
+    if let Some(sets) = &fragment.sets {
+        tables.push(class_sets(plan, nodes, f, i, sets, class_name)?);
+    }
+    Ok(OneFragment {
+        tables,
+        stats: vec![stats],
+        keys: None,
+        others: built.others,
+        children: Vec::new(),
+        source,
     })
 }
 
@@ -387,4 +453,140 @@ fn recoding(qi_names: &[&str], table: &str, fragments: &[Fragment]) -> Vec<(Stri
     }
     out.sort();
     out
+}
+
+/// Layout A's anchor (spec Sec. 4.2): the family released as a generalized one, from a plan
+/// whose entity table publishes only the anchor's QI columns, the class as repaired and
+/// the columns placed in it; then named `<t>__f1`, with the children's FKs pointing to it.
+/// The source row rides along as a column of the entity rows, as in a key-less fragment.
+fn anchor(
+    plan: &Plan,
+    forest: &Forest,
+    f: &Fragmentation,
+    class_name: &str,
+) -> Result<OneFragment, ReleaseError> {
+    let fragment = &f.fragments[0];
+    let entity = &plan.tables[0].name;
+    let (anchor_plan, others) = anchor_plan(plan, f, class_name);
+    let keep: Vec<Vec<usize>> = forest
+        .tables
+        .iter()
+        .enumerate()
+        .map(|(t, nodes)| match t {
+            0 => fragment.qi.clone(),
+            _ => (0..nodes.nqi()).collect(),
+        })
+        .collect();
+    let mut projected = forest.project(&keep).map_err(internal)?;
+    let nodes = &mut projected.tables[0];
+    let class_source = class_rows(&forest.tables[0], f, fragment, &all_rows(nodes.rows()))?;
+    nodes.batch = with_anchor_columns(&nodes.batch, class_name, &class_source)?;
+    let mut released =
+        super::family::tables(&anchor_plan, &projected, &fragment.generalization, None)?;
+    let name = fragment_table_name(entity, 0);
+    let mut source = Vec::new();
+    for table in &mut released.tables {
+        if table.name == *entity {
+            let at = table
+                .batch
+                .schema()
+                .index_of(PROVENANCE)
+                .map_err(internal)?;
+            source = table
+                .batch
+                .column(at)
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| internal("the provenance column changed type"))?
+                .values()
+                .to_vec();
+            table.batch.remove_column(at);
+            table.name = name.clone();
+        }
+        for fk in &mut table.foreign_keys {
+            if fk.ref_table == *entity {
+                fk.ref_table = name.clone();
+            }
+        }
+    }
+    for s in &mut released.stats {
+        if s.name == *entity {
+            s.name = name.clone();
+        }
+    }
+    // A table split in two plan entries (see `plan::Part`) is one released table.
+    let mut children: Vec<String> = Vec::new();
+    for t in &plan.tables[1..] {
+        if !children.contains(&t.name) {
+            children.push(t.name.clone());
+        }
+    }
+    Ok(OneFragment {
+        tables: released.tables,
+        stats: released.stats,
+        keys: Some(released.keys),
+        others,
+        children,
+        source,
+    })
+}
+
+/// The plan the anchor is released by: its entity table publishes the anchor's QI columns,
+/// the class and the columns placed in fragment 1 (the rest as left out), and the source
+/// row last; with the names of the entity columns besides the QIs it publishes.
+fn anchor_plan(plan: &Plan, f: &Fragmentation, class_name: &str) -> (Plan, Vec<String>) {
+    let fragment = &f.fragments[0];
+    let mut anchor = plan.clone();
+    let entity = &mut anchor.tables[0];
+    let mut others = vec![class_name.to_string()];
+    let mut q = 0;
+    for (at, col) in entity.columns.iter_mut().enumerate() {
+        match col.role {
+            ColumnRole::QuasiIdentifier { .. } => {
+                if !fragment.qi.contains(&q) {
+                    col.role = ColumnRole::Identifier;
+                }
+                q += 1;
+            }
+            _ if col.name == class_name => {}
+            ColumnRole::Sensitive { .. } | ColumnRole::Insensitive => {
+                if f.placement[at] == 0 {
+                    others.push(col.name.clone());
+                } else {
+                    col.role = ColumnRole::Identifier;
+                }
+            }
+            _ => {}
+        }
+    }
+    entity.columns.push(PlannedColumn {
+        name: PROVENANCE.to_string(),
+        role: ColumnRole::Insensitive,
+    });
+    (anchor, others)
+}
+
+fn all_rows(n: usize) -> Vec<u32> {
+    (0..n as u32).collect()
+}
+
+/// The entity rows with the class as the anchor publishes it (a source row of each class,
+/// so the cell is typed as the source's) and the source row appended.
+fn with_anchor_columns(
+    batch: &RecordBatch,
+    class_name: &str,
+    class_source: &UInt32Array,
+) -> Result<RecordBatch, ReleaseError> {
+    let at = batch.schema().index_of(class_name).map_err(internal)?;
+    let mut columns = batch.columns().to_vec();
+    columns[at] = take(batch.column(at), class_source, None).map_err(internal)?;
+    columns.push(Arc::new(UInt32Array::from(all_rows(batch.num_rows()))));
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new(PROVENANCE, DataType::UInt32, false));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(internal)
 }

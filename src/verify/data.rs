@@ -362,8 +362,14 @@ pub(super) fn scan(
     let Some(meta) = wh.table(&ft.name) else {
         return Ok(None);
     };
+    // A split entry's rows are told apart by its split columns, whatever the caller reads.
+    let split: &[String] = match &ft.part {
+        Some(p) if side == "release" => &p.split_released,
+        Some(p) => &p.split_source,
+        None => &[],
+    };
     let mut names: Vec<String> = Vec::new();
-    for c in columns {
+    for c in columns.iter().chain(split) {
         let Some(m) = meta.column(c) else {
             return Ok(None);
         };

@@ -21,6 +21,11 @@
 //!   is checked like any SENSITIVE column in each fragment (truthful, l-diverse), and every
 //!   joined pair must also hold at least l distinct classes, across segments too (D11).
 //!
+//! - **layout A** (an entity with child tables, spec Sec. 4.2): `<t>__f1` is the anchor. It
+//!   may hold the entity key, is ordered by it, and is checked with the child tables as a
+//!   family of entity trees through the key map; its equivalence classes are entities with
+//!   identical released trees (their signatures), so Thm 4.1 counts entities (S5).
+//!
 //! Nothing here knows how the fragments were chosen or repaired.
 
 use std::collections::HashMap;
@@ -47,6 +52,10 @@ pub(super) struct Declared {
     /// has it, each fragment is l-diverse on it, and every joined pair of groups holds at
     /// least l classes.
     diverse: Option<usize>,
+    /// The family has child tables (layout A, spec Sec. 4.2): the first fragment is the
+    /// anchor, released with the entity key and the child tables, and checked with them as
+    /// entity trees.
+    trees: bool,
 }
 
 /// `algorithm = 'fragment'` with its class, under k-anonymity; None for any other release.
@@ -78,6 +87,7 @@ pub(super) fn declared(plan: &Plan) -> Option<Declared> {
         k,
         delta,
         diverse,
+        trees: plan.tables.len() > 1,
     })
 }
 
@@ -97,9 +107,9 @@ fn fragment_names(table: &str) -> [String; 2] {
 /// The verdict on a fragmentation's release.
 pub(super) async fn verify(
     plan: &Plan,
-    source: &Warehouse,
-    release: &Warehouse,
+    (source, release): (&Warehouse, &Warehouse),
     declared: &Declared,
+    keys: Keys<'_>,
     hiers: &HashMap<String, Hier>,
     budget: usize,
 ) -> Result<Verdict, VerifyError> {
@@ -107,33 +117,18 @@ pub(super) async fn verify(
     let names = fragment_names(&table.name);
     let mut structure = Check::new("fragments");
     let sets_named = set_names(&table.name);
-    let expected: Vec<&String> = match declared.delta {
-        Some(_) => names.iter().chain(&sets_named).collect(),
-        None => names.iter().collect(),
-    };
-    unplanned(release, &table.name, &expected, &mut structure);
-    let mut batches = Vec::with_capacity(names.len());
-    for name in &names {
-        if release.table(name).is_none() {
-            return Err(VerifyError::MissingTable {
-                side: "release",
-                table: name.clone(),
-            });
-        }
-        batches.push(read(release, "release", name).await?);
-    }
-    let mut sets = Vec::new();
+    let mut expected: Vec<String> = names.to_vec();
     if declared.delta.is_some() {
-        for name in &sets_named {
-            if release.table(name).is_none() {
-                return Err(VerifyError::MissingTable {
-                    side: "release",
-                    table: name.clone(),
-                });
-            }
-            sets.push(read(release, "release", name).await?);
-        }
+        expected.extend(sets_named.iter().cloned());
     }
+    expected.extend(plan.tables[1..].iter().map(|t| t.name.clone()));
+    expected.extend(plan.dimensions.iter().map(|d| d.name.clone()));
+    unplanned(release, &table.name, &expected, &mut structure);
+    let batches = read_all(release, &names).await?;
+    let sets = match declared.delta {
+        Some(_) => read_all(release, &sets_named).await?,
+        None => Vec::new(),
+    };
     let source_rows = read(source, "source", &table.name).await?;
     columns(plan, declared, &names, &batches, &mut structure);
     if declared.delta.is_some() {
@@ -150,16 +145,24 @@ pub(super) async fn verify(
     } else {
         class_domain(declared, &names, &batches, &source_rows, &mut structure);
     }
-    let mut order = Check::new("fragment order");
-    for (name, batch) in names.iter().zip(&batches) {
-        sorted(name, batch, &mut order);
-    }
-    let mut checks = vec![structure, order];
+    let mut checks = vec![structure, order(plan, declared, &names, &batches)];
     let mut first: Option<Verdict> = None;
-    for (name, batch) in names.iter().zip(&batches) {
-        let verdict = one_fragment(plan, source, declared, name, batch, hiers, budget).await?;
+    let mut trees = None;
+    for (i, (name, batch)) in names.iter().zip(&batches).enumerate() {
+        let anchor = i == 0 && declared.trees;
+        let (verdict, signatures) = one_fragment(
+            plan,
+            (source, release),
+            declared,
+            (name, batch),
+            (i == 0, anchor, keys),
+            hiers,
+            budget,
+        )
+        .await?;
         absorb(&mut checks, name, verdict.checks.clone());
         first.get_or_insert(verdict);
+        trees = trees.or(signatures);
     }
     let mut across = Check::new("twins");
     twins_across(plan, source, declared, &names, &batches, &mut across)?;
@@ -178,7 +181,11 @@ pub(super) async fn verify(
         checks.push(selective);
     } else {
         let mut joins = Check::new("non-reconstructability");
-        non_reconstructible(plan, declared, &names, &batches, &mut joins);
+        let left = match &trees {
+            Some(signatures) => tree_classes(plan, declared, &batches[0], signatures),
+            None => classes(plan, declared, &batches[0]),
+        };
+        non_reconstructible(plan, declared, &names, (left, &batches[1]), &mut joins);
         checks.push(joins);
     }
     let first = first.expect("a fragmentation has two fragments");
@@ -189,6 +196,21 @@ pub(super) async fn verify(
         smallest_ec: first.smallest_ec,
         class_sizes: first.class_sizes,
     })
+}
+
+/// The released tables `names`, each of which must be there.
+async fn read_all(release: &Warehouse, names: &[String]) -> Result<Vec<RecordBatch>, VerifyError> {
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        if release.table(name).is_none() {
+            return Err(VerifyError::MissingTable {
+                side: "release",
+                table: name.clone(),
+            });
+        }
+        out.push(read(release, "release", name).await?);
+    }
+    Ok(out)
 }
 
 async fn read(wh: &Warehouse, side: &'static str, name: &str) -> Result<RecordBatch, VerifyError> {
@@ -203,7 +225,7 @@ async fn read(wh: &Warehouse, side: &'static str, name: &str) -> Result<RecordBa
 
 /// Tables other than the fragments: the entity table under its own name (the unfragmented
 /// rows) or anything else.
-fn unplanned(release: &Warehouse, table: &str, names: &[&String], out: &mut Check) {
+fn unplanned(release: &Warehouse, table: &str, names: &[String], out: &mut Check) {
     for t in &release.tables {
         if t.name.starts_with("sqlite_") || names.iter().any(|n| n.eq_ignore_ascii_case(&t.name)) {
             continue;
@@ -232,12 +254,22 @@ fn columns(
 ) {
     let table = &plan.tables[0];
     let mut home: HashMap<String, &str> = HashMap::new();
-    for (name, batch) in names.iter().zip(batches) {
+    for (i, (name, batch)) in names.iter().zip(batches).enumerate() {
         let mut has_class = false;
+        // Layout A's anchor keeps the entity key (pseudonymized; S2): its children hang
+        // from it.
+        let key = if i == 0 && declared.trees {
+            table.released_pk()
+        } else {
+            Vec::new()
+        };
         for field in batch.schema().fields() {
             let column = field.name();
             if *column == declared.class {
                 has_class = true;
+                continue;
+            }
+            if key.contains(column) {
                 continue;
             }
             let planned = table.columns.iter().find(|c| c.name == *column);
@@ -311,13 +343,45 @@ fn class_domain(
     }
 }
 
-/// The fragment's rows in ascending order of their cells, column by column (S3).
-fn sorted(name: &str, batch: &RecordBatch, out: &mut Check) {
-    let sort: Vec<SortColumn> = batch
-        .columns()
+/// S3 on every fragment: each in an order of its own.
+fn order(plan: &Plan, declared: &Declared, names: &[String], batches: &[RecordBatch]) -> Check {
+    let mut order = Check::new("fragment order");
+    for (i, (name, batch)) in names.iter().zip(batches).enumerate() {
+        let key = if i == 0 && declared.trees {
+            plan.tables[0].released_pk()
+        } else {
+            Vec::new()
+        };
+        sorted(name, batch, &key, &mut order);
+    }
+    order
+}
+
+/// The fragment's rows in ascending order of their cells, column by column, or (layout A's
+/// anchor) of its released `key`, whose pseudonyms the keys check holds to their own
+/// random order (S3).
+fn sorted(name: &str, batch: &RecordBatch, key: &[String], out: &mut Check) {
+    let by: Vec<usize> = match key {
+        [] => (0..batch.num_columns()).collect(),
+        key => match key
+            .iter()
+            .map(|k| batch.schema().index_of(k).ok())
+            .collect::<Option<Vec<usize>>>()
+        {
+            Some(at) => at,
+            None => {
+                out.record(format!(
+                    "{name}: the anchor fragment has no column {}, the entity key it is ordered by",
+                    key.join(", ")
+                ));
+                return;
+            }
+        },
+    };
+    let sort: Vec<SortColumn> = by
         .iter()
-        .map(|c| SortColumn {
-            values: Arc::clone(c) as ArrayRef,
+        .map(|&c| SortColumn {
+            values: Arc::clone(batch.column(c)) as ArrayRef,
             options: None,
         })
         .collect();
@@ -338,18 +402,28 @@ fn sorted(name: &str, batch: &RecordBatch, out: &mut Check) {
 }
 
 /// Every single-table check on one fragment, with the class left out: the fragment as the
-/// release of a table whose columns outside it are not released.
+/// release of a table whose columns outside it are not released. Layout A's anchor is
+/// checked with the child tables as a family of entity trees, through the key map; with its
+/// entities' tree signatures, in its row order.
 async fn one_fragment(
     plan: &Plan,
-    source: &Warehouse,
+    (source, release): (&Warehouse, &Warehouse),
     declared: &Declared,
-    name: &str,
-    batch: &RecordBatch,
+    (name, batch): (&str, &RecordBatch),
+    (first, anchor, keys): (bool, bool, Keys<'_>),
     hiers: &HashMap<String, Hier>,
     budget: usize,
-) -> Result<Verdict, VerifyError> {
-    let table = &plan.tables[0].name;
+) -> Result<(Verdict, Option<Vec<u64>>), VerifyError> {
+    let table = plan.tables[0].name.clone();
     let mut fragment_plan = plan.clone();
+    if !anchor {
+        // A key-less fragment is checked alone; the anchor with the family.
+        fragment_plan.tables.truncate(1);
+    }
+    // The dimensions are checked once, with the first fragment.
+    if !first {
+        fragment_plan.dimensions.clear();
+    }
     let entity = &mut fragment_plan.tables[0];
     // A repaired class is set aside (its cells may be changed); under l-diversity it is the
     // source's and the fragment must be diverse on it.
@@ -365,8 +439,11 @@ async fn one_fragment(
             c.role = ColumnRole::Identifier;
         }
     }
-    entity.primary_key.clear();
-    entity.key = ReleasedKey::None;
+    if !anchor {
+        entity.children.clear();
+        entity.primary_key.clear();
+        entity.key = ReleasedKey::None;
+    }
     let dir = tempfile::tempdir().map_err(|e| copy_failed(name, e))?;
     let keep: Vec<usize> = published
         .iter()
@@ -375,6 +452,9 @@ async fn one_fragment(
     let projected = batch.project(&keep).map_err(|e| copy_failed(name, e))?;
     write_parquet(&dir.path().join(format!("{table}.parquet")), &projected)
         .map_err(|e| copy_failed(name, e))?;
+    if first {
+        copy_tables(plan, release, dir.path(), anchor).await?;
+    }
     let copy = Warehouse::open(dir.path())
         .await
         .map_err(|source| VerifyError::Read {
@@ -383,22 +463,61 @@ async fn one_fragment(
             source,
         })?;
     let map = KeyMap::default();
+    let keys = if anchor { keys } else { Keys::Map(&map) };
     let mut schema = Check::new("schema");
     super::schema::check(&fragment_plan, source, &copy, &mut schema).await?;
     let mut fates = Check::new("declared roles");
     super::fates::check(&fragment_plan, &copy, &mut fates);
     let first = [schema, fates];
-    super::whole(
+    let verdict = super::whole(
         &fragment_plan,
         source,
         &copy,
-        Keys::Map(&map),
+        keys,
         None,
         budget,
         hiers,
         first,
     )
-    .await
+    .await?;
+    let signatures = if anchor {
+        let none = vec![Vec::new(); fragment_plan.tables.len()];
+        super::signature::of_entities(&fragment_plan, &copy, &none)?
+    } else {
+        None
+    };
+    Ok((verdict, signatures))
+}
+
+/// The dimensions as released, and (layout A) the child tables, beside the first
+/// fragment's copy: it is checked as the family's entity table.
+async fn copy_tables(
+    plan: &Plan,
+    release: &Warehouse,
+    dir: &std::path::Path,
+    children: bool,
+) -> Result<(), VerifyError> {
+    // A table split in two plan entries is one released table.
+    let mut names: Vec<&str> = Vec::new();
+    let below = if children { &plan.tables[1..] } else { &[] };
+    let tables = below.iter().map(|t| t.name.as_str());
+    for name in tables.chain(plan.dimensions.iter().map(|d| d.name.as_str())) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for child in names {
+        if release.table(child).is_none() {
+            return Err(VerifyError::MissingTable {
+                side: "release",
+                table: child.to_string(),
+            });
+        }
+        let batch = read(release, "release", child).await?;
+        write_parquet(&dir.join(format!("{child}.parquet")), &batch)
+            .map_err(|e| copy_failed(child, e))?;
+    }
+    Ok(())
 }
 
 fn copy_failed(name: &str, e: impl std::fmt::Display) -> VerifyError {
@@ -493,16 +612,42 @@ fn classes(plan: &Plan, declared: &Declared, batch: &RecordBatch) -> Vec<Class> 
     out
 }
 
+/// The anchor's equivalence classes (layout A): its entities grouped by the form of their
+/// whole released tree (`signatures`, in the anchor's row order), each shown by its entity
+/// row's QI labels and its tree's signature.
+fn tree_classes(
+    plan: &Plan,
+    declared: &Declared,
+    batch: &RecordBatch,
+    signatures: &[u64],
+) -> Vec<Class> {
+    let qi = columns_at(batch, &qi_columns(plan, batch));
+    let class = batch.schema().index_of(&declared.class).ok();
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut out: Vec<Class> = Vec::new();
+    for (r, &signature) in signatures.iter().enumerate().take(batch.num_rows()) {
+        let value = class.and_then(|c| render_value(batch.column(c).as_ref(), r));
+        let next = out.len();
+        let at = *index.entry(signature).or_insert(next);
+        if at == out.len() {
+            let mut labels = labels_at(batch, &qi, r);
+            labels.push(Some(format!("tree {signature:016x}")));
+            out.push((labels, HashMap::new()));
+        }
+        *out[at].1.entry(value).or_insert(0) += 1;
+    }
+    out
+}
+
 /// Thm 4.1 on every pair of classes (and under l-diversity, at least l classes joined).
 fn non_reconstructible(
     plan: &Plan,
     declared: &Declared,
     names: &[String; 2],
-    batches: &[RecordBatch],
+    (left, second): (Vec<Class>, &RecordBatch),
     out: &mut Check,
 ) {
-    let left = classes(plan, declared, &batches[0]);
-    let right = classes(plan, declared, &batches[1]);
+    let right = classes(plan, declared, second);
     joins(&left, &right, |x, y, rows, shared| {
         let short = declared.diverse.filter(|&l| shared < l);
         if short.is_none() && rows >= declared.k {

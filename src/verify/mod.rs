@@ -419,7 +419,7 @@ async fn verify_in(
     let hiers = hierarchies(plan)?;
     // A fragmentation's release is its fragments, checked whole.
     if let Some(declared) = fragments::declared(plan) {
-        return fragments::verify(plan, source, release, &declared, &hiers, budget).await;
+        return fragments::verify(plan, (source, release), &declared, keys, &hiers, budget).await;
     }
 
     let mut schema = Check::new("schema");

@@ -115,6 +115,21 @@ fn run(dir: &Path, args: &[&str]) -> std::process::Output {
     o
 }
 
+/// `verify` (run with `args`) passes a fragmentation's every check.
+fn verifies(dir: &Path, args: &[&str]) {
+    let v = run(dir, args);
+    let text = stdout(&v);
+    for check in [
+        "PASS fragments",
+        "PASS fragment order",
+        "PASS non-reconstructability",
+        "PASS k-anonymity",
+        "PASS truthfulness",
+    ] {
+        assert!(text.contains(check), "{check}:\n{text}");
+    }
+}
+
 /// The first column of every row `sql` returns, as text.
 fn texts(db: &rusqlite::Connection, sql: &str) -> Vec<String> {
     let mut s = db.prepare(sql).expect("prepare");
@@ -198,17 +213,7 @@ fn a_wide_table_is_released_as_two_fragments_that_verify() {
                 );
             }
             drop(db);
-            let v = run(dir.path(), &["verify", "people.sql"]);
-            let text = stdout(&v);
-            for check in [
-                "PASS fragments",
-                "PASS fragment order",
-                "PASS non-reconstructability",
-                "PASS k-anonymity",
-                "PASS truthfulness",
-            ] {
-                assert!(text.contains(check), "{check}:\n{text}");
-            }
+            verifies(dir.path(), &["verify", "people.sql"]);
         }
     }
 }
@@ -399,7 +404,7 @@ fn refused_in(dir: &Path, says: &str) {
 
 #[test]
 fn what_this_version_cannot_fragment_is_refused() {
-    // A family with child tables (fragments of trees are not built yet).
+    // A family whose entity table has no QI column to split.
     let dir = tempfile::tempdir().expect("tempdir");
     let text = table2_text().replace(
         "ANONYMIZE student WITH (k = 2, algorithm = 'miracle', threshold = 1, climit = 150);",
@@ -410,7 +415,7 @@ fn what_this_version_cannot_fragment_is_refused() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("fragments a single table in this version"),
+        err.contains("students has 0: nothing to fragment; use algorithm = 'miraclex'"),
         "{err}"
     );
     // One QI column: nothing to fragment.
@@ -609,10 +614,13 @@ fn an_l_diverse_fragmentation_keeps_every_class_and_verifies() {
     }
 }
 
-/// A random single table: `rows` rows of `qis` QI columns (values `v0`.. of a domain of
-/// `domain` values under a two-level hierarchy) and a class of `classes` values.
+/// A random table: `rows` rows of `qis` QI columns (values `v0`.. of a domain of
+/// `domain` values under a two-level hierarchy) and a class of `classes` values; with
+/// `trees` (under the k-anonymity repairs that take trees), up to `trees` child rows per
+/// entity, each with one QI column of the same domain.
 #[derive(Debug, Clone)]
 struct Random {
+    trees: usize,
     rows: usize,
     qis: usize,
     domain: usize,
@@ -633,9 +641,16 @@ fn random() -> impl proptest::strategy::Strategy<Value = Random> {
         prop::sample::select(&["topdown", "lattice"][..]),
         prop::sample::select(&["dgbe", "naive", "delta", "l-diversity"][..]),
         any::<u64>(),
+        0usize..=3,
     )
-        .prop_flat_map(|(qis, k, domain, classes, base, repair, seed)| {
+        .prop_flat_map(|(qis, k, domain, classes, base, repair, seed, trees)| {
+            let trees = if matches!(repair, "dgbe" | "naive") {
+                trees
+            } else {
+                0
+            };
             (2 * k..=150usize).prop_map(move |rows| Random {
+                trees,
                 rows,
                 qis,
                 domain,
@@ -659,7 +674,16 @@ fn random_table(r: &Random, dir: &Path) -> String {
     };
     let names: Vec<String> = (0..r.qis).map(|q| format!("Q {q}")).collect();
     let mut csv = names.join(",") + ",class\n";
-    for _ in 0..r.rows {
+    let mut children = String::from("cid,eid,w\n");
+    for row in 0..r.rows {
+        if r.trees > 0 {
+            csv.insert_str(csv.len(), &format!("{},", row + 1));
+            for _ in 0..next() % (r.trees as u64 + 1) {
+                let w = next() % r.domain as u64;
+                let cid = children.lines().count();
+                children += &format!("{cid},{},v{w}\n", row + 1);
+            }
+        }
         let first = (next() % r.domain as u64) as usize;
         for _ in 0..r.qis {
             // Columns lean on the first one, so mutual information has something to see.
@@ -680,14 +704,24 @@ fn random_table(r: &Random, dir: &Path) -> String {
         csv += "v1,".repeat(r.qis).as_str();
         csv += "c1\n";
     }
-    std::fs::write(dir.join("t.csv"), csv).expect("csv");
     let values: Vec<String> = (0..r.domain)
         .map(|v| format!("('v{v}', 'g{}')", v / 2))
         .collect();
-    let mut text = format!(
-        "SET source = 't.csv';\nSET target = 'out.sqlite';\nCREATE HIERARCHY h AS VALUES {};\nCREATE ENTITY e ON t;\n",
-        values.join(", ")
-    );
+    let hierarchy = format!("CREATE HIERARCHY h AS VALUES {};\n", values.join(", "));
+    let mut text = if r.trees > 0 {
+        let src = dir.join("src");
+        std::fs::create_dir_all(&src).expect("mkdir");
+        std::fs::write(src.join("t.csv"), format!("id,{csv}")).expect("csv");
+        std::fs::write(src.join("c.csv"), children).expect("children");
+        format!(
+            "SET source = 'src';\nSET target = 'out.sqlite';\n{hierarchy}ALTER TABLE t ADD PRIMARY KEY (id);\nALTER TABLE c ADD PRIMARY KEY (cid);\nALTER TABLE c ADD FOREIGN KEY (eid) REFERENCES t (id);\nCREATE ENTITY e ON t (id);\nLABEL COLUMN c.w AS QUASI IDENTIFIER USING h;\n"
+        )
+    } else {
+        std::fs::write(dir.join("t.csv"), csv).expect("csv");
+        format!(
+            "SET source = 't.csv';\nSET target = 'out.sqlite';\n{hierarchy}CREATE ENTITY e ON t;\n"
+        )
+    };
     for n in &names {
         text += &format!("LABEL COLUMN t.\"{n}\" AS QUASI IDENTIFIER USING h;\n");
     }
@@ -716,18 +750,21 @@ proptest::proptest! {
         ..proptest::test_runner::Config::default()
     })]
 
-    /// Any random single table fragments, releases and verifies (inside anonymize and
-    /// standalone).
+    /// Any random table, with child rows or without, fragments, releases and verifies
+    /// (inside anonymize and standalone).
     #[test]
     fn random_tables_fragment_and_verify(r in random()) {
         use relanon::pipeline::{anonymize, verify_release, Request};
         use relanon::progress::Progress;
         let dir = tempfile::tempdir().expect("tempdir");
         let text = random_table(&r, dir.path());
+        // Entity trees keep the entity key in the anchor: verify reads the key map.
+        let keys = (r.trees > 0).then(|| dir.path().join("keys.json"));
         let req = Request {
             text,
             base: dir.path().to_path_buf(),
             origin: "random.sql".into(),
+            key_map: keys.clone(),
             ..Request::default()
         };
         let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -738,12 +775,14 @@ proptest::proptest! {
         // Thm 4.1 holds, so the paper's adversary links no record past one in k (under
         // delta its guarantee is a share of versions, not every pair).
         let f = outcome.report.fragmentation.as_ref().expect("a fragmentation's report");
+        let anchored = !f.summary.fragments[0].child_tables.is_empty();
+        proptest::prop_assert_eq!(anchored, r.trees > 0);
         let rejoin = f.rejoin.as_ref().expect("the re-join attack ran");
         if !matches!(f.summary.repair.as_str(), "delta") {
             proptest::prop_assert_eq!(rejoin.by_qi.beyond_chance, 0, "{:?}", rejoin);
         }
         let verdict = rt
-            .block_on(verify_release(&req, None, None, &Progress::new()))
+            .block_on(verify_release(&req, None, keys.as_deref(), &Progress::new()))
             .expect("verify runs");
         proptest::prop_assert!(verdict.passed(), "{}\n{}", verdict.summary(), req.text);
     }
@@ -827,4 +866,203 @@ fn a_skewed_class_warns_of_suppression_only_under_frequency_l_diversity() {
         ],
     );
     assert!(said(&o).contains("will be suppressed"), "{}", said(&o));
+}
+
+/// [`workspace`] as a family: the people and their hospital stays (0-2 each, a ward tied
+/// to the diagnosis and a number of nights), a CSV directory with declared keys.
+fn tree_workspace(dir: &Path, anonymize: &str) -> PathBuf {
+    let decl = workspace(dir, anonymize);
+    let hier = dir.join("h");
+    std::fs::create_dir_all(&hier).expect("mkdir");
+    for name in ["sex", "age", "zip", "education", "job"] {
+        let file = format!("h_{name}.csv");
+        std::fs::rename(dir.join("data").join(&file), hier.join(&file)).expect("move");
+    }
+    let wards = ["General", "Pulmonary", "Endocrine", "Neuro"];
+    let mut stays = String::from("stay_id;person_id;ward;nights\n");
+    let mut id = 0;
+    for p in 0..ROWS {
+        for s in 0..(p * 7 + 3) % 3 {
+            id += 1;
+            let ward = wards[(p + s * (p % 5)) % 4];
+            stays.push_str(&format!("{id};{};{ward};{}\n", p + 1, (p * 3 + s) % 6 + 1));
+        }
+    }
+    std::fs::write(dir.join("data/stays.csv"), stays).expect("stays");
+    std::fs::write(
+        hier.join("h_ward.csv"),
+        "General;Ward;*\nPulmonary;Specialist;*\nEndocrine;Specialist;*\nNeuro;Specialist;*\n",
+    )
+    .expect("ward");
+    let text = std::fs::read_to_string(&decl)
+        .expect("read")
+        .replace("'data/people.csv'", "'data'")
+        .replace("'data/h_", "'h/h_")
+        .replace(
+            "CREATE ENTITY person ON people (id);",
+            "CREATE HIERARCHY ward_h FROM CSV 'h/h_ward.csv';
+             ALTER TABLE people ADD PRIMARY KEY (id);
+             ALTER TABLE stays ADD PRIMARY KEY (stay_id);
+             ALTER TABLE stays ADD FOREIGN KEY (person_id) REFERENCES people (id);
+             CREATE ENTITY person ON people (id);
+             LABEL COLUMN stays.ward AS QUASI IDENTIFIER USING ward_h;
+             LABEL COLUMN stays.nights AS INSENSITIVE;",
+        );
+    std::fs::write(&decl, text).expect("write");
+    decl
+}
+
+/// `anonymize --key-map` of a tree workspace: its report.
+fn released_trees(dir: &Path) -> serde_json::Value {
+    let o = run(
+        dir,
+        &[
+            "anonymize",
+            "people.sql",
+            "--overwrite",
+            "--json",
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    serde_json::from_str(&stdout(&o)).expect("json")
+}
+
+#[test]
+fn entity_trees_are_fragmented_with_the_child_rows_in_the_anchor_and_verify() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (trees, repair) in [("auto", "dgbe"), ("clustree", "naive")] {
+        let line = FRAGMENT.replace(
+            "seed = 7",
+            &format!("seed = 7, trees = '{trees}', repair = '{repair}'"),
+        );
+        tree_workspace(dir.path(), &line);
+        let r = released_trees(dir.path());
+        assert_eq!(r["verified"], true, "{r}");
+        let f = &r["fragmentation"];
+        assert_eq!(f["fragments"][0]["table"], "people__f1", "{f}");
+        assert_eq!(f["fragments"][0]["child_tables"][0], "stays", "{f}");
+        assert!(f["fragments"][1].get("child_tables").is_none(), "{f}");
+        let rejoin = &f["rejoin"];
+        assert_eq!(rejoin["beyond_chance"], 0, "{rejoin}");
+        let shape = rejoin["by_shape"].as_str().expect("shape");
+        assert!(
+            shape.contains("only people__f1 publishes tree shape"),
+            "{shape}"
+        );
+        // Queries on the stays, and across the fragments, are answered.
+        let q = &r["utility"]["fragment_queries"];
+        assert!(q["across_count"].as_u64() > Some(0), "{q}");
+        let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+        assert_eq!(tables(&db), ["people__f1", "people__f2", "stays"]);
+        let (a, b) = (columns(&db, "people__f1"), columns(&db, "people__f2"));
+        assert!(a.contains(&"id".to_string()), "{a:?}");
+        assert!(!b.contains(&"id".to_string()), "{b:?}");
+        let shared: Vec<&String> = a.iter().filter(|c| b.contains(c)).collect();
+        assert_eq!(shared, ["diagnosis"], "{a:?} {b:?}");
+        // The stays hang from the anchor, and from every anchor row that has them.
+        let parent = texts(
+            &db,
+            "SELECT \"table\" FROM pragma_foreign_key_list('stays')",
+        );
+        assert_eq!(parent, ["people__f1"]);
+        let orphans = texts(
+            &db,
+            "SELECT CAST(COUNT(*) AS TEXT) FROM stays WHERE person_id NOT IN (SELECT id FROM people__f1)",
+        );
+        assert_eq!(orphans, ["0"]);
+        drop(db);
+        verifies(
+            dir.path(),
+            &["verify", "people.sql", "--key-map", "keys.json"],
+        );
+    }
+}
+
+#[test]
+fn verify_catches_a_tree_made_unique_in_the_anchor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tree_workspace(dir.path(), FRAGMENT);
+    released_trees(dir.path());
+    let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+    // One more stay for one person: their tree is like no other.
+    db.execute_batch(
+        "INSERT INTO stays SELECT (SELECT MAX(stay_id) + 1 FROM stays), person_id, ward, nights
+         FROM stays WHERE rowid = (SELECT MIN(rowid) FROM stays);",
+    )
+    .expect("tamper");
+    drop(db);
+    let v = relanon(
+        dir.path(),
+        &["verify", "people.sql", "--key-map", "keys.json"],
+    );
+    let text = stdout(&v);
+    assert_eq!(v.status.code(), Some(1), "{text}{}", stderr(&v));
+    assert!(text.contains("FAIL k-anonymity"), "{text}");
+}
+
+#[test]
+fn what_fragments_of_entity_trees_do_not_take_is_refused() {
+    let base = "ANONYMIZE person WITH (algorithm = 'fragment', class = 'diagnosis'";
+    for (line, says) in [
+        (
+            format!("{base}, model = 'l-diversity', l = 2, diversity = 'distinct');"),
+            "segments of entity trees are not built",
+        ),
+        (
+            format!("{base}, k = 5, repair = 'delta');"),
+            "use repair = 'dgbe' or 'naive'",
+        ),
+        (format!("{base}, k = 5, base = 'miraclex');"), "base"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        tree_workspace(dir.path(), &line);
+        let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{line}: {err}");
+        assert!(err.contains(says), "{line}: expected '{says}' in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{line}: {err}");
+        assert!(!dir.path().join("release.sqlite").exists(), "{line}");
+    }
+    // trees on a single table names nothing.
+    refused(
+        &format!("{base}, k = 5, trees = 'miraclex');"),
+        &[],
+        "has no child tables: drop trees",
+    );
+}
+
+#[test]
+fn a_qi_column_that_determines_one_in_the_other_fragment_is_warned_of() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = workspace_with(dir.path(), "QUASI IDENTIFIER USING zc_h", FRAGMENT);
+    // The zip's code column, made a QI: the zip and its code determine each other.
+    let codes: String = (47900..47920)
+        .map(|z| format!("Z{z};Z{}*;*\n", z / 10))
+        .collect();
+    std::fs::write(dir.path().join("data/h_zc.csv"), codes).expect("codes");
+    let text = std::fs::read_to_string(&decl).expect("read").replace(
+        "CREATE ENTITY person",
+        "CREATE HIERARCHY zc_h FROM CSV 'data/h_zc.csv';\n             CREATE ENTITY person",
+    );
+    std::fs::write(&decl, text).expect("write");
+    let o = run(dir.path(), &["anonymize", "people.sql", "--json"]);
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let pairs = &r["fragmentation"]["cross_determined"];
+    let held_apart = pairs
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .any(|p| p[0] == "zip" && p[1] == "zcode" || p[0] == "zcode" && p[1] == "zip");
+    let a = r["fragmentation"]["fragments"][0]["qi_columns"].to_string();
+    let together = a.contains("\"zip\"") == a.contains("\"zcode\"");
+    // Either the two land in one fragment, or the report and a warning say they do not.
+    assert!(together || held_apart, "{r}");
+    if held_apart {
+        let err = stderr(&o);
+        assert!(
+            err.contains("zip determines zcode") || err.contains("zcode determines zip"),
+            "{err}"
+        );
+    }
 }

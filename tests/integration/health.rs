@@ -444,3 +444,99 @@ fn verify_says_when_the_key_map_is_from_another_run() {
     .expect("json");
     assert_eq!(report["equivalence_classes"].as_u64(), Some(classes));
 }
+
+/// The declarations `init` proposed for `health.sqlite` in `dir`, with `RACE` made the
+/// SENSITIVE class and `anonymize` set to `line`.
+fn fragmented_proposal(dir: &Path, line: &str) {
+    let decl = dir.join("health.decl.sql");
+    let text = std::fs::read_to_string(&decl).expect("read");
+    let text = edited(
+        &text,
+        "LABEL COLUMN \"patients\".\"RACE\"",
+        "LABEL COLUMN \"patients\".\"RACE\" AS SENSITIVE;",
+    );
+    let text = edited(&text, "ANONYMIZE \"patients\"", line);
+    std::fs::write(&decl, text).expect("write");
+}
+
+#[test]
+fn the_record_verifies_in_partitions_and_fragments_with_its_encounters_in_the_anchor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    sqlite_source(dir.path());
+    release(dir.path(), "health.sqlite", "plain.sqlite");
+    // Checked a partition at a time, the claims and conditions (reaching the patient by two
+    // paths) are read with the columns that split their rows.
+    let o = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            "health.decl.sql",
+            "--target",
+            "plain.sqlite",
+            "--overwrite",
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = std::process::Command::new(env!("CARGO_BIN_EXE_relanon"))
+        .current_dir(dir.path())
+        .args([
+            "verify",
+            "health.decl.sql",
+            "--release",
+            "plain.sqlite",
+            "--key-map",
+            "keys.json",
+        ])
+        .env("RELANON_VERIFY_PARTITIONS", "3")
+        .output()
+        .expect("the relanon binary runs");
+    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+    // Fragmented: the patients' QI columns in two, the encounters and all below them with
+    // the anchor, verified through the key map.
+    fragmented_proposal(
+        dir.path(),
+        "ANONYMIZE \"patients\" WITH (k = 5, algorithm = 'fragment', class = 'RACE', seed = 3);",
+    );
+    let a = relanon(
+        dir.path(),
+        &[
+            "anonymize",
+            "health.decl.sql",
+            "--target",
+            "fragments.sqlite",
+            "--key-map",
+            "fkeys.json",
+        ],
+    );
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert!(stdout(&a).contains("verify: passed"), "{}", stdout(&a));
+    let db = rusqlite::Connection::open(dir.path().join("fragments.sqlite")).expect("open");
+    let tables = strings(
+        &db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    );
+    assert!(tables.contains(&"patients__f1".to_string()), "{tables:?}");
+    assert!(tables.contains(&"patients__f2".to_string()), "{tables:?}");
+    assert!(tables.contains(&"encounters".to_string()), "{tables:?}");
+    assert!(!tables.contains(&"patients".to_string()), "{tables:?}");
+    drop(db);
+    let leaks = leaked(&dir.path().join("fragments.sqlite"), &identifying_values());
+    assert!(
+        leaks.is_empty(),
+        "identifying values in the release: {leaks:?}"
+    );
+    let v = relanon(
+        dir.path(),
+        &[
+            "verify",
+            "health.decl.sql",
+            "--release",
+            "fragments.sqlite",
+            "--key-map",
+            "fkeys.json",
+        ],
+    );
+    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+}

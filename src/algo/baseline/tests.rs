@@ -234,9 +234,12 @@ fn every_algorithm_completes_its_last_stage() {
     let forest = table2_like();
     for spec in crate::algo::ALGORITHMS
         .iter()
-        // One-table algorithms refuse this family (its trees have child tables).
+        // One-table algorithms refuse this family (its trees have child tables); fragment
+        // needs a class the entity table here has not (its own tests run it).
         .filter(|s| {
-            !s.note.contains("one table") && (s.serves)(&Model::KAnonymity { k: 3 }).is_ok()
+            !s.note.contains("one table")
+                && s.name != "fragment"
+                && (s.serves)(&Model::KAnonymity { k: 3 }).is_ok()
         })
     {
         let algorithm = spec.name;

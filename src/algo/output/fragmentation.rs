@@ -27,9 +27,16 @@ pub struct Fragmentation {
     /// (QI index, QI index, nats). The channel a probabilistic re-linkage would use, which
     /// the class repair does not close (spec Sec. 3, "NOT guaranteed").
     pub cross_mi: Option<(usize, usize, f64)>,
+    /// QI columns of one fragment that determine a QI column of another in the source
+    /// (determining, determined): a released label of the first can name the second.
+    pub cross_determined: Vec<(usize, usize)>,
     /// Under l-diversity (004 Sec. 5): the segments the rows were cut into, after the
     /// cross-segment repair, and how many that repair merged away.
     pub segments: Option<(usize, usize)>,
+    /// Layout A on entity trees (spec Sec. 4.2): the first fragment is the anchor, whose
+    /// generalization covers every family table (the entity key and the child tables are
+    /// released with it); the second covers the entity table alone.
+    pub trees: bool,
 }
 
 /// One fragment.
