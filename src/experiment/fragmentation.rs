@@ -6,8 +6,10 @@
 //! lattices are past its search); then distinct l-diversity at l = 2, ClusTree on the whole
 //! table against the Sec. 5 pipeline. Every release goes through the whole pipeline and is
 //! verified. The measures: query accuracy (relanon's count queries, answered across
-//! fragments under the class; docs/fragmentation.md), LM, the class cells each repair
-//! changed, and the whole run's time.
+//! fragments under the class; docs/fragmentation.md), the paper's classification F-measure
+//! (a J48 stand-in and 5-NN trained on the release, tested on held-out source rows:
+//! [`super::classify`]), LM, the class cells each repair changed, and the whole run's time.
+//! Every table is split 70/30 within each class, seeded: releases are made from the 70%.
 //!
 //! The wide table's class has three values where the paper's Musk class has two: with two
 //! values no join of classes of k rows can re-form fewer than k (docs/fragmentation.md), so a
@@ -86,6 +88,9 @@ pub struct FragmentRow {
     /// The privacy model: `k = 10` or `l = 2` (distinct l-diversity).
     pub model: String,
     pub query_accuracy: Option<f64>,
+    /// Weighted F-measure on the held-out rows: the J48 stand-in and 5-NN.
+    pub j48: Option<f64>,
+    pub knn: Option<f64>,
     /// Fragmentation only: the accuracy of the queries answered in one fragment and of those
     /// reading both, with their counts.
     pub within_one: Option<(f64, usize)>,
@@ -103,6 +108,105 @@ pub struct FragmentRow {
     pub total_s: f64,
 }
 
+/// One table of the experiment: its declarations (the source its 70%), where they are read
+/// from, its class and its held-out 30%.
+struct Setup {
+    name: String,
+    qis: usize,
+    rows: usize,
+    text: String,
+    base: std::path::PathBuf,
+    class: &'static str,
+    held: super::classify::Held,
+}
+
+/// Adult (its 70% copied under `work`) and a wide table per `dims`.
+fn setups(adult: Option<&Path>, work: &Path, s: &Settings) -> Result<Vec<Setup>> {
+    let mut out = Vec::new();
+    if let Some(data) = adult {
+        let dir = work.join("adult-train");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create '{}'", dir.display()))?;
+        let train = dir.join("adult.csv");
+        std::fs::copy(data.join("adult.csv"), &train)
+            .with_context(|| format!("cannot copy Adult into '{}'", dir.display()))?;
+        let held = super::classify::hold_out(&train, ';', "salary-class", s.seed)?;
+        let text = ADULT.replace("'../../shared/data/adult/", "'").replace(
+            "SET source = 'adult.csv';",
+            &format!("SET source = '{}';", train.display()),
+        );
+        let rows = std::fs::read_to_string(&train)?.lines().count() - 1;
+        out.push(Setup {
+            name: "adult".into(),
+            qis: 8,
+            rows,
+            text,
+            base: data.to_path_buf(),
+            class: "salary-class",
+            held,
+        });
+    }
+    for &d in &s.dims {
+        let dir = work.join(format!("wide-{d}"));
+        let text = write_wide(&dir, d, s.rows, s.seed)?;
+        let held = super::classify::hold_out(&dir.join("wide.csv"), ',', "label", s.seed)?;
+        out.push(Setup {
+            name: format!("wide-{d}"),
+            qis: d,
+            rows: s.rows - held.rows.len(),
+            text,
+            base: dir,
+            class: "label",
+            held,
+        });
+    }
+    Ok(out)
+}
+
+/// What the classifiers of one table are scored against, and the entity table's name.
+async fn ground(t: &Setup) -> Result<(super::classify::Ground, String)> {
+    let req = Request {
+        text: t.text.clone(),
+        base: t.base.clone(),
+        origin: format!("the {} declarations", t.name),
+        ..Request::default()
+    };
+    let (plan, _, wh) = crate::pipeline::prepare(&req, &Progress::new()).await?;
+    let forest = crate::forest::load(&plan, &wh).await?;
+    let entity = &plan.tables[0];
+    let columns = entity.qi_columns().map(|(c, _)| c.to_string()).collect();
+    let g = super::classify::Ground::new(&forest.tables[0], columns, &t.held, t.class)?;
+    Ok((g, entity.name.clone()))
+}
+
+/// The tables a release's classifiers are trained on: its fragments, or its entity table.
+fn views(
+    r: &crate::report::Report,
+    entity: &str,
+    ground: &[String],
+    class: &str,
+) -> Vec<super::classify::View> {
+    match &r.fragmentation {
+        Some(f) => f
+            .summary
+            .fragments
+            .iter()
+            .map(|x| super::classify::View {
+                table: x.table.clone(),
+                qi_columns: x.qi_columns.clone(),
+                class: class.to_string(),
+                class_sets: x.class_sets.clone(),
+            })
+            .collect(),
+        None => vec![super::classify::View {
+            table: entity.to_string(),
+            qi_columns: ground.to_vec(),
+            class: class.to_string(),
+            class_sets: None,
+        }],
+    }
+}
+
 /// Runs every method on Adult (when `adult` holds it) and on a wide table per `dims`,
 /// releases written under `work`.
 pub async fn fragmentation(
@@ -112,59 +216,38 @@ pub async fn fragmentation(
     say: &dyn Fn(&str),
     progress: &Progress,
 ) -> Result<Table<FragmentRow>> {
-    let mut tables: Vec<(String, usize, usize, String, std::path::PathBuf)> = Vec::new();
-    if let Some(data) = adult {
-        let text = ADULT.replace("'../../shared/data/adult/", "'");
-        tables.push(("adult".into(), 8, 30_162, text, data.to_path_buf()));
-    }
-    for &d in &s.dims {
-        let dir = work.join(format!("wide-{d}"));
-        let text = write_wide(&dir, d, s.rows, s.seed)?;
-        tables.push((format!("wide-{d}"), d, s.rows, text, dir));
-    }
     let (mut rows, mut failed) = (Vec::new(), Vec::new());
-    for (table, qis, n, text, base) in &tables {
-        let class = if table == "adult" {
-            "salary-class"
-        } else {
-            "label"
-        };
+    for t in setups(adult, work, s)? {
+        let (ground, entity) = ground(&t).await?;
         for (method, options) in METHODS {
             // The lattice of more columns is past what its search takes (it refuses it).
-            if options.contains("'lattice'") && *qis > LATTICE_COLUMNS {
+            if options.contains("'lattice'") && t.qis > LATTICE_COLUMNS {
                 continue;
             }
-            // An l-diversity method names its own model (l takes k's place).
-            let mut options = if options.contains("l-diversity") {
-                options.to_string()
-            } else {
-                format!("k = {}, {options}", s.k)
-            };
-            if options.contains("'fragment'") {
-                options += &format!(", class = '{class}', seed = {}", s.seed);
-            }
-            let model = if options.contains("l-diversity") {
-                "l = 2".to_string()
-            } else {
-                format!("k = {}", s.k)
-            };
-            let setting = format!("{table} {method} {model}");
+            let (options, model) = options_of(options, s, t.class);
+            let setting = format!("{} {method} {model}", t.name);
+            let target = work.join(format!("{}-{}.sqlite", t.name, rows.len() + failed.len()));
             let req = Request {
-                text: super::with_policy(text, "person", &options)?,
-                base: base.clone(),
-                origin: format!("the {table} declarations ({setting})"),
-                target: Some(work.join(format!("{table}-{}.sqlite", rows.len() + failed.len()))),
+                text: super::with_policy(&t.text, "person", &options)?,
+                base: t.base.clone(),
+                origin: format!("the {} declarations ({setting})", t.name),
+                target: Some(target.clone()),
                 overwrite: true,
                 ..Request::default()
             };
             let Some(r) = super::attempt(&req, &setting, &mut failed, progress).await else {
                 continue;
             };
-            let row = row_of(&r, (table, *qis, *n), method, &model);
+            let mut row = row_of(&r, (&t.name, t.qis, t.rows), method, &model);
+            let views = views(&r, &entity, ground.columns(), t.class);
+            let scores = super::classify::score(&ground, &target, &views).await?;
+            (row.j48, row.knn) = (Some(scores.j48), Some(scores.knn));
             say(&format!(
-                "{setting}: query accuracy {}, LM {:.4}, {:.1} s",
+                "{setting}: query accuracy {}, F-measure J48 {:.3} 5-NN {:.3}, LM {:.4}, {:.1} s",
                 row.query_accuracy
                     .map_or("-".to_string(), |a| format!("{:.1}%", 100.0 * a)),
+                scores.j48,
+                scores.knn,
                 row.lm,
                 row.total_s
             ));
@@ -172,6 +255,27 @@ pub async fn fragmentation(
         }
     }
     Ok(Table { rows, failed })
+}
+
+/// A method's options with the model (`k` or its own l-diversity) and, for a
+/// fragmentation, the class and seed; and the model's name.
+fn options_of(options: &str, s: &Settings, class: &str) -> (String, String) {
+    // An l-diversity method names its own model (l takes k's place).
+    let diverse = options.contains("l-diversity");
+    let mut out = if diverse {
+        options.to_string()
+    } else {
+        format!("k = {}, {options}", s.k)
+    };
+    if options.contains("'fragment'") {
+        out += &format!(", class = '{class}', seed = {}", s.seed);
+    }
+    let model = if diverse {
+        "l = 2".to_string()
+    } else {
+        format!("k = {}", s.k)
+    };
+    (out, model)
 }
 
 /// One release's row: `at` is its table's name, QI columns and rows.
@@ -190,6 +294,8 @@ fn row_of(
         method: method.to_string(),
         model: model.to_string(),
         query_accuracy: r.utility.query_accuracy,
+        j48: None,
+        knn: None,
         within_one: queries.and_then(|q| q.within_one.map(|a| (a, q.within_one_count))),
         across: queries.and_then(|q| q.across.map(|a| (a, q.across_count))),
         lm: r.lm_with_suppression,
@@ -254,11 +360,15 @@ pub fn write_wide(dir: &Path, dims: usize, rows: usize, seed: u64) -> Result<Str
     Ok(text)
 }
 
+fn f3(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |x| format!("{x:.3}"))
+}
+
 /// The tables as Markdown, with fragmentation's query accuracy over the better of the
 /// whole-table releases of the same table under the same model.
 pub fn markdown(rows: &[FragmentRow]) -> String {
     let mut s = String::from(
-        "| table | QI columns | rows | model | method | fragments | query accuracy | in one fragment | across both | vs best whole | LM | class cells changed | re-join: beyond chance (by order vs random) | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| table | QI columns | rows | model | method | fragments | query accuracy | in one fragment | across both | vs best whole | F-measure J48* | F-measure 5-NN | LM | class cells changed | re-join: beyond chance (by order vs random) | total (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let best_whole = rows
@@ -274,7 +384,7 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
             p.map_or("-".to_string(), |(a, n)| format!("{:.1}% ({n})", 100.0 * a))
         };
         s += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.4} | {} | {} | {:.2} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {ratio} | {} | {} | {:.4} | {} | {} | {:.2} |\n",
             r.table,
             r.qi_columns,
             r.rows,
@@ -289,6 +399,8 @@ pub fn markdown(rows: &[FragmentRow]) -> String {
                 .map_or("-".to_string(), |a| format!("{:.1}%", 100.0 * a)),
             part(r.within_one),
             part(r.across),
+            f3(r.j48),
+            f3(r.knn),
             r.lm,
             r.class_changed,
             r.rejoin

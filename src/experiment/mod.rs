@@ -3,6 +3,7 @@
 //! setting, with the figures each paper plots collected into a table.
 
 pub mod anatomy;
+pub mod classify;
 pub mod fragmentation;
 pub mod frontier;
 pub mod hybrid;

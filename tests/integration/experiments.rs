@@ -217,3 +217,46 @@ fn frontier_experiment_on_the_rental_fixture() {
     }
     assert!(page.contains("shape-only (reference)"));
 }
+
+#[test]
+fn fragmentation_on_a_small_wide_table_scores_every_release_with_both_classifiers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = relanon(
+        dir.path(),
+        &[
+            "experiment",
+            "fragmentation",
+            "--dims",
+            "6",
+            "--rows",
+            "800",
+            "--out",
+            "exp",
+            "--json",
+            "rows.json",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let rows = json_rows(&dir.path().join("rows.json"));
+    // Every method but the lattice ones (past 8 columns only; 6 here, so all nine).
+    assert_eq!(rows.len(), 9, "{rows:?}");
+    for r in &rows {
+        // The releases hold 70% of each class's rows (rounded up): the rest are the
+        // classifiers' test rows.
+        let n = r["rows"].as_u64().expect("rows");
+        assert!((560..=563).contains(&n), "{r}");
+        for score in ["j48", "knn"] {
+            let f = r[score].as_f64().expect("a score");
+            assert!((0.0..=1.0).contains(&f), "{score}: {r}");
+        }
+    }
+    // The wide table's class follows its first columns: some release classifies better
+    // than always naming one class (at most 1/3 of the rows are each class's: F <= 0.5).
+    let best = rows
+        .iter()
+        .filter_map(|r| r["knn"].as_f64())
+        .fold(0.0, f64::max);
+    assert!(best > 0.5, "{rows:?}");
+    assert!(stdout(&o).contains("F-measure 5-NN"), "{}", stdout(&o));
+}
