@@ -209,9 +209,6 @@ fn refuses(plan: &Plan) -> Option<String> {
                 .to_string(),
         );
     }
-    if !plan.views.is_empty() {
-        return Some("analyst views over a fragmented table are not rewritten onto its fragments yet (a view spanning two fragments would re-link them): drop the CREATE VIEW statements".to_string());
-    }
     let delta = matches!(plan.params.algorithm.written("repair"), Some(Value::Text(r)) if r.eq_ignore_ascii_case("delta"));
     if let (true, Model::KAnonymity { k }) = (delta, &plan.params.model) {
         if *k > DELTA_MAX_K {
@@ -400,7 +397,7 @@ fn run(
         bins,
         fmrmr: fmrmr::score(&matrix, &split),
         cross_mi: cross_mi(&matrix, &split),
-        cross_determined: cross_determined(&matrix, &split),
+        cross_determined: cross_determined(&matrix, &split, &features, model.min_group()),
         segments,
         trees,
     }))
@@ -681,12 +678,24 @@ fn union_kept(fragments: &[Fragment]) -> Vec<Vec<bool>> {
 /// Pairs of QI columns of different fragments where the first determines the second over
 /// the source's rows, as counted for mutual information (`I(a; b) = H(b) > 0`): a released
 /// label of `a` precise enough reveals `b`, a second join column the class repair does not
-/// count (spec Sec. 3, "NOT guaranteed", taken to its exact case).
-fn cross_determined(matrix: &[Vec<f64>], split: &[Vec<usize>; 2]) -> Vec<(usize, usize)> {
+/// count (spec Sec. 3, "NOT guaranteed", taken to its exact case). Only where `a`'s values
+/// are held by `k` rows each on average, so a group can publish them exactly: a column of
+/// near-unique values determines every other in any sample, and is generalized far above
+/// its values before a group holds k.
+fn cross_determined(
+    matrix: &[Vec<f64>],
+    split: &[Vec<usize>; 2],
+    features: &[Vec<u32>],
+    k: usize,
+) -> Vec<(usize, usize)> {
     const EXACT: f64 = 1e-9;
     let mut out = Vec::new();
     for (from, to) in [(&split[0], &split[1]), (&split[1], &split[0])] {
         for &a in from {
+            let rows = features[a].len();
+            if distinct(&features[a]) * k.max(1) > rows {
+                continue;
+            }
             for &b in to {
                 let h = matrix[b][b];
                 if h > EXACT && matrix[a][b] >= h - EXACT {
@@ -774,8 +783,21 @@ mod tests {
             vec![1.0, 1.0, 0.0],
             vec![0.0, 0.0, 1.0],
         ];
-        assert_eq!(cross_determined(&m, &[vec![0], vec![1]]), vec![(0, 1)]);
-        assert_eq!(cross_determined(&m, &[vec![0, 1], vec![]]), vec![]);
+        // Column 0 has 2 values over 8 rows, column 1 has 8 (unique).
+        let features = vec![vec![0, 0, 0, 0, 1, 1, 1, 1], (0..8).collect()];
+        assert_eq!(
+            cross_determined(&m, &[vec![0], vec![1]], &features, 2),
+            vec![(0, 1)]
+        );
+        assert_eq!(
+            cross_determined(&m, &[vec![0, 1], vec![]], &features, 2),
+            vec![]
+        );
+        // At k = 5 two values over 8 rows cannot each be published exactly.
+        assert_eq!(
+            cross_determined(&m, &[vec![0], vec![1]], &features, 5),
+            vec![]
+        );
     }
 
     #[test]

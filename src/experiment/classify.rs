@@ -185,6 +185,12 @@ pub struct View {
     pub class_sets: Option<String>,
 }
 
+/// A classifier's class probabilities for a test row (its matches per QI column).
+type Posterior = dyn Fn(&Trained, &[Vec<u32>]) -> Vec<f64> + Sync;
+
+/// Branches of a split: per label, the groups down it.
+type Branches = Vec<(u32, Vec<usize>)>;
+
 /// The F-measures of the two classifiers on one release.
 #[derive(Debug, Clone, Copy)]
 pub struct Scores {
@@ -203,7 +209,7 @@ pub async fn score(ground: &Ground, release: &Path, views: &[View]) -> Result<Sc
         trained.push(Trained::of(ground, &wh, view).await?);
     }
     let prior = trained.first().map(|t| t.prior()).unwrap_or_default();
-    let predict = |each: &(dyn Fn(&Trained, &[Vec<u32>]) -> Vec<f64> + Sync)| -> Vec<usize> {
+    let predict = |each: &Posterior| -> Vec<usize> {
         ground
             .up
             .par_iter()
@@ -500,15 +506,15 @@ fn best_split(
     members: &[usize],
     open: &[usize],
     here: &[f64],
-) -> Option<(usize, Vec<(u32, Vec<usize>)>)> {
+) -> Option<(usize, Branches)> {
     let n: f64 = here.iter().sum();
     let h = entropy(here);
     if h <= 0.0 || n < 2.0 * MIN_BRANCH {
         return None;
     }
-    let mut best: Option<(f64, usize, Vec<(u32, Vec<usize>)>)> = None;
+    let mut best: Option<(f64, usize, Branches)> = None;
     for &column in open {
-        let mut by: Vec<(u32, Vec<usize>)> = Vec::new();
+        let mut by: Branches = Vec::new();
         for &g in members {
             let label = groups[g].0[column];
             match by.iter_mut().find(|(l, _)| *l == label) {

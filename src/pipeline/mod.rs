@@ -395,6 +395,7 @@ async fn assemble(
     plan: &Plan,
     wh: &Warehouse,
     mut tables: Vec<ReleaseTable>,
+    fragments: Option<&release::FragmentSummary>,
 ) -> Result<ReleaseSet> {
     for d in &plan.dimensions {
         let columns = d.released_columns();
@@ -418,12 +419,53 @@ async fn assemble(
         });
     }
     let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
-    let views = plan
-        .views
-        .iter()
-        .map(|v| (v.name.clone(), views::rewrite(v, &names)))
-        .collect();
+    let views = match fragments {
+        None => plan
+            .views
+            .iter()
+            .map(|v| (v.name.clone(), views::rewrite(v, &names)))
+            .collect(),
+        Some(f) => fragment_views(plan, &names, f)?,
+    };
     Ok(ReleaseSet { tables, views })
+}
+
+/// The views over a fragmentation: each onto the one fragment holding the entity columns
+/// it reads (the anchor holds the entity key too), refused when it reads two.
+fn fragment_views(
+    plan: &Plan,
+    names: &[String],
+    f: &release::FragmentSummary,
+) -> Result<Vec<(String, String)>> {
+    let key = plan.tables[0].released_pk();
+    let fragments = views::Fragments {
+        entity: &plan.tables[0].name,
+        fragments: f
+            .fragments
+            .iter()
+            .map(|x| {
+                let mut columns: Vec<&str> = x
+                    .qi_columns
+                    .iter()
+                    .chain(&x.other_columns)
+                    .map(String::as_str)
+                    .collect();
+                if !x.child_tables.is_empty() {
+                    columns.extend(key.iter().map(String::as_str));
+                }
+                (x.table.as_str(), columns)
+            })
+            .collect(),
+        class: &f.class,
+    };
+    plan.views
+        .iter()
+        .map(|v| {
+            views::rewrite_fragmented(v, names, &fragments)
+                .map(|sql| (v.name.clone(), sql))
+                .map_err(|e| anyhow!("{e}"))
+        })
+        .collect()
 }
 
 /// `relanon anonymize`.
@@ -565,7 +607,8 @@ async fn staged_release(
     drop(forest);
     progress.phase("assemble", "dimension tables and views");
     // Written, then let go: verify reads the staged copy; the report needs keys and stats.
-    let set = assemble(plan, wh, std::mem::take(&mut materialized.tables)).await?;
+    let tables = std::mem::take(&mut materialized.tables);
+    let set = assemble(plan, wh, tables, materialized.fragmentation.as_ref()).await?;
     clock.lap("assemble");
     progress.phase("write", "staging the release");
     let staged = write_staged(to.target, &set, to.overwrite)?;

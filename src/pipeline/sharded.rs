@@ -445,7 +445,7 @@ async fn finish(whole: &mut Whole<'_>, wh: &Warehouse, to: &Staging<'_>) -> Resu
     let perms = pieces::permutations(plan, whole.offsets.totals());
     pieces::finish_key_map(plan, &mut whole.merged.keys, &perms);
     let columns = pieces::id_columns(plan)?;
-    let rest = assemble(plan, wh, Vec::new()).await?;
+    let rest = assemble(plan, wh, Vec::new(), None).await?;
     let parquet = TargetKind::of(to.target) == TargetKind::Parquet;
     let mut family = Vec::new();
     let staged = if parquet {

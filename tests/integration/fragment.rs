@@ -497,11 +497,6 @@ fn bad_fragmentations_are_refused_in_one_line() {
         "keys = 'preserve' would publish one key in every fragment",
     );
     refused(
-        &format!("{base}, class = 'diagnosis'); CREATE VIEW v AS SELECT sex, zip FROM people;"),
-        &[],
-        "analyst views over a fragmented table",
-    );
-    refused(
         &format!("{base}, class = 'diagnosis');"),
         &["--key-map", "map.json"],
         "--key-map",
@@ -1064,5 +1059,57 @@ fn a_qi_column_that_determines_one_in_the_other_fragment_is_warned_of() {
             err.contains("zip determines zcode") || err.contains("zcode determines zip"),
             "{err}"
         );
+    }
+}
+
+#[test]
+fn a_view_reads_one_fragment_and_one_spanning_two_is_refused_naming_both() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), FRAGMENT);
+    let r = released(dir.path());
+    let qi = |i: usize| -> Vec<String> {
+        r["fragmentation"]["fragments"][i]["qi_columns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .map(|c| c.as_str().expect("a name").to_string())
+            .collect()
+    };
+    let (one, two) = (qi(0), qi(1));
+    // Two columns of the first fragment and the class: read from people__f1.
+    let view = format!(
+        "{FRAGMENT} CREATE VIEW by_class AS SELECT {}, {}, diagnosis, COUNT(*) AS n FROM people GROUP BY 1, 2, 3;",
+        one[0], one[1]
+    );
+    workspace(dir.path(), &view);
+    released(dir.path());
+    let db = rusqlite::Connection::open(dir.path().join("release.sqlite")).expect("open");
+    let sql = texts(&db, "SELECT sql FROM sqlite_master WHERE name = 'by_class'");
+    assert!(sql[0].contains("\"people__f1\""), "{sql:?}");
+    let n = texts(&db, "SELECT CAST(SUM(n) AS TEXT) FROM by_class");
+    assert_eq!(n, [ROWS.to_string()]);
+    drop(db);
+    // A column of each: refused, naming both fragments; and SELECT *.
+    for (name, select) in [
+        (
+            "spans",
+            format!("SELECT {}, {} FROM people", one[0], two[0]),
+        ),
+        ("all", "SELECT * FROM people".to_string()),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        workspace(
+            dir.path(),
+            &format!("{FRAGMENT} CREATE VIEW {name} AS {select};"),
+        );
+        let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("view {name} ")) && err.contains("people__f1 and people__f2"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!dir.path().join("release.sqlite").exists());
     }
 }
