@@ -108,7 +108,7 @@ const OPTIONS: &[OptionSpec] = &[
         aliases: &[],
         kind: Kind::Count {
             min: 2.0,
-            max: 2.0,
+            max: 1000.0,
         },
         default: Default::Count(2),
         check: None,
@@ -199,6 +199,20 @@ fn refuses(plan: &Plan) -> Option<String> {
     }
     if let Some(why) = class_refusal(plan) {
         return Some(why);
+    }
+    if let Some(Value::Number(m)) = plan.params.algorithm.written("fragments") {
+        let m = *m as usize;
+        if m > qis {
+            return Some(format!("fragments = {m}, but {} has {qis} QI columns: each fragment needs one; use fragments = 2", entity.name));
+        }
+        if m > 2 {
+            let on = if plan.tables.len() > 1 {
+                "entity trees or a single table"
+            } else {
+                "a single table"
+            };
+            return Some(format!("fragments = {m}: this version splits {on} into 2 fragments (more needs the multi-way join check of spec D6, not built); use fragments = 2"));
+        }
     }
     if plan.params.keys == KeyPolicy::Preserve {
         return Some("keys = 'preserve' would publish one key in every fragment and re-link them row by row; fragments carry no key: drop keys = 'preserve'".to_string());

@@ -474,7 +474,13 @@ fn bad_fragmentations_are_refused_in_one_line() {
     refused(
         &format!("{base}, class = 'diagnosis', fragments = 3);"),
         &[],
-        "fragments must be a number between 2 and 2",
+        "this version splits a single table into 2 fragments",
+    );
+    // More fragments than QI columns (five here).
+    refused(
+        &format!("{base}, class = 'diagnosis', fragments = 7);"),
+        &[],
+        "each fragment needs one",
     );
     refused(
         &format!("{base}, class = 'diagnosis', repair = 'delta', delta = 0);"),
@@ -1009,6 +1015,10 @@ fn what_fragments_of_entity_trees_do_not_take_is_refused() {
             "use repair = 'dgbe' or 'naive'",
         ),
         (format!("{base}, k = 5, base = 'miraclex');"), "base"),
+        (
+            format!("{base}, k = 5, fragments = 3);"),
+            "splits entity trees or a single table into 2 fragments",
+        ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         tree_workspace(dir.path(), &line);
