@@ -1123,3 +1123,22 @@ fn a_view_reads_one_fragment_and_one_spanning_two_is_refused_naming_both() {
         assert!(!dir.path().join("release.sqlite").exists());
     }
 }
+
+#[test]
+fn a_target_holding_another_runs_fragments_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), FRAGMENT);
+    run(dir.path(), &["anonymize", "people.sql", "--quiet"]);
+    let target = dir.path().join("release.sqlite");
+    let before = std::fs::read(&target).expect("the first release");
+    // Another run (another seed, a naive repair) into the same target.
+    workspace(
+        dir.path(),
+        &FRAGMENT.replace("seed = 7", "seed = 8, repair = 'naive'"),
+    );
+    let o = relanon(dir.path(), &["anonymize", "people.sql"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("exists: pass --overwrite"), "{err}");
+    assert_eq!(std::fs::read(&target).expect("still there"), before);
+}
