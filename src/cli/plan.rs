@@ -106,6 +106,9 @@ fn describe(d: &DryRun) -> String {
     if !d.warnings.is_empty() {
         out.push('\n');
     }
+    if let Some(layout) = &d.layout {
+        out.push_str(&format!("\nrelease: {layout}\n"));
+    }
     out.push_str(&format!(
         "\nalgorithm {}: expect {}\nmemory: {}\nnothing was written; run `relanon anonymize` with the same declarations to release",
         d.algorithm, d.estimate.time, d.estimate.memory

@@ -31,6 +31,10 @@ pub struct DryRun {
     pub review: Vec<String>,
     pub warnings: Vec<String>,
     pub estimate: Estimate,
+    /// How the release is laid out when it is not the family's tables (a vertical
+    /// fragmentation's fragments).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,6 +71,35 @@ pub struct Estimate {
     /// What the run would hold whole, and what the memory budget decides (whole, or how
     /// many shards), or why the budget is refused.
     pub memory: String,
+}
+
+/// What a vertical fragmentation releases in place of the entity table (docs/fragmentation.md):
+/// which columns go to which fragment is chosen from the data when it runs.
+fn fragments_layout(plan: &Plan) -> String {
+    let entity = &plan.tables[0].name;
+    let class = match plan.params.algorithm.written("class") {
+        Some(crate::policy::Value::Text(c)) => c.trim().to_string(),
+        _ => "?".to_string(),
+    };
+    let (f1, f2) = (
+        crate::release::fragment_table_name(entity, 0),
+        crate::release::fragment_table_name(entity, 1),
+    );
+    let mut children: Vec<&str> = Vec::new();
+    for t in &plan.tables[1..] {
+        if !children.contains(&t.name.as_str()) {
+            children.push(&t.name);
+        }
+    }
+    let anchor = if children.is_empty() {
+        format!("{f1} and {f2}, both without a key")
+    } else {
+        format!(
+            "{f1}, which keeps the entity key and the child tables ({}), and {f2}, without a key",
+            children.join(", ")
+        )
+    };
+    format!("{entity} is released as {anchor}, sharing only the class '{class}'; which QI columns go to which fragment is chosen from the data when it runs (the report's fragmentation section lists them)")
 }
 
 /// Plans the declarations against the source and describes the result.
@@ -115,7 +148,9 @@ pub async fn dry_run(req: &Request) -> Result<DryRun> {
         .any(|(n, v)| n == "candidates" && v != crate::algo::OptionValue::Unset);
     let time = estimate(configured.spec.name, linear, entities, vertices);
     let memory = memory_estimate(req, &plan, &wh)?;
+    let layout = (configured.spec.name == "fragment").then(|| fragments_layout(&plan));
     Ok(DryRun {
+        layout,
         entity: plan.entity.clone(),
         algorithm: configured.spec.name.to_string(),
         model: model_name(&plan.params.model),

@@ -1142,3 +1142,20 @@ fn a_target_holding_another_runs_fragments_is_refused_and_left_as_it_was() {
     assert!(err.contains("exists: pass --overwrite"), "{err}");
     assert_eq!(std::fs::read(&target).expect("still there"), before);
 }
+
+#[test]
+fn plan_says_what_a_fragmentation_releases_in_place_of_the_entity_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), FRAGMENT);
+    let text = stdout(&run(dir.path(), &["plan", "people.sql"]));
+    assert!(
+        text.contains("release: people is released as people__f1 and people__f2, both without a key, sharing only the class 'diagnosis'"),
+        "{text}"
+    );
+    tree_workspace(dir.path(), FRAGMENT);
+    let text = stdout(&run(dir.path(), &["plan", "people.sql"]));
+    assert!(
+        text.contains("people__f1, which keeps the entity key and the child tables (stays)"),
+        "{text}"
+    );
+}
