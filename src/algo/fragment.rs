@@ -412,6 +412,11 @@ fn run(
         fmrmr: fmrmr::score(&matrix, &split),
         cross_mi: cross_mi(&matrix, &split),
         cross_determined: cross_determined(&matrix, &split, &features, model.min_group()),
+        child_determined: if trees {
+            trees::child_determined(forest, &split[1], &features, model.min_group())
+        } else {
+            Vec::new()
+        },
         segments,
         trees,
     }))

@@ -54,7 +54,9 @@ use crate::progress::Progress;
 
 pub use kernel::tree::Clustering;
 pub use options::{OptionSpec, OptionValue, Options, WireValue};
-pub use output::{Anatomization, Fragment, Fragmentation, Generalization, Output, Relocated};
+pub use output::{
+    Anatomization, ChildColumn, Fragment, Fragmentation, Generalization, Output, Relocated,
+};
 pub use spec::{any_model, k_anonymity_only, takes_any_plan, Spec, GENERALIZES};
 
 /// Every algorithm, in the order messages list them.

@@ -638,7 +638,7 @@ fn rejoin_attack(
             .iter()
             .map(|(a, b)| format!("{a} determines {b}"))
             .collect();
-        progress.warn(format!("in the source {}, and the fragments hold them apart: a label of the first precise enough names the second, a join column beside the class that the k bound does not count (report: fragmentation.cross_determined); leave the determined column out (its values are a level of the other's hierarchy), or fragment other columns", pairs.join(", ")));
+        progress.warn(format!("in the source {}, and the fragments hold them apart: the first, published precisely enough, names the second: a join column beside the class that the k bound does not count (report: fragmentation.cross_determined); leave one of them out (a determined QI's values are often a level of the other's hierarchy), or fragment other columns", pairs.join(", ")));
     }
     progress.phase(
         "re-join",

@@ -19,7 +19,7 @@ use arrow::record_batch::RecordBatch;
 
 use super::keys::sort_by_key;
 use super::{internal, Materialized, ReleaseError, TableStats};
-use crate::algo::{Fragment, Fragmentation};
+use crate::algo::{ChildColumn, Fragment, Fragmentation};
 use crate::forest::{Forest, TableNodes};
 use crate::keymap::KeyMap;
 use crate::plan::{ColumnRole, Plan, PlannedColumn};
@@ -158,11 +158,36 @@ pub(super) fn tables(
                 .cross_determined
                 .iter()
                 .map(|&(a, b)| (qi_names[a].to_string(), qi_names[b].to_string()))
+                .chain(child_determined(plan, forest, f, &qi_names))
                 .collect(),
             segments: f.segments.map(|(n, _)| n),
             segments_merged: f.segments.map(|(_, m)| m),
         }),
     })
+}
+
+/// Layout A: the child columns that determine a QI column of the key-less fragment, named
+/// `table.column`.
+fn child_determined<'a>(
+    plan: &'a Plan,
+    forest: &'a Forest,
+    f: &'a Fragmentation,
+    qi_names: &'a [&str],
+) -> impl Iterator<Item = (String, String)> + 'a {
+    f.child_determined
+        .iter()
+        .filter_map(move |&(t, column, b)| {
+            let table = plan.tables.get(t)?;
+            let name = match column {
+                ChildColumn::Qi(q) => table.qi_columns().nth(q)?.0.to_string(),
+                ChildColumn::Sensitive(s) => forest.tables[t]
+                    .sensitive
+                    .get(s)?
+                    .name_in(&table.name)
+                    .to_string(),
+            };
+            Some((format!("{}.{name}", table.name), qi_names[b].to_string()))
+        })
 }
 
 /// One fragment as released: its tables (with, for layout A's anchor, the child tables and

@@ -1159,3 +1159,62 @@ fn plan_says_what_a_fragmentation_releases_in_place_of_the_entity_table() {
         "{text}"
     );
 }
+
+#[test]
+fn a_child_column_naming_a_qi_of_the_key_less_fragment_is_warned_of() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decl = tree_workspace(dir.path(), FRAGMENT);
+    // Each stay repeats its person's sex and education, published unchanged.
+    let people = std::fs::read_to_string(dir.path().join("data/people.csv")).expect("people");
+    let of: std::collections::HashMap<&str, (&str, &str)> = people
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(';').collect();
+            (c[0], (c[2], c[6]))
+        })
+        .collect();
+    let stays_path = dir.path().join("data/stays.csv");
+    let stays = std::fs::read_to_string(&stays_path).expect("stays");
+    let mut out = String::from("stay_id;person_id;ward;nights;p_sex;p_education\n");
+    for l in stays.lines().skip(1) {
+        let person = l.split(';').nth(1).expect("a person");
+        let (sex, education) = of[person];
+        out += &format!("{l};{sex};{education}\n");
+    }
+    std::fs::write(&stays_path, out).expect("stays");
+    let text = std::fs::read_to_string(&decl).expect("read").replace(
+        "LABEL COLUMN stays.nights AS INSENSITIVE;",
+        "LABEL COLUMN stays.nights AS INSENSITIVE;
+         LABEL COLUMN stays.p_sex AS SENSITIVE;
+         LABEL COLUMN stays.p_education AS SENSITIVE;",
+    );
+    std::fs::write(&decl, text).expect("write");
+    let o = run(
+        dir.path(),
+        &[
+            "anonymize",
+            "people.sql",
+            "--json",
+            "--key-map",
+            "keys.json",
+        ],
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let second = r["fragmentation"]["fragments"][1]["qi_columns"].to_string();
+    let pairs = r["fragmentation"]["cross_determined"].to_string();
+    let err = stderr(&o);
+    for (copy, qi) in [("stays.p_sex", "sex"), ("stays.p_education", "education")] {
+        if second.contains(&format!("\"{qi}\"")) {
+            assert!(pairs.contains(&format!("[\"{copy}\",\"{qi}\"]")), "{pairs}");
+            assert!(err.contains(&format!("{copy} determines {qi}")), "{err}");
+        } else {
+            assert!(!pairs.contains(copy), "{qi} is the anchor's own: {pairs}");
+        }
+    }
+    // One of the two is in the key-less fragment (the split is seeded): the check bit.
+    assert!(
+        second.contains("\"sex\"") || second.contains("\"education\""),
+        "{second}"
+    );
+}

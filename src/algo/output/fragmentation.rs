@@ -30,6 +30,9 @@ pub struct Fragmentation {
     /// QI columns of one fragment that determine a QI column of another in the source
     /// (determining, determined): a released label of the first can name the second.
     pub cross_determined: Vec<(usize, usize)>,
+    /// Layout A: a child table's column (table, column) that determines, per entity, a QI
+    /// column of the key-less fragment.
+    pub child_determined: Vec<(usize, ChildColumn, usize)>,
     /// Under l-diversity (004 Sec. 5): the segments the rows were cut into, after the
     /// cross-segment repair, and how many that repair merged away.
     pub segments: Option<(usize, usize)>,
@@ -60,4 +63,11 @@ pub struct Fragment {
     /// Entities per equivalence class as the fragment shows them (equal labels), which can
     /// be fewer classes than its base algorithm formed.
     pub ec_sizes: Vec<usize>,
+}
+
+/// A child table's column: its `q`-th QI column or `s`-th sensitive column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildColumn {
+    Qi(usize),
+    Sensitive(usize),
 }

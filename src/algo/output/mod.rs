@@ -20,7 +20,7 @@ mod generalization;
 
 pub use anatomy::{Anatomization, Anatomy, Group, Rule, Slot};
 pub use budgets::{tt_budget, vv_budget};
-pub use fragmentation::{Fragment, Fragmentation};
+pub use fragmentation::{ChildColumn, Fragment, Fragmentation};
 pub use generalization::{Generalization, Relocated, RelocationTest, INSTEAD_OF_SUPPRESSION};
 
 /// What an algorithm produced.
