@@ -99,9 +99,11 @@ pub struct KeepFloor {
 
 impl ReportParams {
     fn new(plan: &Plan, algorithm: &Configured) -> ReportParams {
+        let unread = (algorithm.spec.unread)(plan);
         let options = algorithm
             .options
             .iter()
+            .filter(|(name, _)| !unread.contains(name))
             .filter_map(|(name, value)| {
                 let json = match value {
                     OptionValue::Number(n) => serde_json::Value::from(n),

@@ -53,7 +53,27 @@ pub static FRAGMENT: Spec = Spec {
     serves,
     refuses,
     run,
+    unread,
 };
+
+/// The options a fragmentation of this plan does not read: the repair's under l-diversity
+/// (nothing is repaired), `delta` but under `repair = 'delta'`, the segments' under
+/// k-anonymity, `trees` on a single table.
+fn unread(plan: &Plan) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if plan.params.model.diversity().is_some() {
+        out.extend(["repair", "delta"]);
+    } else {
+        out.push("segment_rows");
+        if written_choice(plan, "repair") != "delta" {
+            out.push("delta");
+        }
+    }
+    if plan.tables.len() < 2 {
+        out.push("trees");
+    }
+    out
+}
 
 /// The fewest rows a segment of the l-diversity pipeline is cut down to, by default
 /// (measured: docs/experiments.md, 2026-11-29).

@@ -56,6 +56,7 @@ pub static HYBRID: Spec = Spec {
     serves,
     refuses,
     run,
+    unread: crate::algo::spec::reads_every_option,
 };
 
 /// k-anonymity only: hybrid l-diversity is future work in the paper (003 L327), and a

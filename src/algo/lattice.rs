@@ -37,6 +37,7 @@ pub static LATTICE: Spec = Spec {
     serves,
     refuses: sensitive_below_the_entity,
     run,
+    unread: crate::algo::spec::reads_every_option,
 };
 
 /// k-anonymity, and l-diversity in its distinct form: the frequency form is not monotone

@@ -28,6 +28,14 @@ pub struct Spec {
     pub refuses: fn(&Plan) -> Option<String>,
     /// Runs it; `Err` says why this forest cannot be released as asked, and what to do.
     pub run: fn(&Forest, &Model, &Options, &Progress) -> Result<Output, String>,
+    /// Its options this plan's run does not read (the report leaves them out rather than
+    /// list a default that played no part).
+    pub unread: fn(&Plan) -> Vec<&'static str>,
+}
+
+/// An algorithm that reads every option it has, whatever the plan.
+pub fn reads_every_option(_: &Plan) -> Vec<&'static str> {
+    Vec::new()
 }
 
 impl Spec {
@@ -47,6 +55,7 @@ impl Spec {
             serves,
             refuses: takes_any_plan,
             run,
+            unread: reads_every_option,
         }
     }
 }

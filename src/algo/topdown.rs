@@ -201,6 +201,7 @@ pub static TOPDOWN: Spec = Spec {
     serves: algo::k_anonymity_only,
     refuses: single_table,
     run,
+    unread: crate::algo::spec::reads_every_option,
 };
 
 /// TopDown recodes the entity table's rows one by one; it has no notion of an entity's child

@@ -1218,3 +1218,26 @@ fn a_child_column_naming_a_qi_of_the_key_less_fragment_is_warned_of() {
         "{second}"
     );
 }
+
+#[test]
+fn the_report_lists_only_the_options_the_run_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    workspace(dir.path(), FRAGMENT);
+    let params = released(dir.path())["params"].clone();
+    assert_eq!(params["repair"], "dgbe", "{params}");
+    for unread in ["delta", "segment_rows", "trees"] {
+        assert!(params.get(unread).is_none(), "{unread}: {params}");
+    }
+    workspace(
+        dir.path(),
+        "ANONYMIZE person WITH (model = 'l-diversity', l = 2, diversity = 'distinct', algorithm = 'fragment', class = 'diagnosis', seed = 7);",
+    );
+    let params = released(dir.path())["params"].clone();
+    assert_eq!(params["segment_rows"], 1000, "{params}");
+    for unread in ["repair", "delta", "trees"] {
+        assert!(params.get(unread).is_none(), "{unread}: {params}");
+    }
+    tree_workspace(dir.path(), FRAGMENT);
+    let params = released_trees(dir.path())["params"].clone();
+    assert_eq!(params["trees"], "auto", "{params}");
+}

@@ -52,6 +52,7 @@ const fn baseline(
         serves: k_anonymity_baseline,
         refuses: crate::algo::takes_any_plan,
         run,
+        unread: crate::algo::spec::reads_every_option,
     }
 }
 
