@@ -243,7 +243,7 @@ fn refuses(plan: &Plan) -> Option<String> {
                 .to_string(),
         );
     }
-    let delta = matches!(plan.params.algorithm.written("repair"), Some(Value::Text(r)) if r.eq_ignore_ascii_case("delta"));
+    let delta = written_choice(plan, "repair") == "delta";
     if let (true, Model::KAnonymity { k }) = (delta, &plan.params.model) {
         if *k > DELTA_MAX_K {
             return Some(format!("repair = 'delta' is checked (η counted exactly) for k up to {DELTA_MAX_K}, and k = {k}: use repair = 'dgbe', which holds every join at k rows or more"));
@@ -431,7 +431,7 @@ fn run(
         bins,
         fmrmr: fmrmr::score(&matrix, &split),
         cross_mi: cross_mi(&matrix, &split),
-        cross_determined: cross_determined(&matrix, &split, &features, model.min_group()),
+        cross_determined: cross_determined(&split, &features, model.min_group()),
         child_determined: if trees {
             trees::child_determined(forest, &split[1], &features, model.min_group())
         } else {
@@ -674,30 +674,6 @@ fn anonymize(
     }
 }
 
-/// A fragment's equivalence classes: its published entities grouped by their generalized
-/// codes (one label per code, so equal codes are equal labels; spec Thm 4.1's proviso),
-/// in the order of their first entity.
-fn classes_of(g: &Generalization) -> Vec<Vec<u32>> {
-    let kept = &g.kept[0];
-    let nqi = if kept.is_empty() {
-        0
-    } else {
-        g.codes[0].len() / kept.len()
-    };
-    let mut index: HashMap<&[u32], usize> = HashMap::new();
-    let mut classes: Vec<Vec<u32>> = Vec::new();
-    for (r, _) in kept.iter().enumerate().filter(|(_, &k)| k) {
-        let codes = &g.codes[0][r * nqi..(r + 1) * nqi];
-        let next = classes.len();
-        let at = *index.entry(codes).or_insert(next);
-        if at == classes.len() {
-            classes.push(Vec::new());
-        }
-        classes[at].push(r as u32);
-    }
-    classes
-}
-
 /// Rows published in at least one fragment.
 fn union_kept(fragments: &[Fragment]) -> Vec<Vec<bool>> {
     let Some(first) = fragments.first() else {
@@ -715,29 +691,24 @@ fn union_kept(fragments: &[Fragment]) -> Vec<Vec<bool>> {
 }
 
 /// Pairs of QI columns of different fragments where the first determines the second over
-/// the source's rows, as counted for mutual information (`I(a; b) = H(b) > 0`): a released
-/// label of `a` precise enough reveals `b`, a second join column the class repair does not
-/// count (spec Sec. 3, "NOT guaranteed", taken to its exact case). Only where `a`'s values
-/// are held by `k` rows each on average, so a group can publish them exactly: a column of
-/// near-unique values determines every other in any sample, and is generalized far above
-/// its values before a group holds k.
+/// the source's rows (on the codes mutual information is counted on): a released label of
+/// the first precise enough reveals the second, a second join column the class repair does
+/// not count (spec Sec. 3, "NOT guaranteed", taken to its exact case). Only where the first
+/// column's values can be published exactly ([`shared_by_k`]).
 fn cross_determined(
-    matrix: &[Vec<f64>],
     split: &[Vec<usize>; 2],
     features: &[Vec<u32>],
     k: usize,
 ) -> Vec<(usize, usize)> {
-    const EXACT: f64 = 1e-9;
+    let rows: Vec<u32> = (0..features.first().map_or(0, Vec::len) as u32).collect();
     let mut out = Vec::new();
     for (from, to) in [(&split[0], &split[1]), (&split[1], &split[0])] {
-        for &a in from {
-            let rows = features[a].len();
-            if distinct(&features[a]) * k.max(1) > rows {
-                continue;
-            }
+        for &a in from
+            .iter()
+            .filter(|&&a| shared_by_k(&features[a], &rows, k))
+        {
             for &b in to {
-                let h = matrix[b][b];
-                if h > EXACT && matrix[a][b] >= h - EXACT {
+                if determines(&features[a], &rows, &features[b]) {
                     out.push((a, b));
                 }
             }
@@ -745,6 +716,36 @@ fn cross_determined(
     }
     out.sort_unstable();
     out
+}
+
+/// Whether a column's values are held by `k` entities each on average (`entity`: each row's
+/// entity), so a group can publish them exactly: a column of near-unique values determines
+/// every other in any sample, yet is generalized far above its values before a group holds k.
+fn shared_by_k(values: &[u32], entity: &[u32], k: usize) -> bool {
+    let mut pairs: Vec<(u32, u32)> = values.iter().copied().zip(entity.iter().copied()).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let distinct = distinct(values);
+    distinct > 0 && distinct * k.max(1) <= pairs.len()
+}
+
+/// Whether every value of a column goes with one code of its row's entity's `feature`, and
+/// the feature has more than one code among those entities.
+fn determines(values: &[u32], entity: &[u32], feature: &[u32]) -> bool {
+    let mut seen: HashMap<u32, u32> = HashMap::new();
+    let mut codes: Vec<u32> = Vec::new();
+    for (&v, &e) in values.iter().zip(entity) {
+        let Some(&b) = feature.get(e as usize) else {
+            continue;
+        };
+        if *seen.entry(v).or_insert(b) != b {
+            return false;
+        }
+        if !codes.contains(&b) {
+            codes.push(b);
+        }
+    }
+    codes.len() > 1
 }
 
 /// The largest MI between a QI column of the first fragment and one of the second.
@@ -781,7 +782,12 @@ mod tests {
     #[test]
     fn classes_are_kept_rows_with_equal_codes_in_the_order_of_their_first_row() {
         let g = one_column(&[true, true, false, true, true], &[7, 3, 7, 7, 3]);
-        assert_eq!(classes_of(&g), vec![vec![0, 3], vec![1, 4]]);
+        let h = crate::hierarchy::Hierarchy::flat("q", &["a", "b"]);
+        let table = TableNodes::bare("t", vec![h], vec![0; 5], vec![u32::MAX; 5]);
+        let forest = Forest {
+            tables: vec![table],
+        };
+        assert_eq!(trees::classes(&forest, &g), vec![vec![0, 3], vec![1, 4]]);
     }
 
     #[test]
@@ -815,28 +821,39 @@ mod tests {
     }
 
     #[test]
-    fn a_column_whose_mutual_information_is_another_s_entropy_determines_it() {
-        // Entropies on the diagonal: 0 determines 1 (I = H(1)); 1 does not determine 0.
-        let m = vec![
-            vec![2.0, 1.0, 0.0],
-            vec![1.0, 1.0, 0.0],
-            vec![0.0, 0.0, 1.0],
+    fn a_column_determines_another_across_fragments_where_it_can_be_published_exactly() {
+        // Column 0 (2 values over 8 rows) determines column 1; column 2 (unique) determines
+        // both, but no group of k = 2 publishes it exactly.
+        let features = vec![
+            vec![0, 0, 0, 0, 1, 1, 1, 1],
+            vec![5, 5, 5, 5, 6, 6, 6, 6],
+            (0..8).collect(),
         ];
-        // Column 0 has 2 values over 8 rows, column 1 has 8 (unique).
-        let features = vec![vec![0, 0, 0, 0, 1, 1, 1, 1], (0..8).collect()];
         assert_eq!(
-            cross_determined(&m, &[vec![0], vec![1]], &features, 2),
-            vec![(0, 1)]
+            cross_determined(&[vec![0, 2], vec![1]], &features, 2),
+            vec![(0, 1), (1, 0)]
         );
         assert_eq!(
-            cross_determined(&m, &[vec![0, 1], vec![]], &features, 2),
+            cross_determined(&[vec![0, 1], vec![2]], &features, 2),
             vec![]
         );
         // At k = 5 two values over 8 rows cannot each be published exactly.
-        assert_eq!(
-            cross_determined(&m, &[vec![0], vec![1]], &features, 5),
-            vec![]
-        );
+        assert_eq!(cross_determined(&[vec![0], vec![1]], &features, 5), vec![]);
+    }
+
+    #[test]
+    fn a_child_column_that_names_its_entitys_value_determines_it() {
+        // Children 0, 1, 2, 3 of entities 0, 1, 1, 2; the entities' feature 5, 6, 7.
+        let entity = [0, 1, 1, 2];
+        let feature = [5, 6, 7];
+        assert!(determines(&[1, 2, 2, 3], &entity, &feature));
+        // One value under two entities of different features: no.
+        assert!(!determines(&[1, 2, 1, 3], &entity, &feature));
+        // A feature of one value is no information.
+        assert!(!determines(&[1, 2, 2, 3], &entity, &[5, 5, 5]));
+        // Three values over three entities are not each held by two.
+        assert!(!shared_by_k(&[1, 2, 2, 3], &entity, 2));
+        assert!(shared_by_k(&[1, 1, 1, 1], &entity, 2));
     }
 
     #[test]

@@ -170,9 +170,7 @@ pub fn assess(
         sides.push(side);
     }
     let [one, two] = <[Side; 2]>::try_from(sides).ok()?;
-    let mut found = attack(&one, &two, k);
-    found.by_shape = shape(f1, f2);
-    Some(found)
+    Some(attack(&one, &two, k, shape(f1, f2)))
 }
 
 /// The shape attack: a tree shape published in two fragments would be a join key (S4).
@@ -325,7 +323,7 @@ fn side(
 }
 
 /// The three attacks on two sides.
-fn attack(one: &Side, two: &Side, k: usize) -> Rejoin {
+fn attack(one: &Side, two: &Side, k: usize, by_shape: String) -> Rejoin {
     let truth = Truth::of(one, two);
     let by_order = by_order(one, two, &truth);
     let by_class = by_class(one, two, &truth, k);
@@ -337,7 +335,7 @@ fn attack(one: &Side, two: &Side, k: usize) -> Rejoin {
         by_order,
         by_class,
         by_qi,
-        by_shape: "none: a single table releases no tree shape".to_string(),
+        by_shape,
         beyond_chance: beyond,
     }
 }
@@ -573,7 +571,7 @@ mod tests {
         let rows: Vec<u32> = (0..n).collect();
         let one = side(&rows, &vec![0; n as usize], &rows);
         let two = side(&rows, &vec![0; n as usize], &rows);
-        let r = attack(&one, &two, 5);
+        let r = attack(&one, &two, 5, String::new());
         assert_eq!(r.records, 20);
         assert!((r.by_order.expected_correct - 20.0).abs() < 1e-9);
         // 20 correct links where random ones get 1: 19 beyond chance.
@@ -589,7 +587,7 @@ mod tests {
         // The second fragment holds the same records in reverse.
         let src2: Vec<u32> = (0..10).rev().collect();
         let two = side(&g, &[0; 10], &src2);
-        let r = attack(&one, &two, 5);
+        let r = attack(&one, &two, 5, String::new());
         assert_eq!(r.by_qi.beyond_chance, 0);
         assert!((r.by_qi.largest_probability - 1.0 / 25.0).abs() < 1e-12);
         assert_eq!(r.by_class.beyond_chance, 0);
@@ -603,7 +601,7 @@ mod tests {
         let c1 = [1, 0, 0, 0, 0, 0];
         let one = side(&g, &c1, &[0, 1, 2, 3, 4, 5]);
         let two = side(&g, &c1, &[0, 1, 2, 3, 4, 5]);
-        let r = attack(&one, &two, 3);
+        let r = attack(&one, &two, 3, String::new());
         // Record 0: J = 1·1 + 2·2 = 5 pairs, so 1/5 < 1/3; but its class is unique, so the
         // class attack links it for certain.
         assert_eq!(r.by_qi.beyond_chance, 0);
@@ -615,7 +613,7 @@ mod tests {
     fn a_record_whose_class_differs_between_fragments_is_never_linked_by_class() {
         let one = side(&[0, 0], &[0, 1], &[0, 1]);
         let two = side(&[0, 0], &[1, 0], &[0, 1]);
-        let r = attack(&one, &two, 2);
+        let r = attack(&one, &two, 2, String::new());
         assert_eq!(r.by_class.expected_correct, 0.0);
         assert_eq!(r.by_qi.expected_correct, 0.0);
     }
@@ -628,7 +626,7 @@ mod tests {
             s.class = vec![None; 4];
             s.sets = Some(vec![vec![0], vec![1]]);
         }
-        let r = attack(&one, &two, 2);
+        let r = attack(&one, &two, 2, String::new());
         // Group 0 meets group 0 only: 2·2 pairs; by class 2 candidate rows.
         assert!((r.by_qi.largest_probability - 0.25).abs() < 1e-12);
         assert!((r.by_class.largest_probability - 0.5).abs() < 1e-12);

@@ -37,10 +37,12 @@ const NEIGHBOURS: f64 = 5.0;
 /// The fewest training rows on each of two branches of a split (J48's `minNumObj`).
 const MIN_BRANCH: f64 = 2.0;
 
-/// Held-out source rows: their cells under the source's column names.
+/// Held-out source rows: their cells under the source's column names; and how many rows
+/// the file kept for training.
 pub struct Held {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    pub train: usize,
 }
 
 /// Splits the CSV file at `path` (a header line, then rows separated by `delimiter`) 70/30
@@ -83,7 +85,7 @@ pub fn hold_out(path: &Path, delimiter: char, class: &str, seed: u64) -> Result<
     }
     let mut train = String::from(head);
     train.push('\n');
-    let mut held = Vec::new();
+    let mut held: Vec<Vec<String>> = Vec::new();
     for (line, &is_test) in rows.iter().zip(&test) {
         if is_test {
             held.push(
@@ -97,7 +99,11 @@ pub fn hold_out(path: &Path, delimiter: char, class: &str, seed: u64) -> Result<
         }
     }
     std::fs::write(path, train).with_context(|| format!("cannot write '{}'", path.display()))?;
-    Ok(Held { header, rows: held })
+    Ok(Held {
+        header,
+        train: rows.len() - held.len(),
+        rows: held,
+    })
 }
 
 /// What every release of one table is scored against: the QI columns' hierarchies, each

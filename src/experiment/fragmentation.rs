@@ -113,7 +113,6 @@ pub struct FragmentRow {
 struct Setup {
     name: String,
     qis: usize,
-    rows: usize,
     text: String,
     base: std::path::PathBuf,
     class: &'static str,
@@ -135,11 +134,9 @@ fn setups(adult: Option<&Path>, work: &Path, s: &Settings) -> Result<Vec<Setup>>
             "SET source = 'adult.csv';",
             &format!("SET source = '{}';", train.display()),
         );
-        let rows = std::fs::read_to_string(&train)?.lines().count() - 1;
         out.push(Setup {
             name: "adult".into(),
             qis: 8,
-            rows,
             text,
             base: data.to_path_buf(),
             class: "salary-class",
@@ -153,7 +150,6 @@ fn setups(adult: Option<&Path>, work: &Path, s: &Settings) -> Result<Vec<Setup>>
         out.push(Setup {
             name: format!("wide-{d}"),
             qis: d,
-            rows: s.rows - held.rows.len(),
             text,
             base: dir,
             class: "label",
@@ -238,7 +234,7 @@ pub async fn fragmentation(
             let Some(r) = super::attempt(&req, &setting, &mut failed, progress).await else {
                 continue;
             };
-            let mut row = row_of(&r, (&t.name, t.qis, t.rows), method, &model);
+            let mut row = row_of(&r, (&t.name, t.qis, t.held.train), method, &model);
             let views = views(&r, &entity, ground.columns(), t.class);
             let scores = super::classify::score(&ground, &target, &views).await?;
             (row.j48, row.knn) = (Some(scores.j48), Some(scores.knn));

@@ -85,12 +85,7 @@ fn fragments_layout(plan: &Plan) -> String {
         crate::release::fragment_table_name(entity, 0),
         crate::release::fragment_table_name(entity, 1),
     );
-    let mut children: Vec<&str> = Vec::new();
-    for t in &plan.tables[1..] {
-        if !children.contains(&t.name.as_str()) {
-            children.push(&t.name);
-        }
-    }
+    let children = plan.child_tables();
     let anchor = if children.is_empty() {
         format!("{f1} and {f2}, both without a key")
     } else {

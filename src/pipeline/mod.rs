@@ -592,6 +592,7 @@ async fn staged_release(
     clock.lap("cluster");
     progress.phase("materialize", "building the released tables");
     let mut materialized = release::materialize(plan, &forest, &output)?;
+    determination_warning(&materialized, progress);
     let rejoin = rejoin_attack(plan, &materialized, progress);
     clock.lap("materialize");
     progress.phase(
@@ -623,6 +624,23 @@ struct Sections {
     rejoin: Option<crate::attack::Rejoin>,
 }
 
+/// A warning when a fragmentation holds apart two columns one of which determines the
+/// other (`FragmentSummary::cross_determined`).
+fn determination_warning(m: &release::Materialized, progress: &Progress) {
+    let Some(summary) = &m.fragmentation else {
+        return;
+    };
+    if summary.cross_determined.is_empty() {
+        return;
+    }
+    let pairs: Vec<String> = summary
+        .cross_determined
+        .iter()
+        .map(|(a, b)| format!("{a} determines {b}"))
+        .collect();
+    progress.warn(format!("in the source {}, and the fragments hold them apart: the first, published precisely enough, names the second: a join column beside the class that the k bound does not count (report: fragmentation.cross_determined); leave one of them out (a determined QI's values are often a level of the other's hierarchy), or fragment other columns", pairs.join(", ")));
+}
+
 /// The re-join attack on a fragmentation's fragments, scored by the release's provenance;
 /// a warning when it recovers records beyond chance.
 fn rejoin_attack(
@@ -632,14 +650,6 @@ fn rejoin_attack(
 ) -> Option<crate::attack::Rejoin> {
     use crate::attack::rejoin::{assess, Child, Fragment};
     let summary = m.fragmentation.as_ref()?;
-    if !summary.cross_determined.is_empty() {
-        let pairs: Vec<String> = summary
-            .cross_determined
-            .iter()
-            .map(|(a, b)| format!("{a} determines {b}"))
-            .collect();
-        progress.warn(format!("in the source {}, and the fragments hold them apart: the first, published precisely enough, names the second: a join column beside the class that the k bound does not count (report: fragmentation.cross_determined); leave one of them out (a determined QI's values are often a level of the other's hierarchy), or fragment other columns", pairs.join(", ")));
-    }
     progress.phase(
         "re-join",
         "pairing the fragments' rows as an adversary would",

@@ -535,6 +535,16 @@ pub struct AnatomyRule {
 }
 
 impl Plan {
+    /// The family tables below the entity table as released, in plan order: a table split
+    /// over two entries (see [`Part`]) is one released table, named once.
+    pub fn child_tables(&self) -> Vec<&str> {
+        self.tables[1..]
+            .iter()
+            .filter(|t| t.part.as_ref().is_none_or(|p| !p.null_side))
+            .map(|t| t.name.as_str())
+            .collect()
+    }
+
     /// `table.column` of every SENSITIVE column below the entity table.
     pub fn sensitive_below_entity(&self) -> Vec<String> {
         self.tables[1..]

@@ -539,13 +539,7 @@ fn anchor(
             s.name = name.clone();
         }
     }
-    // A table split in two plan entries (see `plan::Part`) is one released table.
-    let mut children: Vec<String> = Vec::new();
-    for t in &plan.tables[1..] {
-        if !children.contains(&t.name) {
-            children.push(t.name.clone());
-        }
-    }
+    let children = plan.child_tables().into_iter().map(String::from).collect();
     Ok(OneFragment {
         tables: released.tables,
         stats: released.stats,

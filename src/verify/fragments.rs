@@ -121,7 +121,7 @@ pub(super) async fn verify(
     if declared.delta.is_some() {
         expected.extend(sets_named.iter().cloned());
     }
-    expected.extend(plan.tables[1..].iter().map(|t| t.name.clone()));
+    expected.extend(plan.child_tables().into_iter().map(String::from));
     expected.extend(plan.dimensions.iter().map(|d| d.name.clone()));
     unplanned(release, &table.name, &expected, &mut structure);
     let batches = read_all(release, &names).await?;
@@ -149,13 +149,12 @@ pub(super) async fn verify(
     let mut first: Option<Verdict> = None;
     let mut trees = None;
     for (i, (name, batch)) in names.iter().zip(&batches).enumerate() {
-        let anchor = i == 0 && declared.trees;
         let (verdict, signatures) = one_fragment(
             plan,
             (source, release),
             declared,
             (name, batch),
-            (i == 0, anchor, keys),
+            (i == 0, keys),
             hiers,
             budget,
         )
@@ -256,13 +255,7 @@ fn columns(
     let mut home: HashMap<String, &str> = HashMap::new();
     for (i, (name, batch)) in names.iter().zip(batches).enumerate() {
         let mut has_class = false;
-        // Layout A's anchor keeps the entity key (pseudonymized; S2): its children hang
-        // from it.
-        let key = if i == 0 && declared.trees {
-            table.released_pk()
-        } else {
-            Vec::new()
-        };
+        let key = anchor_key(plan, declared, i);
         for field in batch.schema().fields() {
             let column = field.name();
             if *column == declared.class {
@@ -343,16 +336,21 @@ fn class_domain(
     }
 }
 
+/// Fragment `i`'s entity key: layout A's anchor keeps the pseudonymized entity key (S2), its
+/// children hang from it; every other fragment has none.
+fn anchor_key(plan: &Plan, declared: &Declared, i: usize) -> Vec<String> {
+    if i == 0 && declared.trees {
+        plan.tables[0].released_pk()
+    } else {
+        Vec::new()
+    }
+}
+
 /// S3 on every fragment: each in an order of its own.
 fn order(plan: &Plan, declared: &Declared, names: &[String], batches: &[RecordBatch]) -> Check {
     let mut order = Check::new("fragment order");
     for (i, (name, batch)) in names.iter().zip(batches).enumerate() {
-        let key = if i == 0 && declared.trees {
-            plan.tables[0].released_pk()
-        } else {
-            Vec::new()
-        };
-        sorted(name, batch, &key, &mut order);
+        sorted(name, batch, &anchor_key(plan, declared, i), &mut order);
     }
     order
 }
@@ -410,11 +408,12 @@ async fn one_fragment(
     (source, release): (&Warehouse, &Warehouse),
     declared: &Declared,
     (name, batch): (&str, &RecordBatch),
-    (first, anchor, keys): (bool, bool, Keys<'_>),
+    (first, keys): (bool, Keys<'_>),
     hiers: &HashMap<String, Hier>,
     budget: usize,
 ) -> Result<(Verdict, Option<Vec<u64>>), VerifyError> {
     let table = plan.tables[0].name.clone();
+    let anchor = first && declared.trees;
     let mut fragment_plan = plan.clone();
     if !anchor {
         // A key-less fragment is checked alone; the anchor with the family.
@@ -497,25 +496,14 @@ async fn copy_tables(
     dir: &std::path::Path,
     children: bool,
 ) -> Result<(), VerifyError> {
-    // A table split in two plan entries is one released table.
-    let mut names: Vec<&str> = Vec::new();
-    let below = if children { &plan.tables[1..] } else { &[] };
-    let tables = below.iter().map(|t| t.name.as_str());
-    for name in tables.chain(plan.dimensions.iter().map(|d| d.name.as_str())) {
-        if !names.contains(&name) {
-            names.push(name);
-        }
+    let mut names: Vec<String> = Vec::new();
+    if children {
+        names.extend(plan.child_tables().into_iter().map(String::from));
     }
-    for child in names {
-        if release.table(child).is_none() {
-            return Err(VerifyError::MissingTable {
-                side: "release",
-                table: child.to_string(),
-            });
-        }
-        let batch = read(release, "release", child).await?;
-        write_parquet(&dir.join(format!("{child}.parquet")), &batch)
-            .map_err(|e| copy_failed(child, e))?;
+    names.extend(plan.dimensions.iter().map(|d| d.name.clone()));
+    for (name, batch) in names.iter().zip(read_all(release, &names).await?) {
+        write_parquet(&dir.join(format!("{name}.parquet")), &batch)
+            .map_err(|e| copy_failed(name, e))?;
     }
     Ok(())
 }

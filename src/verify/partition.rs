@@ -315,9 +315,6 @@ impl Pass<'_> {
         for &c in &children {
             wanted.extend(plan.tables[c].released_parent_key.iter().cloned());
         }
-        if let Some(part) = &ft.part {
-            wanted.extend(part.split_released.iter().cloned());
-        }
         let mut parts: Vec<u16> = Vec::new();
         let mut own = Index::default();
         let mut hashes: Vec<u64> = Vec::new();
@@ -395,9 +392,6 @@ impl Pass<'_> {
         wanted.extend(ft.parent_fk.iter().cloned());
         for &c in &children {
             wanted.extend(plan.tables[c].parent_key.iter().cloned());
-        }
-        if let Some(part) = &ft.part {
-            wanted.extend(part.split_source.iter().cloned());
         }
         let parent = ft.parent.map(|_| std::mem::take(&mut self.src_parents[ti]));
         if parent.is_none() && matches!(claims, Claims::ByParent) {

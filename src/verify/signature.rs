@@ -50,9 +50,6 @@ pub(super) fn of_entities(
         for &c in &children {
             wanted.extend(plan.tables[c].released_parent_key.iter().cloned());
         }
-        if let Some(part) = &ft.part {
-            wanted.extend(part.split_released.iter().cloned());
-        }
         let kids: Vec<FxHashMap<u64, u64>> = children
             .iter()
             .map(|&c| std::mem::take(&mut sums[c]))

@@ -38,7 +38,7 @@ struct Chunk {
 /// segments it ended with and merged.
 pub(super) struct Chunked {
     pub fragments: Vec<Generalization>,
-    /// Per fragment its groups (rows of equal codes), as `fragment::classes_of` forms them.
+    /// Per fragment its groups (rows of equal codes), as `trees::classes` forms them.
     pub groups: Vec<Vec<Vec<u32>>>,
     pub segments: usize,
     pub merged: usize,
@@ -82,8 +82,8 @@ pub(super) fn run(
         }
         let fragments = assemble(&segments, &made, split, class.len());
         let groups = [
-            super::classes_of(&fragments[0]),
-            super::classes_of(&fragments[1]),
+            super::trees::classes(&projected[0], &fragments[0]),
+            super::trees::classes(&projected[1], &fragments[1]),
         ];
         let merges = violations(&groups, &segments, class, l);
         if merges.is_empty() {

@@ -158,11 +158,11 @@ pub(super) fn child_determined(
                     ChildColumn::Sensitive(s) => nodes.sa(s, r),
                 })
                 .collect();
-            if !shared_by_k(&values, &entity[t], k) {
+            if !super::shared_by_k(&values, &entity[t], k) {
                 continue;
             }
             for &b in other {
-                if determines(&values, &entity[t], &features[b]) {
+                if super::determines(&values, &entity[t], &features[b]) {
                     out.push((t, column, b));
                 }
             }
@@ -187,37 +187,6 @@ fn entities_of(forest: &Forest) -> Vec<Vec<u32>> {
         }
     }
     out
-}
-
-/// Whether the column's values are held by `k` entities each on average, so a group can
-/// publish them exactly.
-fn shared_by_k(values: &[u32], entity: &[u32], k: usize) -> bool {
-    let mut pairs: Vec<(u32, u32)> = values.iter().copied().zip(entity.iter().copied()).collect();
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut distinct: Vec<u32> = values.to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    !distinct.is_empty() && distinct.len() * k.max(1) <= pairs.len()
-}
-
-/// Whether every value of the column goes with one code of the entity's `feature`, and the
-/// feature has more than one code among the entities the column's rows belong to.
-fn determines(values: &[u32], entity: &[u32], feature: &[u32]) -> bool {
-    let mut seen: HashMap<u32, u32> = HashMap::new();
-    let mut codes: Vec<u32> = Vec::new();
-    for (&v, &e) in values.iter().zip(entity) {
-        let Some(&b) = feature.get(e as usize) else {
-            continue;
-        };
-        if *seen.entry(v).or_insert(b) != b {
-            return false;
-        }
-        if !codes.contains(&b) {
-            codes.push(b);
-        }
-    }
-    codes.len() > 1
 }
 
 #[cfg(test)]
@@ -270,21 +239,6 @@ mod tests {
         assert_eq!(classes(&forest, &g), vec![vec![0, 1, 2]]);
         g.kept[0][1] = false;
         assert_eq!(classes(&forest, &g), vec![vec![0, 2]]);
-    }
-
-    #[test]
-    fn a_child_column_that_names_its_entitys_value_determines_it() {
-        // Children 0, 1, 2, 3 of entities 0, 1, 1, 2; the entities' feature 5, 6, 7.
-        let entity = [0, 1, 1, 2];
-        let feature = [5, 6, 7];
-        assert!(determines(&[1, 2, 2, 3], &entity, &feature));
-        // One value under two entities of different features: no.
-        assert!(!determines(&[1, 2, 1, 3], &entity, &feature));
-        // A feature of one value is no information.
-        assert!(!determines(&[1, 2, 2, 3], &entity, &[5, 5, 5]));
-        // Three values over three entities are not each held by two.
-        assert!(!shared_by_k(&[1, 2, 2, 3], &entity, 2));
-        assert!(shared_by_k(&[1, 1, 1, 1], &entity, 2));
     }
 
     #[test]
