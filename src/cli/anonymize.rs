@@ -92,7 +92,8 @@ pub async fn anonymize(args: AnonymizeArgs, quiet: bool) -> Result<ExitCode> {
     } else if !quiet {
         outln!("{}", outcome.report.summary());
         if verified {
-            outln!("verify: passed ({} checks)", outcome.verdict.checks.len());
+            let (checks, how) = (outcome.verdict.checks.len(), outcome.verdict.read_as());
+            outln!("verify: passed ({checks} checks{how})");
         }
         outln!(
             "release written to {} (report: {})",

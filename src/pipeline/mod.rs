@@ -501,17 +501,22 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
     // The queries that read the source hold what the budget leaves them, their sorts
     // spilling beside the target (listed in the manifest, like every temporary).
     let _spill = wh.bound_queries(&target, memory.query_memory)?;
+    #[cfg(feature = "distributed")]
+    let url = match &req.cluster {
+        Some(cluster) => Some(cluster::reach(cluster).await?),
+        None => None,
+    };
     let to = Staging {
         target: &target,
         overwrite: req.overwrite,
         sort_memory: memory.sort_memory,
         #[cfg(feature = "distributed")]
-        cluster: req.cluster.as_ref().map(|c| (c, req)),
+        cluster: url.as_deref().map(|url| (url, req)),
     };
+    // Staged, then checked: a release no one has verified is never committed.
     let (staged, materialized, utility, sections) =
         staged_release(&plan, &mut algorithm, &wh, &to, progress, &mut clock).await?;
     return_free_heap();
-    progress.phase("verify", "checking the staged release independently");
     let mut report = report::build(
         &plan,
         &algorithm,
@@ -521,15 +526,15 @@ pub async fn anonymize(req: &Request, progress: &Progress) -> Result<Outcome> {
         sections.anatomy,
         sections.rejoin,
     );
-    let verdict = self_verify(
-        &plan,
-        &wh,
-        staged.path(),
-        &materialized,
-        &report,
-        memory.verify_memory,
-    )
-    .await?;
+    let checker = Checker {
+        memory: memory.verify_memory,
+        #[cfg(feature = "distributed")]
+        cluster: to.cluster.map(|(url, req)| (url, req, algorithm.shards)),
+        #[cfg(not(feature = "distributed"))]
+        cluster: std::marker::PhantomData,
+    };
+    let staged_at = (staged.path(), &materialized);
+    let verdict = self_verify(&plan, &wh, staged_at, &report, checker, progress).await?;
     if !verdict.passed() && !req.allow_unverified {
         let hint = if algorithm.spec.baseline {
             "\n(the single-table baselines are not multi-relationally k-anonymous; pass --allow-unverified to write such a release for study, never for publication)"
@@ -705,9 +710,10 @@ pub(super) struct Staging<'a> {
     pub overwrite: bool,
     /// Bytes the final sort of a run in shards holds before it spills (the budget's).
     pub sort_memory: usize,
-    /// Where a run in shards anonymizes them, and the request the cluster prepares from.
+    /// The scheduler's URL of the cluster a run in shards anonymizes them on, and the
+    /// request the cluster prepares from.
     #[cfg(feature = "distributed")]
-    pub cluster: Option<(&'a cluster::Cluster, &'a Request)>,
+    pub cluster: Option<(&'a str, &'a Request)>,
 }
 
 /// The memory budget's decision (`budget::decide`), its shards (or those `--shards` asks
@@ -861,29 +867,53 @@ fn population(plan: &Plan, entities: usize, shards: usize) -> Result<()> {
     Ok(())
 }
 
+/// Where a run's self-verify checks the staged release.
+struct Checker<'a> {
+    /// What verify may hold here (bytes).
+    memory: u64,
+    /// The cluster's URL, the request its executors prepare from and the run's shards: a
+    /// release checked a partition a task on the cluster.
+    #[cfg(feature = "distributed")]
+    cluster: Option<(&'a str, &'a Request, usize)>,
+    #[cfg(not(feature = "distributed"))]
+    cluster: std::marker::PhantomData<&'a ()>,
+}
+
 /// The independent verifier on the staged release, tracing keys through the key map in
 /// memory and checking the report's figures against the release.
 async fn self_verify(
     plan: &Plan,
     wh: &Warehouse,
-    staged: &Path,
-    materialized: &release::Materialized,
+    (staged, materialized): (&Path, &release::Materialized),
     report: &Report,
-    memory: u64,
+    checker: Checker<'_>,
+    progress: &Progress,
 ) -> Result<Verdict> {
+    progress.phase("verify", "checking the staged release independently");
     let report_json = serde_json::to_value(report)?;
     let released = Warehouse::open(staged)
         .await
         .context("re-reading the staged release")?;
-    Ok(verify::verify(
-        plan,
-        wh,
-        &released,
-        Keys::Map(&materialized.keys),
-        Some(&report_json),
-        memory,
-    )
-    .await?)
+    let keys = Keys::Map(&materialized.keys);
+    let report = Some(&report_json);
+    #[cfg(feature = "distributed")]
+    if let Some((url, req, shards)) = checker.cluster {
+        progress.phase(
+            "verify",
+            "checking the staged release independently, a partition a task on the cluster",
+        );
+        let on = cluster::OnExecutors {
+            url,
+            req,
+            source: &plan.source,
+            release: staged,
+            keys: &materialized.keys,
+            shards,
+        };
+        let checked = verify::verify_on(plan, wh, &released, keys, report, checker.memory, &on);
+        return Ok(checked.await?);
+    }
+    Ok(verify::verify(plan, wh, &released, keys, report, checker.memory).await?)
 }
 
 /// Every output of the run staged beside its path, the release last: report.json (inside a

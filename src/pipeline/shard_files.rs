@@ -143,26 +143,19 @@ pub(super) fn numbered(keys: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
 /// on the same target does.
 pub(super) struct Written {
     files: ShardFiles,
+    _scratch: Scratch,
 }
 
 impl Written {
     /// Makes `dir` (which must not exist) for `tables` (index and name, [`tables`]).
     pub fn make(dir: &Path, tables: Vec<(usize, String)>) -> Result<Written> {
-        let dir =
-            std::path::absolute(dir).with_context(|| format!("resolving '{}'", dir.display()))?;
-        // Made, not found: a directory that exists may be someone's, and is left alone.
-        staging::create_tracked(&dir, |d| std::fs::create_dir(d)).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => anyhow!(
-                "--cluster-scratch '{}' exists already: name a directory that does not exist yet (the run makes it and removes it)",
-                dir.display()
-            ),
-            _ => anyhow!(
-                "cannot make '{}' for the shards' tables ({e}): give --cluster-scratch DIR, in a directory that exists on storage every executor shares and this machine may write",
-                dir.display()
-            ),
-        })?;
+        let scratch = Scratch::make(dir, "the shards' tables")?;
         let written = Written {
-            files: ShardFiles { dir, tables },
+            files: ShardFiles {
+                dir: scratch.dir().to_path_buf(),
+                tables,
+            },
+            _scratch: scratch,
         };
         let cut = written.files.cut_dir();
         std::fs::create_dir(&cut).with_context(|| format!("making '{}'", cut.display()))?;
@@ -175,12 +168,43 @@ impl Written {
     }
 }
 
-impl Drop for Written {
+/// A directory a run makes on the storage its executors share, removed when dropped: tracked
+/// like a staged file, so one a killed run left is removed by the next run on its target.
+pub(super) struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    /// Makes `dir` (which must not exist), for `what` (said if it cannot be made).
+    pub fn make(dir: &Path, what: &str) -> Result<Scratch> {
+        let dir =
+            std::path::absolute(dir).with_context(|| format!("resolving '{}'", dir.display()))?;
+        // Made, not found: a directory that exists may be someone's, and is left alone.
+        staging::create_tracked(&dir, |d| std::fs::create_dir(d)).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => anyhow!(
+                "--cluster-scratch '{}' exists already: name a directory that does not exist yet (the run makes it and removes it)",
+                dir.display()
+            ),
+            _ => anyhow!(
+                "cannot make '{}' for {what} ({e}): give --cluster-scratch DIR, in a directory that exists on storage every executor shares and this machine may write",
+                dir.display()
+            ),
+        })?;
+        Ok(Scratch { dir })
+    }
+
+    /// The directory, absolute.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Scratch {
     fn drop(&mut self) {
         // Nothing to report: the run's outcome is told already. What could not be removed
         // is left for the next run's recovery, as a staged file would be.
-        if std::fs::remove_dir_all(&self.files.dir).is_ok() {
-            staging::untrack(&self.files.dir);
+        if std::fs::remove_dir_all(&self.dir).is_ok() {
+            staging::untrack(&self.dir);
         }
     }
 }

@@ -68,14 +68,9 @@ pub(super) async fn release(
     clock: &mut Clock,
 ) -> Result<Piecewise> {
     #[cfg(feature = "distributed")]
-    let url = match to.cluster {
-        Some((cluster, _)) => Some(super::cluster::reach(cluster).await?),
-        None => None,
-    };
+    let url = to.cluster.map(|(url, _)| url);
     #[cfg(feature = "distributed")]
-    let remote = url
-        .as_deref()
-        .map(|url| super::cluster::OnCluster { wh, url });
+    let remote = url.map(|url| super::cluster::OnCluster { wh, url });
     #[cfg(feature = "distributed")]
     let engine: &dyn Engine = match &remote {
         Some(remote) => remote,
@@ -126,7 +121,7 @@ pub(super) async fn release(
     let keys = on_cluster(
         &mut whole,
         algorithm,
-        (wh, url.as_deref()),
+        (wh, url),
         &global,
         keys,
         &mut options,

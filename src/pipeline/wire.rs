@@ -80,15 +80,6 @@ impl Job {
         tally: &Tally,
         files: &ShardFiles,
     ) -> Result<Vec<u8>> {
-        // Declarations in the working directory have an empty base.
-        let absolute = |p: &std::path::Path| {
-            let p = if p.as_os_str().is_empty() {
-                std::path::Path::new(".")
-            } else {
-                p
-            };
-            std::path::absolute(p).with_context(|| format!("resolving '{}'", p.display()))
-        };
         cbor(&JobOut {
             version: VERSION,
             text: &req.text,
@@ -105,14 +96,13 @@ impl Job {
 
     /// The request an executor prepares the plan and the algorithm from.
     pub fn request(&self) -> Request {
-        Request {
-            text: self.text.clone(),
-            base: self.base.clone(),
-            origin: self.origin.clone(),
-            source: Some(self.source.clone()),
-            with: self.with.clone(),
-            ..Request::default()
-        }
+        request(
+            &self.text,
+            &self.base,
+            &self.origin,
+            &self.source,
+            &self.with,
+        )
     }
 
     /// A job from `bytes`; one from another version of relanon is refused.
@@ -123,6 +113,99 @@ impl Job {
         if job.version != VERSION {
             bail!(
                 "a shard's task comes from relanon {} and this executor is relanon {VERSION}: run one version on the client, the scheduler and every executor",
+                job.version
+            );
+        }
+        Ok(job)
+    }
+}
+
+/// The request a task prepares its plan from: the declarations and where they were read,
+/// the source, `--with`.
+fn request(
+    text: &str,
+    base: &std::path::Path,
+    origin: &str,
+    source: &std::path::Path,
+    with: &Option<String>,
+) -> Request {
+    Request {
+        text: text.to_string(),
+        base: base.to_path_buf(),
+        origin: origin.to_string(),
+        source: Some(source.to_path_buf()),
+        with: with.clone(),
+        ..Request::default()
+    }
+}
+
+/// `p` as an executor is told it: absolute, since its working directory is its own (the
+/// declarations in the working directory have an empty base).
+fn absolute(p: &std::path::Path) -> Result<PathBuf> {
+    let p = if p.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        p
+    };
+    std::path::absolute(p).with_context(|| format!("resolving '{}'", p.display()))
+}
+
+/// What every task verifying a staged release shares: the request the plan is prepared
+/// from, and where the release, the key map and the partitions' assignment are on the
+/// shared storage.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct VerifyJob {
+    pub version: String,
+    pub text: String,
+    pub base: PathBuf,
+    pub origin: String,
+    pub source: PathBuf,
+    pub with: Option<String>,
+    pub release: PathBuf,
+    pub key_map: PathBuf,
+    pub assignment: PathBuf,
+}
+
+impl VerifyJob {
+    /// The job of verifying the release staged at `release` of a run prepared from `req`,
+    /// reading `source`; the key map and the assignment are at the paths given.
+    pub fn encode_for(
+        req: &Request,
+        source: &std::path::Path,
+        [release, key_map, assignment]: [&std::path::Path; 3],
+    ) -> Result<Vec<u8>> {
+        cbor(&VerifyJob {
+            version: VERSION.to_string(),
+            text: req.text.clone(),
+            base: absolute(&req.base)?,
+            origin: req.origin.clone(),
+            source: absolute(source)?,
+            with: req.with.clone(),
+            release: absolute(release)?,
+            key_map: absolute(key_map)?,
+            assignment: absolute(assignment)?,
+        })
+    }
+
+    /// The request an executor prepares the plan from.
+    pub fn request(&self) -> Request {
+        request(
+            &self.text,
+            &self.base,
+            &self.origin,
+            &self.source,
+            &self.with,
+        )
+    }
+
+    /// A job from `bytes`; one from another version of relanon is refused.
+    pub fn decode(bytes: &[u8]) -> Result<VerifyJob> {
+        let job: VerifyJob = ciborium::from_reader(bytes).map_err(|e| {
+            anyhow!("a verify task could not be read ({e}): the client and this executor must be the same build of relanon {VERSION}")
+        })?;
+        if job.version != VERSION {
+            bail!(
+                "a verify task comes from relanon {} and this executor is relanon {VERSION}: run one version on the client, the scheduler and every executor",
                 job.version
             );
         }
@@ -222,9 +305,19 @@ fn encode_outcome_in(shard: u32, outcome: Outcome, chunk: usize) -> Result<Vec<R
         parts.push(SUPPRESSED);
         data.push(ipc(s)?);
     }
+    let parts: Vec<(&str, &[u8])> = parts
+        .into_iter()
+        .zip(data.iter().map(Vec::as_slice))
+        .collect();
+    rows_of(shard, &parts, chunk)
+}
+
+/// `parts` (what each holds, its bytes) of task `shard`'s answer as record batches of
+/// [`outcome_schema`], a row each, none over `chunk` bytes of data.
+fn rows_of(shard: u32, parts: &[(&str, &[u8])], chunk: usize) -> Result<Vec<RecordBatch>> {
     // (part, its index, chunk index, bytes): an empty part is one empty chunk.
     let mut rows: Vec<(&str, u32, u32, &[u8])> = Vec::new();
-    for (seq, (part, bytes)) in parts.iter().zip(&data).enumerate() {
+    for (seq, (part, bytes)) in parts.iter().enumerate() {
         if bytes.is_empty() {
             rows.push((part, seq as u32, 0, &[]));
         }
@@ -250,6 +343,34 @@ fn encode_outcome_in(shard: u32, outcome: Outcome, chunk: usize) -> Result<Vec<R
         .collect()
 }
 
+/// What a verify task's answer holds.
+const ANSWER: &str = "verify";
+
+/// A verify task's answer (for partition `part`) as record batches of [`outcome_schema`],
+/// chunked as an outcome is.
+pub(super) fn encode_answer(part: u32, bytes: &[u8]) -> Result<Vec<RecordBatch>> {
+    rows_of(part, &[(ANSWER, bytes)], CHUNK)
+}
+
+/// The verify tasks' answers from their rows (in any order), in partition order; refused
+/// unless each of the `n` partitions answered once, whole.
+pub(super) fn answers(batches: &[RecordBatch], n: usize) -> Result<Vec<Vec<u8>>> {
+    let mut arrivals = Arrivals::default();
+    let mut out = Vec::new();
+    for batch in batches {
+        for (_, parts) in arrivals.add(batch)? {
+            match <[Part; 1]>::try_from(parts) {
+                Ok([(part, bytes)]) if part == ANSWER => out.push(bytes),
+                _ => bail!("a partition's check came back in another shape: the cluster runs another build of relanon"),
+            }
+        }
+    }
+    if out.len() != n {
+        bail!("{} of {n} partitions' checks came back whole", out.len());
+    }
+    Ok(out)
+}
+
 /// One part of an encoded outcome: what it holds, its bytes.
 type Part = (String, Vec<u8>);
 
@@ -257,31 +378,20 @@ type Part = (String, Vec<u8>);
 /// chunk's bytes.
 type Chunk = (u32, u32, String, Vec<u8>);
 
-/// Outcomes as their rows arrive, in any order and in batches of any size, handed on in
-/// shard order: a shard's rows are held until it is whole and every shard before it is
-/// handed on, so the whole takes them as one machine would.
-pub(super) struct Collector<'t> {
-    /// The algorithm's options table, which a shard's settled options are read against.
-    table: &'t [OptionSpec],
-    /// The run's secret seed, which options do not carry over the wire back.
-    seed: Option<u64>,
-    /// Per shard not yet handed on, its rows so far and how many it has.
+/// Tasks' answers as their rows arrive, in any order and in batches of any size, handed on
+/// in task order: a task's rows are held until it is whole and every task before it is
+/// handed on.
+#[derive(Default)]
+struct Arrivals {
+    /// Per task not yet handed on, its rows so far and how many it has.
     held: std::collections::BTreeMap<u32, (Vec<Chunk>, usize)>,
     next: u32,
 }
 
-impl<'t> Collector<'t> {
-    pub fn new(table: &'t [OptionSpec], seed: Option<u64>) -> Collector<'t> {
-        Collector {
-            table,
-            seed,
-            held: Default::default(),
-            next: 0,
-        }
-    }
-
-    /// Takes `batch`'s rows; returns the outcomes they complete that are next in order.
-    pub fn add(&mut self, batch: &RecordBatch) -> Result<Vec<(u32, Outcome)>> {
+impl Arrivals {
+    /// Takes `batch`'s rows; returns the answers they complete that are next in order, as
+    /// their parts.
+    fn add(&mut self, batch: &RecordBatch) -> Result<Vec<(u32, Vec<Part>)>> {
         let shard = column::<UInt32Array>(batch, 0)?;
         let rows = column::<UInt32Array>(batch, 1)?;
         let part = column::<StringArray>(batch, 2)?;
@@ -299,7 +409,7 @@ impl<'t> Collector<'t> {
                 data.value(i).to_vec(),
             ));
             if s < self.next || held.0.len() > held.1 {
-                bail!("shard {} came back twice from the cluster", s + 1);
+                bail!("task {} came back twice from the cluster", s + 1);
             }
         }
         let mut out = Vec::new();
@@ -309,19 +419,48 @@ impl<'t> Collector<'t> {
             .is_some_and(|(rows, n)| rows.len() == *n)
         {
             let (rows, _) = self.held.remove(&self.next).expect("just looked up");
-            let mut outcome = outcome_of(&joined(rows)?, self.table)?;
+            out.push((self.next, joined(rows)?));
+            self.next += 1;
+        }
+        Ok(out)
+    }
+}
+
+/// Outcomes as their rows arrive, handed on in shard order ([`Arrivals`]), so the whole
+/// takes them as one machine would.
+pub(super) struct Collector<'t> {
+    /// The algorithm's options table, which a shard's settled options are read against.
+    table: &'t [OptionSpec],
+    /// The run's secret seed, which options do not carry over the wire back.
+    seed: Option<u64>,
+    arrivals: Arrivals,
+}
+
+impl<'t> Collector<'t> {
+    pub fn new(table: &'t [OptionSpec], seed: Option<u64>) -> Collector<'t> {
+        Collector {
+            table,
+            seed,
+            arrivals: Arrivals::default(),
+        }
+    }
+
+    /// Takes `batch`'s rows; returns the outcomes they complete that are next in order.
+    pub fn add(&mut self, batch: &RecordBatch) -> Result<Vec<(u32, Outcome)>> {
+        let mut out = Vec::new();
+        for (shard, parts) in self.arrivals.add(batch)? {
+            let mut outcome = outcome_of(&parts, self.table)?;
             if let Some(used) = &mut outcome.used {
                 used.seed = self.seed;
             }
-            out.push((self.next, outcome));
-            self.next += 1;
+            out.push((shard, outcome));
         }
         Ok(out)
     }
 
     /// Shards handed on so far; the rest never came whole.
     pub fn done(&self) -> u32 {
-        self.next
+        self.arrivals.next
     }
 }
 
@@ -589,6 +728,46 @@ mod tests {
             .try_for_each(|b| c.add(b).map(|_| ()))
             .expect_err("refused");
         assert!(err.to_string().contains("out of place"), "{err}");
+    }
+
+    #[test]
+    fn verify_answers_come_back_in_partition_order_each_once() {
+        let bytes = |p: u8| vec![p; 2500];
+        // Partition 1 in three chunks, partition 0 in one, arriving out of order.
+        let mut batches = rows_of(1, &[(ANSWER, &bytes(1))], 1000).expect("encodes");
+        batches.reverse();
+        batches.extend(encode_answer(0, &bytes(0)).expect("encodes"));
+        let back = answers(&batches, 2).expect("both whole");
+        assert_eq!(back, [bytes(0), bytes(1)]);
+        // A partition that never came is refused, not taken as passed.
+        let err = answers(&batches, 3).expect_err("one missing");
+        assert!(err.to_string().contains("2 of 3"), "{err}");
+        // Twice is refused.
+        let mut twice = batches.clone();
+        twice.extend(rows_of(0, &[(ANSWER, &bytes(0))], 4000).expect("encodes"));
+        assert!(answers(&twice, 2).is_err());
+        // A shard's outcome is not an answer.
+        let outcome = encode_outcome(0, outcome(2)).expect("encodes");
+        assert!(answers(&outcome, 1).is_err());
+    }
+
+    #[test]
+    fn a_verify_job_from_another_version_is_refused() {
+        let req = Request {
+            with: Some("k = 3".into()),
+            ..Request::default()
+        };
+        let p = std::path::Path::new("x");
+        let bytes = VerifyJob::encode_for(&req, p, [p, p, p]).expect("encodes");
+        let job = VerifyJob::decode(&bytes).expect("this version");
+        assert!(job.release.is_absolute() && job.assignment.is_absolute());
+        let back = job.request();
+        assert_eq!(back.with.as_deref(), Some("k = 3"));
+        assert_eq!(back.source.as_deref(), Some(job.source.as_path()));
+        let mut other = job;
+        other.version = "0.0.0-other".into();
+        let err = VerifyJob::decode(&cbor(&other).expect("encodes")).expect_err("refused");
+        assert!(err.to_string().contains("0.0.0-other"), "{err}");
     }
 
     #[test]

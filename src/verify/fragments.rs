@@ -194,6 +194,7 @@ pub(super) async fn verify(
         equivalence_classes: first.equivalence_classes,
         smallest_ec: first.smallest_ec,
         class_sizes: first.class_sizes,
+        checked: super::Checked::Whole,
     })
 }
 

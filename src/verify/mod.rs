@@ -76,12 +76,15 @@ mod relocation;
 mod schema;
 mod selectivity;
 mod signature;
+mod tasks;
 mod transport;
 mod truth;
 mod twins;
 mod witness;
 
 pub use partition::least_memory;
+pub use partitioned::check_partition;
+pub use tasks::Tasks;
 
 #[cfg(test)]
 mod tests;
@@ -113,6 +116,21 @@ pub struct Verdict {
     /// anatomy its groups. The report counts these.
     #[serde(skip)]
     pub class_sizes: Vec<usize>,
+    /// How the release was read: whole, or in partitions here or as tasks elsewhere.
+    #[serde(skip)]
+    pub checked: Checked,
+}
+
+/// How a verdict's release was read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Checked {
+    /// Every row at once.
+    #[default]
+    Whole,
+    /// A partition at a time, here.
+    Here(usize),
+    /// A partition a task, by [`Tasks`].
+    Elsewhere(usize),
 }
 
 /// One named rule and what broke it.
@@ -234,6 +252,16 @@ impl Verdict {
         self.checks.iter().all(Check::passed)
     }
 
+    /// How the release was read, for a line that says the verdict: empty when whole, else
+    /// `, in N partitions` (with `on the cluster` when each was a task there).
+    pub fn read_as(&self) -> String {
+        match self.checked {
+            Checked::Whole => String::new(),
+            Checked::Here(n) => format!(", in {n} partitions"),
+            Checked::Elsewhere(n) => format!(", in {n} partitions on the cluster"),
+        }
+    }
+
     /// The check named `name`, if it ran.
     pub fn check(&self, name: &str) -> Option<&Check> {
         self.checks.iter().find(|c| c.name == name)
@@ -300,6 +328,10 @@ pub enum VerifyError {
     },
     #[error("the plan is inconsistent: {0}; re-plan from the declarations")]
     Plan(String),
+    /// The partitions checked elsewhere ([`Tasks`]) could not be checked: whoever ran them
+    /// says why.
+    #[error("{0}")]
+    Elsewhere(String),
 }
 
 fn hierarchies(plan: &Plan) -> Result<HashMap<String, hier::Hier>, VerifyError> {
@@ -336,7 +368,43 @@ pub async fn verify(
     memory: u64,
 ) -> Result<Verdict, VerifyError> {
     let split = Split::Memory(memory);
-    verify_in(plan, source, release, keys, report, ldiv::BUDGET, split).await
+    verify_in(
+        plan,
+        source,
+        release,
+        keys,
+        report,
+        ldiv::BUDGET,
+        split,
+        None,
+    )
+    .await
+}
+
+/// [`verify`] with the partitions of a large release checked by `tasks` (a cluster's
+/// executors), in at least [`Tasks::least`] of them: the same verdict.
+pub async fn verify_on(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: Keys<'_>,
+    report: Option<&serde_json::Value>,
+    memory: u64,
+    tasks: &dyn Tasks,
+) -> Result<Verdict, VerifyError> {
+    let split = Split::Memory(memory);
+    let budget = ldiv::BUDGET;
+    verify_in(
+        plan,
+        source,
+        release,
+        keys,
+        report,
+        budget,
+        split,
+        Some(tasks),
+    )
+    .await
 }
 
 /// How a release is split into partitions.
@@ -370,16 +438,31 @@ async fn verify_with_budget(
         ),
         Err(e) => format!("error: {e}"),
     };
-    let whole = verify_in(plan, source, release, keys, report, budget, Split::Parts(1)).await;
+    let one = Split::Parts(1);
+    let whole = verify_in(plan, source, release, keys, report, budget, one, None).await;
     for parts in [2, 3, 7] {
         let n = Split::Parts(parts);
-        let split = verify_in(plan, source, release, keys, report, budget, n).await;
+        let split = verify_in(plan, source, release, keys, report, budget, n, None).await;
         assert_eq!(
             shown(&split),
             shown(&whole),
             "the verdict in {parts} partitions differs from the whole check's"
         );
     }
+    // The partitions checked as tasks: their assignment and findings through the wire.
+    let local = tests::Local {
+        plan,
+        source,
+        release,
+        keys,
+    };
+    let n = Split::Parts(3);
+    let elsewhere = verify_in(plan, source, release, keys, report, budget, n, Some(&local)).await;
+    assert_eq!(
+        shown(&elsewhere),
+        shown(&whole),
+        "the verdict of partitions checked as tasks differs from the whole check's"
+    );
     whole
 }
 
@@ -406,7 +489,8 @@ fn partitions(plan: &Plan, source: &Warehouse, release: &Warehouse, memory: u64)
     partition::count(released, released + count(source), memory)
 }
 
-/// [`verify`] in the partitions `split` says.
+/// [`verify`] in the partitions `split` says, checked by `tasks` where given.
+#[allow(clippy::too_many_arguments)]
 async fn verify_in(
     plan: &Plan,
     source: &Warehouse,
@@ -415,6 +499,7 @@ async fn verify_in(
     report: Option<&serde_json::Value>,
     budget: usize,
     split: Split,
+    tasks: Option<&dyn Tasks>,
 ) -> Result<Verdict, VerifyError> {
     let hiers = hierarchies(plan)?;
     // A fragmentation's release is its fragments, checked whole.
@@ -430,7 +515,10 @@ async fn verify_in(
 
     // Anatomy's groups are checked whole.
     let parts = match split {
-        Split::Memory(memory) => partitions(plan, source, release, memory),
+        Split::Memory(memory) => {
+            let least = tasks.map_or(1, Tasks::least);
+            partitions(plan, source, release, memory).max(least)
+        }
         #[cfg(test)]
         Split::Parts(n) => n,
     };
@@ -444,6 +532,7 @@ async fn verify_in(
             keys: &keys,
             hiers: &hiers,
             budget,
+            tasks,
         };
         let first = [schema.clone(), fates.clone()];
         if let Some(verdict) = partitioned::verify(&setting, parts, first, report).await? {
@@ -499,6 +588,7 @@ async fn whole(
             equivalence_classes: groups.groups,
             smallest_ec: groups.smallest,
             class_sizes: Vec::new(),
+            checked: Checked::Whole,
         });
     }
 
@@ -550,5 +640,6 @@ async fn whole(
         equivalence_classes: classes.classes,
         smallest_ec: classes.smallest,
         class_sizes: classes.groups.iter().map(Vec::len).collect(),
+        checked: Checked::Whole,
     })
 }

@@ -16,7 +16,8 @@ use super::data::{self, Partition, TableData};
 use super::hier::Hier;
 use super::labels::{self, Generalized};
 use super::partition::{self, Assignment, Layout};
-use super::{atomicity, Check, Keys, Verdict, VerifyError};
+use super::tasks::{self, PartFound, Tasks};
+use super::{atomicity, Check, Checked, Keys, Verdict, VerifyError};
 use super::{counts, kanon, ldiv, truth, twins, witness};
 use crate::plan::Plan;
 use crate::warehouse::Warehouse;
@@ -29,6 +30,8 @@ pub(super) struct Setting<'a> {
     pub keys: &'a Keys<'a>,
     pub hiers: &'a HashMap<String, Hier>,
     pub budget: usize,
+    /// Where the partitions are checked when not here ([`tasks`]).
+    pub tasks: Option<&'a dyn Tasks>,
 }
 
 /// What the partitions found, until it is merged.
@@ -69,10 +72,21 @@ pub(super) async fn verify(
         return Ok(None);
     };
     let mut found = Found::default();
-    for part in 0..assigned.parts {
-        if !check_part(setting, &assigned, part, &mut found).await? {
-            return Ok(None);
+    let parts = match setting.tasks {
+        Some(elsewhere) => tasks::run(elsewhere, setting.budget, &assigned).await?,
+        None => {
+            let mut parts = Vec::new();
+            for part in 0..assigned.parts {
+                parts.push(check_part(setting, &assigned, part).await?);
+            }
+            parts.into_iter().collect()
         }
+    };
+    let Some(parts) = parts else {
+        return Ok(None);
+    };
+    for part in parts {
+        found.add(part);
     }
     let generalized = labels::merged(std::mem::take(&mut found.generalized));
     let mut twins = Check::new("twins");
@@ -83,7 +97,12 @@ pub(super) async fn verify(
     labels::check_streamed(plan, source, &generalized, &assigned.entity, &mut leaks)?;
     let mut counts = Check::new("counts");
     counts::check(&assigned.rows, report, &mut counts);
-    Ok(Some(verdict(plan, found, first, [leaks, twins, counts])))
+    let checked = match setting.tasks {
+        Some(_) => Checked::Elsewhere(assigned.parts),
+        None => Checked::Here(assigned.parts),
+    };
+    let verdict = verdict(plan, found, first, [leaks, twins, counts]);
+    Ok(Some(Verdict { checked, ..verdict }))
 }
 
 /// The verdict from what the partitions found and the checks run once.
@@ -117,6 +136,7 @@ fn verdict(
         equivalence_classes: found.classes.len(),
         smallest_ec: found.classes.iter().map(|&(_, size)| size).min(),
         class_sizes: found.classes.iter().map(|&(_, size)| size).collect(),
+        checked: Checked::Whole,
     }
 }
 
@@ -156,44 +176,60 @@ async fn load(
     Ok(Some((tables, truth)))
 }
 
-/// Runs the per-partition checks on partition `part`; false when it must be checked whole.
-async fn check_part(
+/// Runs the per-partition checks on partition `part`; None when it must be checked whole.
+pub(super) async fn check_part(
     setting: &Setting<'_>,
     assigned: &Assignment,
     part: usize,
-    found: &mut Found,
-) -> Result<bool, VerifyError> {
+) -> Result<Option<PartFound>, VerifyError> {
     let plan = setting.plan;
     // Key atomicity reads no trace, so it may come after truthfulness here.
     let Some((tables, truth)) = load(setting, assigned, part).await? else {
-        return Ok(false);
+        return Ok(None);
     };
     let mut atomic = Check::new("key atomicity");
     atomicity::check(plan, &tables, &mut atomic);
     let mut kanon = Check::new("k-anonymity");
     let classes = kanon::check(plan, &tables, &mut kanon);
-    if plan.params.model.diversity().is_some() {
-        let mut ldiv = Check::new("l-diversity");
-        let hint = match setting.keys {
-            Keys::Map(map) => witness::from_key_map(plan, &tables, map),
-            Keys::Preserved => Vec::new(),
-        };
-        ldiv::check(plan, &tables, &classes, &hint, setting.budget, &mut ldiv)?;
-        found.ldiv.push(ldiv);
-    }
-    found.generalized.push(labels::generalized(&tables));
+    let ldiv = match plan.params.model.diversity() {
+        Some(_) => {
+            let mut ldiv = Check::new("l-diversity");
+            let hint = match setting.keys {
+                Keys::Map(map) => witness::from_key_map(plan, &tables, map),
+                Keys::Preserved => Vec::new(),
+            };
+            ldiv::check(plan, &tables, &classes, &hint, setting.budget, &mut ldiv)?;
+            Some(ldiv)
+        }
+        None => None,
+    };
     let entity = tables.first();
-    found
-        .classes
-        .extend(classes.groups.iter().filter_map(|members| {
-            let first = *members.first()?;
-            Some((entity?.rel_row(first), members.len()))
-        }));
-    found.entities += classes.entities;
-    found.atomic.push(atomic);
-    found.truth.push(truth);
-    found.kanon.push(kanon);
-    Ok(true)
+    let firsts = classes.groups.iter().filter_map(|members| {
+        let first = *members.first()?;
+        Some((entity?.rel_row(first), members.len()))
+    });
+    Ok(Some(PartFound {
+        atomic,
+        truth,
+        kanon,
+        ldiv,
+        generalized: labels::generalized(&tables),
+        classes: firsts.collect(),
+        entities: classes.entities,
+    }))
+}
+
+impl Found {
+    /// Takes one partition's findings, in partition order.
+    fn add(&mut self, part: PartFound) {
+        self.atomic.push(part.atomic);
+        self.truth.push(part.truth);
+        self.kanon.push(part.kanon);
+        self.ldiv.extend(part.ldiv);
+        self.generalized.push(part.generalized);
+        self.classes.extend(part.classes);
+        self.entities += part.entities;
+    }
 }
 
 /// The twins check over every partition, when some column the source says determines a QI
@@ -228,4 +264,34 @@ async fn twins_round(
     let effects = twins::Effects::merged(effects, named.len());
     twins::word(&named, &effects, k, out);
     Ok(true)
+}
+
+/// Partition `part` of a release checked as a task ([`Tasks::run`] gave `shared`): the
+/// per-partition checks of `release` against `source` under `plan`, as bytes to send back.
+pub async fn check_partition(
+    plan: &Plan,
+    source: &Warehouse,
+    release: &Warehouse,
+    keys: Keys<'_>,
+    shared: &[u8],
+    part: usize,
+) -> Result<Vec<u8>, VerifyError> {
+    let (assigned, budget) = tasks::assignment(shared)?;
+    if part >= assigned.parts {
+        return Err(VerifyError::Elsewhere(format!(
+            "partition {part} of a release checked in {}",
+            assigned.parts
+        )));
+    }
+    let hiers = super::hierarchies(plan)?;
+    let setting = Setting {
+        plan,
+        source,
+        release,
+        keys: &keys,
+        hiers: &hiers,
+        budget,
+        tasks: None,
+    };
+    tasks::answer(check_part(&setting, &assigned, part).await?)
 }

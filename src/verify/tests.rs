@@ -25,6 +25,34 @@ mod anatomy;
 mod ldiv;
 mod leaks;
 
+/// Tasks run here, one after another, each through [`check_partition`] on bytes only, as
+/// a cluster's executors run them.
+pub(super) struct Local<'a> {
+    pub plan: &'a Plan,
+    pub source: &'a Warehouse,
+    pub release: &'a Warehouse,
+    pub keys: Keys<'a>,
+}
+
+#[async_trait::async_trait]
+impl Tasks for Local<'_> {
+    fn least(&self) -> usize {
+        2
+    }
+
+    async fn run(&self, shared: Vec<u8>, parts: usize) -> Result<Vec<Vec<u8>>, String> {
+        let mut answers = Vec::new();
+        for part in 0..parts {
+            let (plan, source, release) = (self.plan, self.source, self.release);
+            let answer = check_partition(plan, source, release, self.keys, &shared, part)
+                .await
+                .map_err(|e| format!("partition {part}: {e}"))?;
+            answers.push(answer);
+        }
+        Ok(answers)
+    }
+}
+
 fn i(v: i64) -> Sql {
     Sql::Integer(v)
 }
@@ -1011,6 +1039,7 @@ async fn parquet_release_passes() {
         keys: &keys,
         hiers: &hiers,
         budget: crate::verify::ldiv::BUDGET,
+        tasks: None,
     };
     let first = [Check::new("schema"), Check::new("declared roles")];
     let split = partitioned::verify(&setting, 3, first, Some(&report()))

@@ -1,6 +1,7 @@
 //! `anonymize --cluster` (`--features distributed`): a run's shards anonymized on a Ballista
 //! cluster started inside the process (`standalone`) give the release, key map and report
-//! of the same run on one machine, byte for byte, and leave no per-shard tables behind; a
+//! of the same run on one machine, byte for byte, with the staged release verified a
+//! partition a task on the cluster, and leave no per-shard or scratch files behind; a
 //! scheduler that does not answer, a source the executors cannot share, a cluster without
 //! shards and a scratch directory that exists are refused in one line, exit 2, with nothing
 //! written.
@@ -60,6 +61,12 @@ fn the_cluster_releases_what_one_machine_releases_byte_for_byte() {
         &["--shards", "3", "--cluster", "standalone"],
     );
     assert!(there.status.success(), "cluster: {}", stderr(&there));
+    // The staged release was checked a partition a task on the cluster, one per shard.
+    let said = String::from_utf8_lossy(&there.stdout);
+    assert!(
+        said.contains("verify: passed (8 checks, in 3 partitions on the cluster)"),
+        "{said}"
+    );
     // The shards' tables the cluster wrote beside the warehouse are gone with the run.
     let left: Vec<_> = std::fs::read_dir(d)
         .expect("the run's directory")

@@ -1,5 +1,6 @@
-//! The one custom operator a cluster runs: anonymize a shard (`sharded::Task`) on an
-//! executor. It sits over a scan of the shards' numbers held in the plan itself (a
+//! The one custom operator a cluster runs: a task per partition of its input, which either
+//! anonymizes a shard (`sharded::Task`) on an executor or checks a partition of the staged
+//! release (`verify::check_partition`), as its job's first byte says. It sits over a scan of the shards' numbers held in the plan itself (a
 //! `DataSourceExec` of memory, one partition of one row per shard, which Ballista's scheduler
 //! knows how to hand out a partition at a time, so each shard runs once). The scheduler gives
 //! each task a plan cut down to its own partition, which the task then runs as its partition
@@ -28,11 +29,19 @@ use futures::TryStreamExt;
 
 use super::super::piece::{Piece, Task};
 use super::super::shard_files::SHARD;
-use super::super::wire::{encode_outcome, outcome_schema, Job};
+use super::super::wire::{encode_answer, encode_outcome, outcome_schema, Job, VerifyJob};
+use crate::keymap::KeyMap;
 use crate::progress::Progress;
+use crate::verify::{self, Keys};
+use crate::warehouse::Warehouse;
 
-/// The shards' numbers a partition's batches name (in [`SHARD`]): one shard as a rule (a
-/// task is one partition), but a scheduler that merged partitions is served too.
+/// A job's first byte: the tasks anonymize shards.
+pub(super) const ANONYMIZE: u8 = b'A';
+/// A job's first byte: the tasks check partitions of a staged release.
+pub(super) const VERIFY: u8 = b'V';
+
+/// The shards' (or partitions') numbers a partition's batches name (in [`SHARD`]): one as a
+/// rule (a task is one partition), but a scheduler that merged partitions is served too.
 fn numbers(batches: &[RecordBatch]) -> Result<Vec<usize>> {
     let mut shards = Vec::new();
     for batch in batches {
@@ -40,9 +49,7 @@ fn numbers(batches: &[RecordBatch]) -> Result<Vec<usize>> {
             .column_by_name(SHARD)
             .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
             .ok_or_else(|| {
-                anyhow!(
-                    "a shard came without its number: the cluster runs another build of relanon"
-                )
+                anyhow!("a task came without its number: the cluster runs another build of relanon")
             })?;
         shards.extend(numbers.iter().flatten().map(|s| s as usize));
     }
@@ -51,11 +58,12 @@ fn numbers(batches: &[RecordBatch]) -> Result<Vec<usize>> {
     Ok(shards)
 }
 
-/// Anonymizes the shard of each partition of its input (the shard's entity keys) and emits
-/// its outcome ([`encode_outcome`]).
+/// Runs the task of each partition of its input (a shard's or a verify partition's number)
+/// and emits its outcome ([`encode_outcome`], [`encode_answer`]).
 #[derive(Debug)]
 pub struct ShardExec {
-    /// The encoded [`Job`]: what the codec carries to the executors as it is.
+    /// The kind ([`ANONYMIZE`], [`VERIFY`]) and the encoded [`Job`] or [`VerifyJob`]: what
+    /// the codec carries to the executors as it is.
     job: Arc<Vec<u8>>,
     input: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
@@ -88,7 +96,7 @@ impl DisplayAs for ShardExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "RelanonShardExec: {} shards",
+            "RelanonShardExec: {} tasks",
             self.properties.partitioning.partition_count()
         )
     }
@@ -144,7 +152,7 @@ impl ExecutionPlan for ShardExec {
         let keys = self.input.execute(partition, context)?;
         let job = Arc::clone(&self.job);
         let outcome = futures::stream::once(async move {
-            anonymize(&job, keys)
+            run(&job, keys)
                 .await
                 .map(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
                 .map_err(|e| DataFusionError::External(format!("{e:#}").into()))
@@ -155,6 +163,62 @@ impl ExecutionPlan for ShardExec {
             outcome,
         )))
     }
+}
+
+/// The tasks `job` says, for the numbers `input` reads.
+async fn run(job: &[u8], input: SendableRecordBatchStream) -> Result<Vec<RecordBatch>> {
+    match job.split_first() {
+        Some((&ANONYMIZE, job)) => anonymize(job, input).await,
+        Some((&VERIFY, job)) => check(job, input).await,
+        _ => Err(anyhow!(
+            "a task this build of relanon does not know: run one version of relanon on the client, the scheduler and every executor"
+        )),
+    }
+}
+
+/// The partitions of the staged release whose numbers `parts` reads, checked: each one's
+/// answer as batches small enough for one gRPC message each.
+async fn check(job: &[u8], parts: SendableRecordBatchStream) -> Result<Vec<RecordBatch>> {
+    let job = VerifyJob::decode(job)?;
+    let batches: Vec<RecordBatch> = parts.try_collect().await?;
+    let progress = Progress::new();
+    let (plan, _, wh) = super::super::prepare(&job.request(), &progress)
+        .await
+        .context("preparing a verify task on an executor (every executor must read the warehouse and the declarations' files at the client's paths)")?;
+    let release = Warehouse::open(&job.release).await.with_context(|| {
+        format!(
+            "a verify task cannot open the staged release '{}': put the target on storage every executor reads at the client's path",
+            job.release.display()
+        )
+    })?;
+    let map = read_key_map(&job.key_map)?;
+    let shared = std::fs::read(&job.assignment).with_context(|| {
+        format!(
+            "a verify task cannot read '{}' that the client wrote: every executor must read the cluster's scratch directory at the client's path",
+            job.assignment.display()
+        )
+    })?;
+    let mut out = Vec::new();
+    for part in numbers(&batches)? {
+        let keys = Keys::Map(&map);
+        let answer = verify::check_partition(&plan, &wh, &release, keys, &shared, part)
+            .await
+            .with_context(|| format!("checking partition {} of the release", part + 1))?;
+        out.extend(encode_answer(part as u32, &answer)?);
+    }
+    Ok(out)
+}
+
+/// The key map the client wrote for the verify tasks.
+fn read_key_map(path: &std::path::Path) -> Result<KeyMap> {
+    let file = std::fs::File::open(path).with_context(|| {
+        format!(
+            "a verify task cannot read the key map '{}' that the client wrote: every executor must read the cluster's scratch directory at the client's path",
+            path.display()
+        )
+    })?;
+    serde_json::from_reader(std::io::BufReader::new(file))
+        .with_context(|| format!("reading the key map '{}'", path.display()))
 }
 
 /// The shards whose numbers `shards` reads, their outcomes as batches small enough for one

@@ -13,6 +13,9 @@
 mod codec;
 mod exec;
 pub(super) mod split;
+mod verify;
+
+pub(in crate::pipeline) use verify::OnExecutors;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -134,20 +137,7 @@ pub(super) async fn run_shards(
     if n == 0 {
         bail!("a run on a cluster needs at least one shard");
     }
-    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
-        arrow::datatypes::Field::new(SHARD, arrow::datatypes::DataType::UInt32, false),
-    ]));
-    let partitions: Vec<Vec<RecordBatch>> = (0..n as u32)
-        .map(|s| {
-            RecordBatch::try_new(
-                Arc::clone(&schema),
-                vec![Arc::new(arrow::array::UInt32Array::from(vec![s]))],
-            )
-            .map(|b| vec![b])
-        })
-        .collect::<Result<_, _>>()?;
-    let scan = MemorySourceConfig::try_new_exec(&partitions, schema, None)?;
-    let plan = Arc::new(exec::ShardExec::new(Arc::new(job), scan));
+    let plan = tasks(exec::ANONYMIZE, job, n)?;
     let mut stream = submit(url, plan).await.map_err(|e| {
         anyhow!(
             "the shards failed on the cluster at {url}: {}",
@@ -169,6 +159,28 @@ pub(super) async fn run_shards(
         );
     }
     Ok(())
+}
+
+/// relanon's operator over `n` tasks of `job` (of `kind`, [`exec::ANONYMIZE`] or
+/// [`exec::VERIFY`]): a partition of one row per task, holding its number.
+fn tasks(kind: u8, job: Vec<u8>, n: usize) -> Result<Arc<exec::ShardExec>> {
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new(SHARD, arrow::datatypes::DataType::UInt32, false),
+    ]));
+    let partitions: Vec<Vec<RecordBatch>> = (0..n as u32)
+        .map(|s| {
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![Arc::new(arrow::array::UInt32Array::from(vec![s]))],
+            )
+            .map(|b| vec![b])
+        })
+        .collect::<Result<_, _>>()?;
+    let scan = MemorySourceConfig::try_new_exec(&partitions, schema, None)?;
+    let mut tagged = Vec::with_capacity(job.len() + 1);
+    tagged.push(kind);
+    tagged.extend(job);
+    Ok(Arc::new(exec::ShardExec::new(Arc::new(tagged), scan)))
 }
 
 /// `plan` submitted to the scheduler at `url` in this run's session: its output as the job
