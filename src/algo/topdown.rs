@@ -163,17 +163,6 @@ impl<'a> Table<'a> {
         }
     }
 
-    /// [`Table::widen`], saying whether `acc` changed.
-    fn widened(&self, acc: &mut [u32], r: u32) -> bool {
-        let mut changed = false;
-        for ((a, &c), d) in acc.iter_mut().zip(self.row(r)).zip(&self.dghs) {
-            let w = d.lca(*a, c);
-            changed |= w != *a;
-            *a = w;
-        }
-        changed
-    }
-
     /// The LCA of `rows` per attribute (`rows` is not empty).
     fn lca_of(&self, rows: &[u32]) -> Vec<u32> {
         let mut acc = self.row(rows[0]).to_vec();
@@ -519,18 +508,15 @@ fn segment(t: &Table, order: &[u32], k: usize) -> Vec<Vec<u32>> {
     let mut acc = vec![0u32; t.nqi];
     for j in k..=n {
         acc.copy_from_slice(t.row(order[j - 1]));
-        // A group's LCA rises only a few times as it grows by a row: its loss is summed
-        // again only then (the same sum, so the same cuts).
-        let mut loss = t.loss(&acc);
         let shortest = j.saturating_sub(2 * k - 1);
         for i in (shortest..j).rev() {
-            if i + 1 < j && t.widened(&mut acc, order[i]) {
-                loss = t.loss(&acc);
+            if i + 1 < j {
+                t.widen(&mut acc, order[i]);
             }
             if j - i < k || !best[i].is_finite() {
                 continue;
             }
-            let c = best[i] + (j - i) as f64 * loss;
+            let c = best[i] + t.cost(&acc, j - i);
             if c < best[j] {
                 best[j] = c;
                 cut[j] = i;
