@@ -910,7 +910,8 @@ async fn self_verify(
             keys: &materialized.keys,
             shards,
         };
-        let checked = verify::verify_on(plan, wh, &released, keys, report, checker.memory, &on);
+        let on = Some(&on as &dyn verify::Tasks);
+        let checked = verify::verify_on(plan, wh, &released, keys, report, checker.memory, on);
         return Ok(checked.await?);
     }
     Ok(verify::verify(plan, wh, &released, keys, report, checker.memory).await?)

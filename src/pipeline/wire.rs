@@ -107,16 +107,7 @@ impl Job {
 
     /// A job from `bytes`; one from another version of relanon is refused.
     pub fn decode(bytes: &[u8]) -> Result<Job> {
-        let job: Job = ciborium::from_reader(bytes).map_err(|e| {
-            anyhow!("a shard's task could not be read ({e}): the client and this executor must be the same build of relanon {VERSION}")
-        })?;
-        if job.version != VERSION {
-            bail!(
-                "a shard's task comes from relanon {} and this executor is relanon {VERSION}: run one version on the client, the scheduler and every executor",
-                job.version
-            );
-        }
-        Ok(job)
+        decoded(bytes, "a shard's task", |job: &Job| &job.version)
     }
 }
 
@@ -200,17 +191,26 @@ impl VerifyJob {
 
     /// A job from `bytes`; one from another version of relanon is refused.
     pub fn decode(bytes: &[u8]) -> Result<VerifyJob> {
-        let job: VerifyJob = ciborium::from_reader(bytes).map_err(|e| {
-            anyhow!("a verify task could not be read ({e}): the client and this executor must be the same build of relanon {VERSION}")
-        })?;
-        if job.version != VERSION {
-            bail!(
-                "a verify task comes from relanon {} and this executor is relanon {VERSION}: run one version on the client, the scheduler and every executor",
-                job.version
-            );
-        }
-        Ok(job)
+        decoded(bytes, "a verify task", |job: &VerifyJob| &job.version)
     }
+}
+
+/// `what` (a task's job) read from `bytes`, refused unless `version` says it is this build's.
+fn decoded<T: for<'de> Deserialize<'de>>(
+    bytes: &[u8],
+    what: &str,
+    version: impl Fn(&T) -> &str,
+) -> Result<T> {
+    let job: T = ciborium::from_reader(bytes).map_err(|e| {
+        anyhow!("{what} could not be read ({e}): the client and this executor must be the same build of relanon {VERSION}")
+    })?;
+    let theirs = version(&job);
+    if theirs != VERSION {
+        bail!(
+            "{what} comes from relanon {theirs} and this executor is relanon {VERSION}: run one version on the client, the scheduler and every executor"
+        );
+    }
+    Ok(job)
 }
 
 /// A released table's shape, beside its rows.

@@ -367,22 +367,11 @@ pub async fn verify(
     report: Option<&serde_json::Value>,
     memory: u64,
 ) -> Result<Verdict, VerifyError> {
-    let split = Split::Memory(memory);
-    verify_in(
-        plan,
-        source,
-        release,
-        keys,
-        report,
-        ldiv::BUDGET,
-        split,
-        None,
-    )
-    .await
+    verify_on(plan, source, release, keys, report, memory, None).await
 }
 
-/// [`verify`] with the partitions of a large release checked by `tasks` (a cluster's
-/// executors), in at least [`Tasks::least`] of them: the same verdict.
+/// [`verify`] with the partitions of a large release checked by `tasks` where given (a
+/// cluster's executors), in at least [`Tasks::least`] of them: the same verdict.
 pub async fn verify_on(
     plan: &Plan,
     source: &Warehouse,
@@ -390,21 +379,11 @@ pub async fn verify_on(
     keys: Keys<'_>,
     report: Option<&serde_json::Value>,
     memory: u64,
-    tasks: &dyn Tasks,
+    tasks: Option<&dyn Tasks>,
 ) -> Result<Verdict, VerifyError> {
     let split = Split::Memory(memory);
     let budget = ldiv::BUDGET;
-    verify_in(
-        plan,
-        source,
-        release,
-        keys,
-        report,
-        budget,
-        split,
-        Some(tasks),
-    )
-    .await
+    verify_in(plan, source, release, keys, report, budget, split, tasks).await
 }
 
 /// How a release is split into partitions.
@@ -626,10 +605,7 @@ async fn whole(
     }
     if plan.params.model.diversity().is_some() {
         let mut ldiv = Check::new("l-diversity");
-        let hint = match &keys {
-            Keys::Map(map) => witness::from_key_map(plan, &tables, map),
-            Keys::Preserved => Vec::new(),
-        };
+        let hint = witness::hint(plan, &tables, &keys);
         ldiv::check(plan, &tables, &classes, &hint, budget, &mut ldiv)?;
         checks.push(ldiv);
     }

@@ -194,10 +194,7 @@ pub(super) async fn check_part(
     let ldiv = match plan.params.model.diversity() {
         Some(_) => {
             let mut ldiv = Check::new("l-diversity");
-            let hint = match setting.keys {
-                Keys::Map(map) => witness::from_key_map(plan, &tables, map),
-                Keys::Preserved => Vec::new(),
-            };
+            let hint = witness::hint(plan, &tables, setting.keys);
             ldiv::check(plan, &tables, &classes, &hint, setting.budget, &mut ldiv)?;
             Some(ldiv)
         }

@@ -7,15 +7,20 @@
 use std::collections::HashMap;
 
 use super::data::TableData;
+use super::Keys;
 use crate::keymap::KeyMap;
 use crate::plan::Plan;
 
+/// The hint `keys` give: the key map's groups, or none where keys are preserved.
+pub(super) fn hint(plan: &Plan, tables: &[TableData], keys: &Keys<'_>) -> Vec<Vec<Option<u32>>> {
+    match keys {
+        Keys::Map(map) => from_key_map(plan, tables, map),
+        Keys::Preserved => Vec::new(),
+    }
+}
+
 /// `groups[t][released row]`, or `None` where the key map says nothing.
-pub(super) fn from_key_map(
-    plan: &Plan,
-    tables: &[TableData],
-    map: &KeyMap,
-) -> Vec<Vec<Option<u32>>> {
+fn from_key_map(plan: &Plan, tables: &[TableData], map: &KeyMap) -> Vec<Vec<Option<u32>>> {
     plan.tables
         .iter()
         .zip(tables)
