@@ -3,8 +3,10 @@
 //! (`forest::outline`, through [`OnCluster`]) and the hierarchies' queries, cuts the shards as
 //! on one machine (`sharded`), then submits one physical plan, the
 //! shards' numbers under relanon's operator ([`exec::ShardExec`]), and takes the outcomes
-//! back in shard order into the same whole. Everything after (the rest, the staged release,
-//! verify, the commit) is the one-machine path's, so the release is the same byte for byte.
+//! back in shard order into the same whole. The rest and the staged release are the
+//! one-machine path's, so the release is the same byte for byte; verify checks it a
+//! partition a task on the executors ([`OnExecutors`]: the same operator, verify's own
+//! checks), and the client commits it.
 //!
 //! `relanon cluster scheduler` and `relanon cluster executor` are Ballista's processes with
 //! relanon's codec ([`RelanonCodec`]) compiled in; a stock Ballista process cannot run the
