@@ -264,15 +264,21 @@ fn sorted_with_provenance(
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(internal)?;
     let mut batch = sort_by_key(batch, std::iter::empty(), true)?;
     let last = batch.num_columns() - 1;
+    let source = take_provenance(&mut batch, last)?;
+    Ok((batch, source))
+}
+
+/// The provenance column (at `at`) taken off `batch`: each released row's source row.
+fn take_provenance(batch: &mut RecordBatch, at: usize) -> Result<Vec<u32>, ReleaseError> {
     let source = batch
-        .column(last)
+        .column(at)
         .as_any()
         .downcast_ref::<UInt32Array>()
-        .ok_or_else(|| internal("the provenance column changed type in the sort"))?
+        .ok_or_else(|| internal("the provenance column changed type"))?
         .values()
         .to_vec();
-    batch.remove_column(last);
-    Ok((batch, source))
+    batch.remove_column(at);
+    Ok(source)
 }
 
 /// The class's column name.
@@ -517,15 +523,7 @@ fn anchor(
                 .schema()
                 .index_of(PROVENANCE)
                 .map_err(internal)?;
-            source = table
-                .batch
-                .column(at)
-                .as_any()
-                .downcast_ref::<UInt32Array>()
-                .ok_or_else(|| internal("the provenance column changed type"))?
-                .values()
-                .to_vec();
-            table.batch.remove_column(at);
+            source = take_provenance(&mut table.batch, at)?;
             table.name = name.clone();
         }
         for fk in &mut table.foreign_keys {

@@ -162,7 +162,7 @@ pub(super) enum Value<'a> {
 }
 
 /// How a non-key column's released cell must relate to its source cell.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) enum Rule {
     /// A QI: the value, an ancestor label in the named hierarchy, or `*`.
     Qi(String),

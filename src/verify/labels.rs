@@ -31,8 +31,9 @@ use crate::policy::Role;
 use crate::warehouse::{quote_ident, Warehouse};
 
 /// The generalized cells of one QI column: released cells whose text differs from the source
-/// value of the row they were traced to (untraced rows are truthfulness's to report).
-#[derive(Debug)]
+/// value of the row they were traced to (untraced rows are truthfulness's to report). It
+/// travels as it is from a partition checked elsewhere (`tasks`).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Generalized {
     /// Family table index.
     pub table: usize,

@@ -72,21 +72,22 @@ pub(super) async fn verify(
         return Ok(None);
     };
     let mut found = Found::default();
-    let parts = match setting.tasks {
-        Some(elsewhere) => tasks::run(elsewhere, setting.budget, &assigned).await?,
-        None => {
-            let mut parts = Vec::new();
-            for part in 0..assigned.parts {
-                parts.push(check_part(setting, &assigned, part).await?);
-            }
-            parts.into_iter().collect()
+    match setting.tasks {
+        Some(elsewhere) => {
+            let Some(parts) = tasks::run(elsewhere, setting.budget, &assigned).await? else {
+                return Ok(None);
+            };
+            parts.into_iter().for_each(|part| found.add(part));
         }
-    };
-    let Some(parts) = parts else {
-        return Ok(None);
-    };
-    for part in parts {
-        found.add(part);
+        // One after another, stopping at the first that must be checked whole.
+        None => {
+            for part in 0..assigned.parts {
+                let Some(part) = check_part(setting, &assigned, part).await? else {
+                    return Ok(None);
+                };
+                found.add(part);
+            }
+        }
     }
     let generalized = labels::merged(std::mem::take(&mut found.generalized));
     let mut twins = Check::new("twins");
@@ -101,8 +102,13 @@ pub(super) async fn verify(
         Some(_) => Checked::Elsewhere(assigned.parts),
         None => Checked::Here(assigned.parts),
     };
-    let verdict = verdict(plan, found, first, [leaks, twins, counts]);
-    Ok(Some(Verdict { checked, ..verdict }))
+    Ok(Some(verdict(
+        plan,
+        found,
+        first,
+        [leaks, twins, counts],
+        checked,
+    )))
 }
 
 /// The verdict from what the partitions found and the checks run once.
@@ -111,6 +117,7 @@ fn verdict(
     mut found: Found,
     [schema, fates]: [Check; 2],
     [leaks, twins, counts]: [Check; 3],
+    checked: Checked,
 ) -> Verdict {
     let mut checks = vec![
         schema,
@@ -136,7 +143,7 @@ fn verdict(
         equivalence_classes: found.classes.len(),
         smallest_ec: found.classes.iter().map(|&(_, size)| size).min(),
         class_sizes: found.classes.iter().map(|&(_, size)| size).collect(),
-        checked: Checked::Whole,
+        checked,
     }
 }
 

@@ -15,7 +15,6 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::data::Rule;
 use super::labels::Generalized;
 use super::partition::Assignment;
 use super::{Check, Place, VerifyError};
@@ -49,12 +48,23 @@ pub(super) struct PartFound {
 /// What every task needs beside the plan, the warehouses and the key map: where each row
 /// goes ([`Assignment`]'s rows, without what only the client reads) and the l-diversity
 /// search's budget.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Shared {
     parts: usize,
     rel: Vec<Vec<u16>>,
     src: Vec<Vec<u16>>,
     pairs: Vec<Option<Vec<u16>>>,
+    budget: usize,
+}
+
+/// [`Shared`] as the client sends it, borrowing the assignment: the same fields in the same
+/// order, so it reads back as a `Shared`.
+#[derive(Serialize)]
+struct SharedOut<'a> {
+    parts: usize,
+    rel: &'a [Vec<u16>],
+    src: &'a [Vec<u16>],
+    pairs: &'a [Option<Vec<u16>>],
     budget: usize,
 }
 
@@ -91,19 +101,6 @@ impl CheckWire {
     }
 }
 
-/// A generalized column as it travels.
-#[derive(Serialize, Deserialize)]
-struct GeneralizedWire {
-    table: usize,
-    content: usize,
-    column: String,
-    /// The hierarchy of a QI rule; None for an exact one (`numeric` then).
-    hierarchy: Option<String>,
-    numeric: bool,
-    rows: usize,
-    labels: Vec<String>,
-}
-
 /// A task's answer: its partition's findings, or None where the partition must be checked
 /// whole (the client then checks the release whole).
 #[derive(Serialize, Deserialize)]
@@ -117,57 +114,31 @@ struct FoundWire {
     truth: CheckWire,
     kanon: CheckWire,
     ldiv: Option<CheckWire>,
-    generalized: Vec<GeneralizedWire>,
+    generalized: Vec<Generalized>,
     classes: Vec<(usize, usize)>,
     entities: usize,
 }
 
 impl FoundWire {
     fn of(found: PartFound) -> FoundWire {
-        let generalized = found.generalized.into_iter().map(|g| {
-            let (hierarchy, numeric) = match g.rule {
-                Rule::Qi(h) => (Some(h), false),
-                Rule::Exact { numeric } => (None, numeric),
-            };
-            GeneralizedWire {
-                table: g.table,
-                content: g.content,
-                column: g.column,
-                hierarchy,
-                numeric,
-                rows: g.rows,
-                labels: g.labels.into_iter().collect(),
-            }
-        });
         FoundWire {
             atomic: CheckWire::of(found.atomic),
             truth: CheckWire::of(found.truth),
             kanon: CheckWire::of(found.kanon),
             ldiv: found.ldiv.map(CheckWire::of),
-            generalized: generalized.collect(),
+            generalized: found.generalized,
             classes: found.classes,
             entities: found.entities,
         }
     }
 
     fn found(self) -> PartFound {
-        let generalized = self.generalized.into_iter().map(|g| Generalized {
-            table: g.table,
-            content: g.content,
-            column: g.column,
-            rule: match g.hierarchy {
-                Some(h) => Rule::Qi(h),
-                None => Rule::Exact { numeric: g.numeric },
-            },
-            rows: g.rows,
-            labels: g.labels.into_iter().collect(),
-        });
         PartFound {
             atomic: self.atomic.check("key atomicity"),
             truth: self.truth.check("truthfulness"),
             kanon: self.kanon.check("k-anonymity"),
             ldiv: self.ldiv.map(|c| c.check("l-diversity")),
-            generalized: generalized.collect(),
+            generalized: self.generalized,
             classes: self.classes,
             entities: self.entities,
         }
@@ -196,11 +167,11 @@ pub(super) async fn run(
     budget: usize,
     assigned: &Assignment,
 ) -> Result<Option<Vec<PartFound>>, VerifyError> {
-    let shared = cbor(&Shared {
+    let shared = cbor(&SharedOut {
         parts: assigned.parts,
-        rel: assigned.rel.clone(),
-        src: assigned.src.clone(),
-        pairs: assigned.pairs.clone(),
+        rel: &assigned.rel,
+        src: &assigned.src,
+        pairs: &assigned.pairs,
         budget,
     })?;
     let answers = tasks

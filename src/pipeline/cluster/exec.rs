@@ -1,6 +1,7 @@
 //! The one custom operator a cluster runs: a task per partition of its input, which either
 //! anonymizes a shard (`sharded::Task`) on an executor or checks a partition of the staged
-//! release (`verify::check_partition`), as its job's first byte says. It sits over a scan of the shards' numbers held in the plan itself (a
+//! release (`verify::check_partition`), as its job's first byte says. It sits over a scan of
+//! the shards' (or partitions') numbers held in the plan itself (a
 //! `DataSourceExec` of memory, one partition of one row per shard, which Ballista's scheduler
 //! knows how to hand out a partition at a time, so each shard runs once). The scheduler gives
 //! each task a plan cut down to its own partition, which the task then runs as its partition

@@ -6,7 +6,7 @@
 //! the target must be on storage every executor reads) and runs verify's own per-partition
 //! checks. Nothing here reads a finding: verify merges them as it merges its own.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use futures::TryStreamExt;
@@ -77,16 +77,9 @@ impl OnExecutors<'_> {
 
 /// The key map as the tasks read it: the file `--key-map` writes, readable by this user only
 /// (it leads every released row back to its source row).
-fn write_key_map(path: &PathBuf, keys: &KeyMap) -> Result<()> {
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-    let file = open
-        .open(path)
-        .with_context(|| format!("writing '{}'", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    serde_json::to_writer(&mut out, keys)
-        .with_context(|| format!("writing '{}'", path.display()))?;
-    std::io::Write::flush(&mut out).with_context(|| format!("writing '{}'", path.display()))
+fn write_key_map(path: &Path, keys: &KeyMap) -> Result<()> {
+    crate::warehouse::staging::write_synced(path, Some(0o600), |w| {
+        serde_json::to_writer(w, keys).map_err(std::io::Error::other)
+    })
+    .with_context(|| format!("writing '{}'", path.display()))
 }
